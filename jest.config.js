@@ -1,0 +1,36 @@
+// Jest projects per test tier (see docs/architecture.md, "Tests").
+// The project is CommonJS; the ESM-only packages (multiformats, @ipld/*, cborg) are loaded by Node >= 20.19
+// through require(esm) at run time, and transformed to CommonJS by @swc/jest inside jest, whose module
+// system does not implement require(esm).
+const esmOnly = ['multiformats', '@ipld', 'cborg', 'uint8arrays', 'varint', 'it-[a-z-]+', 'p-[a-z-]+'];
+
+const swc = [
+  '@swc/jest',
+  {
+    jsc: {
+      parser: { syntax: 'typescript', decorators: true },
+      transform: { legacyDecorator: true, decoratorMetadata: true },
+      target: 'es2022',
+    },
+    module: { type: 'commonjs' },
+  },
+];
+
+const base = {
+  rootDir: __dirname,
+  testEnvironment: 'node',
+  resolver: '<rootDir>/tests/jest-resolver.js',
+  transform: { '^.+\\.(t|j|mj)s$': swc },
+  transformIgnorePatterns: [`/node_modules/(?!(${esmOnly.join('|')})/)`],
+  moduleNameMapper: { '^@assay/([a-z-]+)$': '<rootDir>/libs/$1/src/index.ts' },
+  moduleFileExtensions: ['ts', 'js', 'mjs', 'json'],
+  testPathIgnorePatterns: ['/node_modules/', '/dist/'],
+};
+
+module.exports = {
+  projects: [
+    { ...base, displayName: 'unit', testMatch: ['<rootDir>/**/*.unit.spec.ts'] },
+    { ...base, displayName: 'int', testMatch: ['<rootDir>/**/*.int.spec.ts'] },
+    { ...base, displayName: 'e2e', testMatch: ['<rootDir>/**/*.e2e.spec.ts'] },
+  ],
+};

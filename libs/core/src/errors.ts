@@ -1,0 +1,67 @@
+/**
+ * Errors carry a stable machine-readable `code`, a human message that names the offending file, field or
+ * position, optional structured `details`, and the `cause`. They are translated once at each edge
+ * (CLI exit code and message, HTTP status); nothing in between inspects messages.
+ */
+export type ErrorKind =
+  | 'invalid_input' // the caller's input is wrong: a user mistake, never a stack trace
+  | 'not_found'
+  | 'conflict' // optimistic concurrency, duplicates
+  | 'integrity' // stored or received data failed a check (tamper, corruption)
+  | 'refused' // a policy refusal (unsafe key permissions, checkpoint rollback, newer schema)
+  | 'unavailable' // a dependency is missing or down (Docker, a database file that cannot be opened)
+  | 'internal';
+
+export class AssayError extends Error {
+  readonly code: string;
+  readonly kind: ErrorKind;
+  readonly details: Readonly<Record<string, unknown>>;
+
+  constructor(
+    code: string,
+    kind: ErrorKind,
+    message: string,
+    options: { details?: Record<string, unknown>; cause?: unknown } = {},
+  ) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'AssayError';
+    this.code = code;
+    this.kind = kind;
+    this.details = Object.freeze({ ...(options.details ?? {}) });
+  }
+
+  toJSON(): Record<string, unknown> {
+    return { code: this.code, kind: this.kind, message: this.message, details: this.details };
+  }
+}
+
+export function isAssayError(e: unknown): e is AssayError {
+  return e instanceof AssayError;
+}
+
+/** Builds a family of error constructors sharing a code prefix, e.g. `LEDGER_`. */
+export function invalidInput(code: string, message: string, details?: Record<string, unknown>): AssayError {
+  return new AssayError(code, 'invalid_input', message, details ? { details } : {});
+}
+
+/** Exit codes for the CLI edge, one per error kind. */
+export const EXIT_CODES: Readonly<Record<ErrorKind, number>> = {
+  invalid_input: 2,
+  not_found: 3,
+  conflict: 4,
+  integrity: 5,
+  refused: 6,
+  unavailable: 7,
+  internal: 70,
+};
+
+/** HTTP statuses for the API edge, one per error kind. */
+export const HTTP_STATUS: Readonly<Record<ErrorKind, number>> = {
+  invalid_input: 422,
+  not_found: 404,
+  conflict: 409,
+  integrity: 409,
+  refused: 403,
+  unavailable: 503,
+  internal: 500,
+};

@@ -1,0 +1,3 @@
+export * from './errors';
+export * from './clock';
+export * from './progress';
