@@ -1,0 +1,14 @@
+import type { Command } from 'commander';
+import type { CliContext } from '../cli-context';
+
+/**
+ * Each command group lives in its own `<group>.commands.ts` and exports `register(program, ctx)`.
+ * Commands are thin: parse and validate arguments, call the application layer of a lib, print.
+ */
+type Register = (program: Command, ctx: CliContext) => void;
+
+const groups: Register[] = [];
+
+export function registerCommands(program: Command, ctx: CliContext): void {
+  for (const register of groups) register(program, ctx);
+}

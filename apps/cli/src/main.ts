@@ -1,0 +1,40 @@
+import 'reflect-metadata';
+import { Command, CommanderError } from 'commander';
+import { AssayError, EXIT_CODES } from '@assay/core';
+import { defaultContext, type CliContext } from './cli-context';
+import { registerCommands } from './commands';
+
+/** Translates errors once, at the edge: a code and a message for user mistakes, a stack only for bugs. */
+export function reportError(e: unknown, ctx: CliContext): number {
+  if (e instanceof AssayError) {
+    ctx.err(`assay: error ${e.code}: ${e.message}`);
+    return EXIT_CODES[e.kind];
+  }
+  if (e instanceof CommanderError) return e.exitCode === 0 ? 0 : EXIT_CODES.invalid_input;
+  ctx.err(`assay: internal error: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
+  return EXIT_CODES.internal;
+}
+
+export function buildProgram(ctx: CliContext): Command {
+  const program = new Command('assay')
+    .description('Assay: signed, checkable evaluation of research agents')
+    .exitOverride()
+    .configureOutput({ writeOut: (s) => process.stdout.write(s), writeErr: (s) => process.stderr.write(s) });
+  registerCommands(program, ctx);
+  return program;
+}
+
+export async function runCli(argv: string[], ctx: CliContext = defaultContext()): Promise<number> {
+  try {
+    await buildProgram(ctx).parseAsync(argv, { from: 'user' });
+    return typeof process.exitCode === 'number' ? process.exitCode : 0;
+  } catch (e) {
+    return reportError(e, ctx);
+  }
+}
+
+if (require.main === module || process.argv[1]?.endsWith('assay.js') || process.argv[1]?.endsWith('assay')) {
+  void runCli(process.argv.slice(2)).then((code) => {
+    process.exitCode = code;
+  });
+}
