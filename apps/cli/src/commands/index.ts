@@ -7,7 +7,9 @@ import type { CliContext } from '../cli-context';
  */
 type Register = (program: Command, ctx: CliContext) => void;
 
-const groups: Register[] = [];
+import { register as ledger } from './ledger.commands';
+
+const groups: Register[] = [ledger];
 
 export function registerCommands(program: Command, ctx: CliContext): void {
   for (const register of groups) register(program, ctx);

@@ -5,7 +5,7 @@
  *   sig           = base64(Ed25519(signer key, signing bytes))
  *   wire bytes    = JCS(envelope with `sig`)                (what the store keeps, byte for byte)
  *   envelope hash = SHA-256(wire bytes)                     (`prev` of the next event in the stream, hex)
- *   Merkle leaf   = SHA-256(0x00 || wire bytes)             (RFC 9162 leaf hash)
+ *   Merkle leaf   = SHA-256(0x00 || wire bytes)             (RFC 9162 leaf hash, merkle.ts leafHash)
  */
 import { createHash } from 'node:crypto';
 import { AssayError } from '@assay/core';
@@ -60,11 +60,6 @@ export function wireBytes(e: Envelope): Buffer {
 
 export function envelopeHash(wire: Uint8Array): Buffer {
   return sha256(wire);
-}
-
-const LEAF_PREFIX = Buffer.from([0x00]);
-export function leafHashOf(wire: Uint8Array): Buffer {
-  return createHash('sha256').update(LEAF_PREFIX).update(wire).digest();
 }
 
 function bad(code: string, message: string, details: Record<string, unknown>): AssayError {

@@ -1,0 +1,343 @@
+/**
+ * Verifies a whole ledger, top down, as a series of named steps:
+ *
+ *   storage      the database passes its own integrity check (SQLite: PRAGMA integrity_check)
+ *   envelopes    every stored event parses, is canonical, sits at the position, stream, revision, id and type it is
+ *                stored under, its stored hash is the SHA-256 of its bytes, and positions are dense from 0
+ *   schemas      every event type is in the catalogue and its data follows the type's schema
+ *   signatures   every Ed25519 signature verifies with the signer's registered key (strict RFC 8032)
+ *   roles        the signer was registered and not revoked at that position, with a role allowed for the type
+ *   chains       every stream's revisions are dense from 0 and each `prev` is the hash of the event before
+ *   merkle       the RFC 9162 root recomputed from the stored bytes; the log is not shorter than any checkpoint
+ *   checkpoints  every stored (and every supplied) checkpoint is signed by a controller key of this ledger,
+ *                names this ledger's origin, and matches the recomputed root at its size; two signed checkpoints
+ *                that cannot both be true are reported as equivocation
+ *
+ * The verdict names the first failing step, its code and the first bad item (event position or checkpoint).
+ * Signature checks run on worker threads; everything that depends on order runs here, in one pass.
+ */
+import { AssayError, silentProgress, type Progress } from '@assay/core';
+import { KeyRegistry, type VerifierKeyDecoder } from '../../domain/key-registry';
+import { RootAccumulator } from '../../domain/root-accumulator';
+import { ZERO_HASH } from '../../domain/envelope';
+import { parseCheckpointBody } from '../../domain/checkpoint';
+import { parseNote, verifyNote } from '../../domain/note';
+import type { EventStore } from '../../ports/event-store.port';
+import type { StoredCheckpoint } from '../../ports/checkpoint-store.port';
+import { checkChunk, type ChunkInput, type CheckedEvent, type StepName } from './check-chunk';
+import { inlineChecker, workerChecker, type ChunkChecker } from './worker-pool';
+import { nodeEd25519 } from '../../crypto/ed25519';
+
+export const STEPS: readonly StepName[] = ['storage', 'envelopes', 'schemas', 'signatures', 'roles', 'chains', 'merkle', 'checkpoints'];
+
+export interface VerifyFailure {
+  step: StepName;
+  code: string;
+  message: string;
+  position?: number;
+  checkpoint?: { seq: number | null; treeSize: number; note?: string };
+  /** For equivocation: the two checkpoints that cannot both be true. */
+  evidence?: string[];
+}
+
+export interface VerificationReport {
+  ok: boolean;
+  events: number;
+  streams: number;
+  keys: number;
+  checkpoints: number;
+  treeSize: number;
+  /** Base64 root recomputed from the stored events. */
+  root: string;
+  steps: Array<{ name: StepName; ok: boolean; checked: number }>;
+  failure: VerifyFailure | null;
+  durationMs: number;
+}
+
+export interface VerifyOptions {
+  store: EventStore;
+  checkpoints: StoredCheckpoint[];
+  /** Checkpoints from elsewhere (published, received from a witness) to check against this ledger too. */
+  externalCheckpoints?: string[];
+  /** Expected origin; when absent the origin of the first checkpoint is used. */
+  origin?: string;
+  /** Storage-level integrity check; returns problems (empty when fine). */
+  integrityCheck?: () => string[];
+  decodeKey: VerifierKeyDecoder;
+  /** Worker threads for signature checks; 0 runs inline. Default: number of cores. */
+  workers?: number;
+  chunkSize?: number;
+  progress?: Progress;
+  /** Public key text the genesis (position 0) key must equal, when the auditor pins it. */
+  trustedRoot?: string;
+}
+
+class Failed extends Error {
+  constructor(readonly failure: VerifyFailure) {
+    super(failure.message);
+  }
+}
+
+export async function verifyLedger(o: VerifyOptions): Promise<VerificationReport> {
+  const started = Date.now();
+  const progress = o.progress ?? silentProgress;
+  const counts = new Map<StepName, number>(STEPS.map((s) => [s, 0]));
+  const bump = (s: StepName, n = 1): void => void counts.set(s, (counts.get(s) ?? 0) + n);
+  const registry = new KeyRegistry(o.decodeKey);
+  const streams = new Map<string, { revision: number; hash: string }>();
+  const acc = new RootAccumulator();
+  const total = await o.store.size();
+  const cpSizes = new Set<number>(o.checkpoints.map((c) => c.treeSize));
+  for (const note of o.externalCheckpoints ?? []) {
+    try {
+      cpSizes.add(parseCheckpointBody(parseNote(note).body).treeSize);
+    } catch {
+      // reported by the checkpoints step
+    }
+  }
+  const rootsAt = new Map<number, Buffer>();
+  if (cpSizes.has(0)) rootsAt.set(0, acc.root());
+  let failure: VerifyFailure | null = null;
+  let checker: ChunkChecker | null = null;
+  const report = (): VerificationReport => {
+    const failedIdx = failure ? STEPS.indexOf(failure.step) : STEPS.length;
+    return {
+      ok: failure === null,
+      events: acc.size,
+      streams: streams.size,
+      keys: registry.all().length,
+      checkpoints: o.checkpoints.length,
+      treeSize: acc.size,
+      root: acc.root().toString('base64'),
+      steps: STEPS.map((name, i) => ({ name, ok: i < failedIdx, checked: counts.get(name) ?? 0 })),
+      failure,
+      durationMs: Date.now() - started,
+    };
+  };
+
+  try {
+    // storage
+    if (o.integrityCheck) {
+      const problems = o.integrityCheck();
+      if (problems.length > 0)
+        throw new Failed({ step: 'storage', code: 'VERIFY_STORAGE_CORRUPT', message: `storage integrity check failed: ${problems.slice(0, 5).join('; ')}` });
+      bump('storage');
+    }
+
+    // one pass over all events: envelopes, schemas, signatures (parallel), roles, chains, merkle (in order)
+    progress.start('verifying events', total);
+    const workers = o.workers ?? Math.max(1, (await import('node:os')).availableParallelism());
+    checker = workers > 0 && total > 4 * (o.chunkSize ?? 512) ? workerChecker(workers) : inlineChecker();
+    const inFlight: Array<Promise<{ input: ChunkInput; out: Awaited<ReturnType<ChunkChecker['check']>> }>> = [];
+    const knownKeys = new Map<string, Uint8Array>();
+    const maxInFlight = Math.max(2, workers * 2);
+    let expectedPosition = 0;
+
+    const consume = async (): Promise<void> => {
+      const { input, out } = await (inFlight.shift() as (typeof inFlight)[number]);
+      for (let i = 0; i < out.events.length; i++) {
+        const ev = out.events[i] as CheckedEvent;
+        const at = (step: StepName, code: string, message: string): never => {
+          throw new Failed({ step, code, message, position: ev.position });
+        };
+        if (ev.position !== expectedPosition)
+          at('envelopes', 'VERIFY_POSITION_GAP', `expected position ${expectedPosition}, found ${ev.position}: events are missing or out of order`);
+        expectedPosition++;
+        if (ev.problem) at(ev.problem.step, ev.problem.code, ev.problem.message);
+        bump('envelopes');
+        bump('schemas');
+        // roles (and the signature of an event whose key the checker did not have yet)
+        const authority = registry.authorize({ type: ev.type, data: ev.data ?? {}, signer: ev.signer, position: ev.position });
+        if (authority) at('roles', authority.code, authority.message);
+        if (ev.unknownSigner) {
+          const again = checkChunk(
+            { ...sliceInput(input, i), keys: ev.position === 0 ? [[ev.signer, o.decodeKey(String(ev.data?.publicKey)).publicKey]] : registry.all().map((k) => [k.keyId, k.publicKey]) },
+            new Map(),
+          ).events[0] as CheckedEvent;
+          if (again.problem || again.unknownSigner) at('signatures', again.problem?.code ?? 'VERIFY_UNKNOWN_SIGNER', again.problem?.message ?? `no key for ${ev.signer}`);
+        }
+        bump('signatures');
+        if (ev.position === 0 && o.trustedRoot && ev.data?.publicKey !== o.trustedRoot)
+          at('roles', 'VERIFY_UNTRUSTED_ROOT', `the ledger's root key ${String(ev.data?.publicKey)} is not the trusted root key ${o.trustedRoot}`);
+        registry.apply({ type: ev.type, data: ev.data ?? {}, position: ev.position });
+        bump('roles');
+        // chains
+        const last = streams.get(ev.stream);
+        const wantRevision = last ? last.revision + 1 : 0;
+        if (ev.revision !== wantRevision)
+          at('chains', 'VERIFY_CHAIN_BROKEN', `${ev.stream} revision ${ev.revision} where ${wantRevision} was expected`);
+        const wantPrev = last ? last.hash : ZERO_HASH;
+        if (ev.prev !== wantPrev)
+          at('chains', 'VERIFY_CHAIN_BROKEN', `prev of ${ev.stream}@${ev.revision} is ${ev.prev.slice(0, 16)}…, but the hash of the event before is ${wantPrev.slice(0, 16)}…`);
+        streams.set(ev.stream, { revision: ev.revision, hash: ev.hash });
+        bump('chains');
+        // merkle
+        acc.push(out.leafHashes.subarray(32 * i, 32 * i + 32));
+        if (cpSizes.has(acc.size)) rootsAt.set(acc.size, acc.root());
+        bump('merkle');
+      }
+      progress.tick(acc.size, total);
+    };
+
+    for await (const batch of o.store.readAll({ batchSize: o.chunkSize ?? 512 })) {
+      for (const e of batch) {
+        if (e.type === 'KeyRegistered') {
+          try {
+            const data = JSON.parse(Buffer.from(e.bytes).toString('utf8')).data as { keyId?: unknown; publicKey?: unknown };
+            if (typeof data.publicKey === 'string' && typeof data.keyId === 'string') knownKeys.set(data.keyId, o.decodeKey(data.publicKey).publicKey);
+          } catch {
+            // a malformed key event is reported by the ordered checks
+          }
+        }
+      }
+      const input: ChunkInput = {
+        positions: batch.map((e) => e.position),
+        streams: batch.map((e) => e.stream),
+        revisions: batch.map((e) => e.revision),
+        ids: batch.map((e) => e.id),
+        types: batch.map((e) => e.type),
+        bytes: batch.map((e) => e.bytes),
+        hashes: batch.map((e) => e.hash),
+        keys: [...knownKeys.entries()],
+      };
+      inFlight.push(checker.check(input).then((out) => ({ input, out })));
+      if (inFlight.length >= maxInFlight) await consume();
+    }
+    while (inFlight.length > 0) await consume();
+    progress.end(`${acc.size} events`);
+
+    // merkle: the log must not be shorter than what was signed
+    const all = o.checkpoints;
+    const largest = all.reduce((m, c) => Math.max(m, c.treeSize), 0);
+    if (largest > acc.size)
+      throw new Failed({
+        step: 'merkle',
+        code: 'VERIFY_TRUNCATED',
+        message: `a signed checkpoint covers ${largest} events but only ${acc.size} are stored: events from position ${acc.size} on were removed`,
+        position: acc.size,
+      });
+
+    // checkpoints
+    verifyCheckpoints(o, registry, rootsAt, acc, bump);
+  } catch (e) {
+    if (e instanceof Failed) failure = e.failure;
+    else if (e instanceof AssayError) failure = { step: 'storage', code: e.code, message: e.message };
+    else throw e;
+  } finally {
+    await checker?.close();
+  }
+  return report();
+}
+
+function sliceInput(input: ChunkInput, i: number): Omit<ChunkInput, 'keys'> {
+  return {
+    positions: input.positions.slice(i, i + 1),
+    streams: input.streams.slice(i, i + 1),
+    revisions: input.revisions.slice(i, i + 1),
+    ids: input.ids.slice(i, i + 1),
+    types: input.types.slice(i, i + 1),
+    bytes: input.bytes.slice(i, i + 1),
+    hashes: input.hashes.slice(i, i + 1),
+  };
+}
+
+interface CheckedCheckpoint {
+  seq: number | null;
+  treeSize: number;
+  root: Buffer;
+  note: string;
+  matches: boolean | null;
+}
+
+function verifyCheckpoints(
+  o: VerifyOptions,
+  registry: KeyRegistry,
+  rootsAt: Map<number, Buffer>,
+  acc: RootAccumulator,
+  bump: (s: StepName) => void,
+): void {
+  const controllers = registry.all().filter((k) => k.role === 'controller');
+  const notes: Array<{ seq: number | null; note: string }> = [
+    ...o.checkpoints.map((c) => ({ seq: c.seq, note: c.note })),
+    ...(o.externalCheckpoints ?? []).map((note) => ({ seq: null, note })),
+  ];
+  let origin = o.origin;
+  const checked: CheckedCheckpoint[] = [];
+  let lastStored: CheckedCheckpoint | null = null;
+  for (const { seq, note } of notes) {
+    const label = seq === null ? 'a supplied checkpoint' : `checkpoint #${seq}`;
+    const fail = (code: string, message: string, treeSize = 0): never => {
+      throw new Failed({ step: 'checkpoints', code, message: `${label}: ${message}`, checkpoint: { seq, treeSize, note } });
+    };
+    let parsed;
+    try {
+      parsed = parseNote(note);
+    } catch (e) {
+      return fail('VERIFY_CHECKPOINT_MALFORMED', (e as Error).message);
+    }
+    let body;
+    try {
+      body = parseCheckpointBody(parsed.body);
+    } catch (e) {
+      return fail('VERIFY_CHECKPOINT_MALFORMED', (e as Error).message);
+    }
+    let signedBy: unknown[] = [];
+    try {
+      signedBy = verifyNote(
+        parsed,
+        controllers.map((k) => {
+          const plus = k.keyId.lastIndexOf('+');
+          return { name: k.keyId.slice(0, plus), keyId: Buffer.from(k.keyId.slice(plus + 1), 'hex'), verify: (m: Uint8Array, s: Uint8Array) => nodeEd25519.verify(k.publicKey, m, s) };
+        }),
+      );
+    } catch (e) {
+      fail('VERIFY_CHECKPOINT_SIGNATURE', (e as Error).message);
+    }
+    if (signedBy.length === 0) fail('VERIFY_CHECKPOINT_SIGNATURE', 'not signed by any controller key of this ledger', body.treeSize);
+    origin ??= body.origin;
+    if (body.origin !== origin) fail('VERIFY_CHECKPOINT_ORIGIN', `origin "${body.origin}" is not this ledger's "${origin}"`, body.treeSize);
+    const root = Buffer.from(body.rootHash);
+    const actual = body.treeSize <= acc.size ? (rootsAt.get(body.treeSize) ?? null) : null;
+    const c: CheckedCheckpoint = { seq, treeSize: body.treeSize, root, note, matches: actual === null ? null : actual.equals(root) };
+    if (seq !== null && lastStored && c.treeSize < lastStored.treeSize)
+      fail('VERIFY_CHECKPOINT_ROLLBACK', `size ${c.treeSize} is smaller than the size ${lastStored.treeSize} of the checkpoint before it`, c.treeSize);
+    if (seq !== null) lastStored = c;
+    checked.push(c);
+    bump('checkpoints');
+  }
+  // Equivocation: two validly signed checkpoints that cannot both be true.
+  for (const a of checked) {
+    for (const b of checked) {
+      if (a === b) continue;
+      const sameSizeFork = a.treeSize === b.treeSize && !a.root.equals(b.root);
+      const forkAgainstLog = a.matches === false && b.matches === true && b.treeSize >= a.treeSize;
+      if (sameSizeFork || forkAgainstLog) {
+        const name = (c: CheckedCheckpoint): string => (c.seq === null ? 'a supplied checkpoint' : `checkpoint #${c.seq}`);
+        throw new Failed({
+          step: 'checkpoints',
+          code: 'VERIFY_EQUIVOCATION',
+          message: `${name(a)} (size ${a.treeSize}) and ${name(b)} (size ${b.treeSize}) are both validly signed but cannot both be true: the ledger signed two different histories`,
+          checkpoint: { seq: a.seq, treeSize: a.treeSize, note: a.note },
+          evidence: [a.note, b.note],
+        });
+      }
+    }
+  }
+  for (const c of checked) {
+    if (c.matches === false)
+      throw new Failed({
+        step: 'checkpoints',
+        code: 'VERIFY_CHECKPOINT_ROOT_MISMATCH',
+        message: `${c.seq === null ? 'a supplied checkpoint' : `checkpoint #${c.seq}`} signs root ${c.root.toString('base64')} for size ${c.treeSize}, but the stored events give ${rootsAt.get(c.treeSize)?.toString('base64')}`,
+        checkpoint: { seq: c.seq, treeSize: c.treeSize, note: c.note },
+      });
+    if (c.matches === null && c.seq === null)
+      throw new Failed({
+        step: 'checkpoints',
+        code: 'VERIFY_TRUNCATED',
+        message: `a supplied checkpoint covers ${c.treeSize} events but only ${acc.size} are stored`,
+        position: acc.size,
+        checkpoint: { seq: null, treeSize: c.treeSize, note: c.note },
+      });
+  }
+}

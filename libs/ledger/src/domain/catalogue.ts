@@ -1,0 +1,279 @@
+/**
+ * The event catalogue: every event type Assay records, the schema of its data and the roles allowed to sign it.
+ * Unknown types are refused on append and reported by verification. docs/events.md is the reader's version of
+ * this file; keep them in step (a unit test checks that every type here is documented there).
+ */
+import { checkObject, type FieldSpec, type ObjectSchema } from './schema';
+import { canonicalJson } from './jcs';
+import type { JsonObject } from './json';
+import type { Role } from './roles';
+import { ROLES } from './roles';
+
+export interface EventTypeSpec {
+  type: string;
+  roles: readonly Role[];
+  schema: ObjectSchema;
+  /** Largest canonical size of `data` in bytes. */
+  maxDataBytes: number;
+  summary: string;
+}
+
+const KIB = 1024;
+const DEFAULT_MAX_DATA = 64 * KIB;
+
+// Reusable field shapes.
+const id = (optional = false): FieldSpec => ({ kind: 'string', max: 128, min: 1, pattern: /^[A-Za-z0-9][A-Za-z0-9._:-]*$/, optional });
+const text = (max: number, optional = false): FieldSpec => ({ kind: 'string', max, optional });
+const digest = (optional = false): FieldSpec => ({ kind: 'string', max: 256, min: 1, pattern: /^[A-Za-z0-9:+/=._-]+$/, optional });
+const cid = (optional = false, nullable = false): FieldSpec => ({ kind: 'string', max: 128, min: 1, pattern: /^[a-z0-9]+$/, optional, nullable });
+const count = (optional = false): FieldSpec => ({ kind: 'integer', min: 0, optional });
+const round = (optional = false): FieldSpec => ({ kind: 'integer', min: 1, optional });
+const millis: FieldSpec = { kind: 'integer', min: 0 };
+const finite = (optional = false, nullable = false): FieldSpec => ({ kind: 'number', optional, nullable });
+const rewards = (optional = false): FieldSpec => ({ kind: 'map', values: { kind: 'number' }, maxKeys: 64, keyPattern: /^[A-Za-z0-9_.:-]{1,64}$/, optional });
+
+export const JUDGE_STATUSES = ['completed', 'submission_error', 'verifier_error', 'verifier_timeout', 'infrastructure_error'] as const;
+export const RUN_STATUSES = ['completed', 'no_valid_submission', 'failed', 'cancelled'] as const;
+export const BUDGETS = ['submissions', 'wall_time', 'agent_time', 'gpu_seconds'] as const;
+
+/** A verifier key in C2SP signed-note text form: `<name>+<8 hex>+<base64(0x01 || 32-byte key)>`. */
+const verifierKeyText: FieldSpec = { kind: 'string', max: 300, pattern: /^[^\s+]{1,128}\+[0-9a-f]{8}\+[A-Za-z0-9+/]{44}$/ };
+const signerId: FieldSpec = { kind: 'string', max: 140, pattern: /^[^\s+]{1,128}\+[0-9a-f]{8}$/ };
+
+const specs: EventTypeSpec[] = [
+  {
+    type: 'KeyRegistered',
+    roles: ['controller'],
+    summary: 'A signing key and its role. Position 0 is the controller key registering itself (the trust anchor).',
+    maxDataBytes: 2 * KIB,
+    schema: { keyId: signerId, publicKey: verifierKeyText, role: { kind: 'string', max: 16, enum: ROLES } },
+  },
+  {
+    type: 'KeyRevoked',
+    roles: ['controller'],
+    summary: 'A key may sign nothing after this position.',
+    maxDataBytes: 2 * KIB,
+    schema: { keyId: signerId, reason: text(1024) },
+  },
+  {
+    type: 'TaskRegistered',
+    roles: ['controller'],
+    summary: 'A task directory, by its digests.',
+    maxDataBytes: DEFAULT_MAX_DATA,
+    schema: {
+      task: id(),
+      name: text(256),
+      digest: digest(),
+      instructionDigest: digest(),
+      testsDigest: digest(),
+      environmentDigest: digest(),
+      metadata: { kind: 'freeObject', optional: true },
+    },
+  },
+  {
+    type: 'ImageBuilt',
+    roles: ['runtime'],
+    summary: 'A locally built container image.',
+    maxDataBytes: 8 * KIB,
+    schema: {
+      image: text(256),
+      digest: digest(),
+      purpose: { kind: 'string', max: 16, enum: ['base', 'work', 'judge'] },
+      task: id(true),
+      recipeDigest: digest(true),
+      buildLogDigest: digest(true),
+      durationMs: millis,
+    },
+  },
+  {
+    type: 'RunStarted',
+    roles: ['controller'],
+    summary: 'A run of an agent on a task under a protocol.',
+    maxDataBytes: DEFAULT_MAX_DATA,
+    schema: {
+      run: id(),
+      task: id(),
+      taskDigest: digest(),
+      agent: text(256),
+      model: text(256, true),
+      fingerprint: digest(),
+      protocol: { kind: 'freeObject' },
+      selection: { kind: 'freeObject' },
+    },
+  },
+  {
+    type: 'WorkStarted',
+    roles: ['runtime'],
+    summary: 'The persistent Work container of a run started.',
+    maxDataBytes: 8 * KIB,
+    schema: { run: id(), container: text(128), image: digest(), limits: { kind: 'freeObject' } },
+  },
+  {
+    type: 'WorkspaceEdited',
+    roles: ['runtime'],
+    summary: 'What changed in a workspace between two snapshots.',
+    maxDataBytes: DEFAULT_MAX_DATA,
+    schema: {
+      run: id(true),
+      from: cid(),
+      to: cid(),
+      added: count(),
+      removed: count(),
+      changed: count(),
+      bytesAdded: count(),
+      bytesRemoved: count(),
+      paths: { kind: 'freeObject', optional: true },
+      truncated: { kind: 'boolean', optional: true },
+    },
+  },
+  {
+    type: 'SubmissionReceived',
+    roles: ['controller'],
+    summary: 'An authenticated submission opened a round.',
+    maxDataBytes: 4 * KIB,
+    schema: { run: id(), round: round() },
+  },
+  {
+    type: 'SubmissionRejected',
+    roles: ['controller'],
+    summary: 'A submission was refused before judging (cooldown, budget, closed run, bad request).',
+    maxDataBytes: 4 * KIB,
+    schema: { run: id(), round: round(true), reason: text(1024), status: { kind: 'integer', min: 100, max: 599 } },
+  },
+  {
+    type: 'SnapshotTaken',
+    roles: ['runtime'],
+    summary: 'A workspace frozen as a content-addressed snapshot.',
+    maxDataBytes: 8 * KIB,
+    schema: {
+      run: id(true),
+      round: round(true),
+      root: cid(),
+      files: count(),
+      bytes: count(),
+      durationMs: millis,
+      policyDigest: digest(),
+      source: text(4096, true),
+      flagged: { kind: 'array', of: { kind: 'string', max: 4096 }, max: 100, optional: true },
+    },
+  },
+  {
+    type: 'JudgeLaunched',
+    roles: ['runtime'],
+    summary: 'A fresh Judge container started on a snapshot.',
+    maxDataBytes: 8 * KIB,
+    schema: {
+      run: id(true),
+      round: round(true),
+      judge: id(),
+      image: digest(),
+      snapshot: cid(),
+      testsDigest: digest(),
+      limits: { kind: 'freeObject' },
+      network: text(64),
+    },
+  },
+  {
+    type: 'JudgeCompleted',
+    roles: ['judge'],
+    summary: 'A Judge finished, with its status and output digest.',
+    maxDataBytes: 8 * KIB,
+    schema: {
+      run: id(true),
+      round: round(true),
+      judge: id(),
+      status: { kind: 'string', max: 32, enum: JUDGE_STATUSES },
+      exitCode: { kind: 'integer', nullable: true },
+      durationMs: millis,
+      outputDigest: digest(),
+      outputBytes: count(),
+      detail: text(4096, true),
+    },
+  },
+  {
+    type: 'RewardRecorded',
+    roles: ['judge'],
+    summary: 'The parsed rewards of a completed Judge and the primary score.',
+    maxDataBytes: 8 * KIB,
+    schema: {
+      run: id(true),
+      round: round(true),
+      judge: id(),
+      rewards: rewards(),
+      primaryMetric: { kind: 'string', max: 64, nullable: true },
+      primaryScore: finite(false, true),
+    },
+  },
+  {
+    type: 'BudgetConsumed',
+    roles: ['controller'],
+    summary: 'A budget was drawn down.',
+    maxDataBytes: 4 * KIB,
+    schema: {
+      run: id(),
+      budget: { kind: 'string', max: 32, enum: BUDGETS },
+      amount: { kind: 'number', min: 0 },
+      remaining: finite(false, true),
+      round: round(true),
+    },
+  },
+  {
+    type: 'RuleViolation',
+    roles: ['controller', 'judge'],
+    summary: 'A rule was broken; the round scores zero. The zero is part of the event.',
+    maxDataBytes: 8 * KIB,
+    schema: { run: id(true), round: round(true), rule: text(128), detail: text(4096), score: { kind: 'number', exactly: 0 } },
+  },
+  {
+    type: 'RunCompleted',
+    roles: ['controller'],
+    summary: 'A run ended; the selected best round under the recorded selection rule.',
+    maxDataBytes: 4 * KIB,
+    schema: {
+      run: id(),
+      status: { kind: 'string', max: 32, enum: RUN_STATUSES },
+      bestRound: { kind: 'integer', min: 1, nullable: true },
+      bestScore: finite(false, true),
+      bestSnapshot: cid(false, true),
+    },
+  },
+  {
+    type: 'RejudgeCompleted',
+    roles: ['auditor'],
+    summary: 'A third party re-judged a frozen snapshot.',
+    maxDataBytes: 8 * KIB,
+    schema: {
+      snapshot: cid(),
+      run: id(true),
+      round: round(true),
+      status: { kind: 'string', max: 32, enum: JUDGE_STATUSES },
+      rewards: rewards(true),
+      primaryScore: finite(false, true),
+      matches: { kind: 'boolean' },
+    },
+  },
+  {
+    type: 'Note',
+    roles: ['controller', 'auditor'],
+    summary: "An operator's free-form annotation.",
+    maxDataBytes: 70 * KIB,
+    schema: { text: { kind: 'string', min: 1, max: 64 * KIB } },
+  },
+];
+
+export const CATALOGUE: ReadonlyMap<string, EventTypeSpec> = new Map(specs.map((s) => [s.type, s]));
+export const EVENT_TYPES: readonly string[] = specs.map((s) => s.type);
+
+/**
+ * Checks a proposed or recorded event's type and data: known type, schema, size.
+ * Returns null or a problem `{ code, message }` naming the field.
+ */
+export function eventDataProblem(type: string, data: JsonObject): { code: string; message: string } | null {
+  const spec = CATALOGUE.get(type);
+  if (!spec) return { code: 'LEDGER_UNKNOWN_EVENT_TYPE', message: `unknown event type "${type}"; known types: ${EVENT_TYPES.join(', ')}` };
+  const size = Buffer.byteLength(canonicalJson(data), 'utf8');
+  if (size > spec.maxDataBytes)
+    return { code: 'LEDGER_EVENT_TOO_LARGE', message: `${type} data is ${size} bytes, above the limit of ${spec.maxDataBytes} for this type` };
+  const p = checkObject(spec.schema, data);
+  return p ? { code: 'LEDGER_EVENT_INVALID', message: `${type} ${p}` } : null;
+}

@@ -1,0 +1,197 @@
+/**
+ * ASSAY_HOME: where one installation keeps its state, so tests and users can keep several apart.
+ *
+ *   <home>/keys/<name>.key          private keys (0600, refused when others can read them)
+ *   <home>/keys/<name>.pub          verifier keys (C2SP signed-note text)
+ *   <home>/ledger/ledger.db         the embedded SQLite ledger (WAL: ledger.db-wal, ledger.db-shm)
+ *   <home>/ledger/ledger.json       origin and root key of this ledger
+ *   <home>/ledger/checkpoint.last   the last signed checkpoint, kept outside the database (rollback guard)
+ *
+ * This is a composition root: it wires the SQLite adapters, the keys and the Ledger together.
+ */
+import { chmodSync, closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, readdirSync, renameSync, writeSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { AssayError, type Clock, type IdGenerator, type Progress } from '@assay/core';
+import { SqliteLedgerDatabase } from '../adapters/sqlite/sqlite-ledger-database';
+import { Ledger, type CheckpointWitness, type SignedCheckpoint, type WitnessedCheckpoint } from '../application/ledger';
+import type { SigningKey } from '../application/signing-key';
+import { verifyLedger, type VerificationReport } from '../application/verify/ledger-verifier';
+import { generateKeyPair, readPrivateKey, writeKeyPair, parseVerifierKey, toSigningKey } from '../crypto/keys';
+import { ROLES, type Role } from '../domain/roles';
+
+export interface HomePaths {
+  home: string;
+  keys: string;
+  ledgerDir: string;
+  db: string;
+  config: string;
+  witness: string;
+}
+
+export interface LedgerConfig {
+  format: 1;
+  origin: string;
+  /** Verifier key text of the controller key registered at position 0. */
+  rootKey: string;
+  createdAt: string;
+}
+
+export interface InitResult {
+  home: string;
+  origin: string;
+  keys: Array<{ role: Role; signer: string; publicKey: string; created: boolean }>;
+  checkpoint: SignedCheckpoint;
+}
+
+export function homePaths(home: string): HomePaths {
+  const h = resolve(home);
+  const ledgerDir = join(h, 'ledger');
+  return { home: h, keys: join(h, 'keys'), ledgerDir, db: join(ledgerDir, 'ledger.db'), config: join(ledgerDir, 'ledger.json'), witness: join(ledgerDir, 'checkpoint.last') };
+}
+
+/** Writes a file atomically and durably: temp file, fsync, rename. */
+function writeFileAtomic(path: string, text: string, mode = 0o644): void {
+  const tmp = `${path}.tmp-${process.pid}`;
+  const fd = openSync(tmp, 'w', mode);
+  try {
+    writeSync(fd, text);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(tmp, path);
+}
+
+/** The last signed checkpoint, in a file beside the database. */
+export class FileCheckpointWitness implements CheckpointWitness {
+  constructor(private readonly path: string) {}
+  load(): WitnessedCheckpoint | null {
+    if (!existsSync(this.path)) return null;
+    let v: unknown;
+    try {
+      v = JSON.parse(readFileSync(this.path, 'utf8'));
+    } catch (e) {
+      throw new AssayError('LEDGER_WITNESS_CORRUPT', 'integrity', `${this.path} is not valid JSON (${(e as Error).message}); it records the last signed checkpoint and must not be edited`);
+    }
+    const w = v as Partial<WitnessedCheckpoint>;
+    if (typeof w.treeSize !== 'number' || typeof w.rootHash !== 'string' || typeof w.note !== 'string')
+      throw new AssayError('LEDGER_WITNESS_CORRUPT', 'integrity', `${this.path} must hold {treeSize, rootHash, note}`);
+    return { treeSize: w.treeSize, rootHash: w.rootHash, note: w.note };
+  }
+  save(cp: WitnessedCheckpoint): void {
+    writeFileAtomic(this.path, `${JSON.stringify(cp, null, 2)}\n`);
+  }
+}
+
+function readConfig(p: HomePaths): LedgerConfig {
+  if (!existsSync(p.config))
+    throw new AssayError('LEDGER_NOT_INITIALIZED', 'not_found', `no ledger in ${p.home} (missing ${p.config}); run \`assay ledger init\` (ASSAY_HOME selects the directory)`);
+  let v: unknown;
+  try {
+    v = JSON.parse(readFileSync(p.config, 'utf8'));
+  } catch (e) {
+    throw new AssayError('LEDGER_CONFIG_INVALID', 'invalid_input', `${p.config} is not valid JSON: ${(e as Error).message}`);
+  }
+  const c = v as Partial<LedgerConfig>;
+  if (c.format !== 1 || typeof c.origin !== 'string' || typeof c.rootKey !== 'string' || typeof c.createdAt !== 'string')
+    throw new AssayError('LEDGER_CONFIG_INVALID', 'invalid_input', `${p.config} must hold {format: 1, origin, rootKey, createdAt}`);
+  return c as LedgerConfig;
+}
+
+/** Loads every private key in <home>/keys. Unsafe permissions are refused by readPrivateKey. */
+export function loadKeys(dir: string): SigningKey[] {
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir)
+    .filter((f) => f.endsWith('.key'))
+    .sort()
+    .map((f) => toSigningKey(readPrivateKey(join(dir, f))));
+}
+
+export interface OpenOptions {
+  clock: Clock;
+  ids: IdGenerator;
+}
+
+export class LedgerHome {
+  private constructor(
+    readonly paths: HomePaths,
+    readonly config: LedgerConfig,
+    readonly db: SqliteLedgerDatabase,
+    readonly ledger: Ledger,
+    readonly keys: SigningKey[],
+  ) {}
+
+  static async init(home: string, o: OpenOptions & { origin?: string | undefined }): Promise<InitResult> {
+    const p = homePaths(home);
+    if (existsSync(p.config) || existsSync(p.db))
+      throw new AssayError('LEDGER_ALREADY_INITIALIZED', 'conflict', `a ledger already exists in ${p.home}; use another ASSAY_HOME, or keep using this one`);
+    if (o.origin !== undefined && !/^[\x21-\x7e]{1,200}$/.test(o.origin))
+      throw new AssayError('LEDGER_BAD_ORIGIN', 'invalid_input', '--origin must be 1-200 printable ASCII characters without spaces');
+    mkdirSync(p.keys, { recursive: true, mode: 0o700 });
+    chmodSync(p.keys, 0o700);
+    mkdirSync(p.ledgerDir, { recursive: true });
+    const existing = loadKeys(p.keys);
+    const created = new Set<string>();
+    for (const role of ['controller', 'runtime', 'judge'] as Role[]) {
+      if (existing.some((k) => k.role === role)) continue;
+      const pair = generateKeyPair(role);
+      writeKeyPair(p.keys, pair);
+      const key = toSigningKey(pair);
+      existing.push(key);
+      created.add(key.signer);
+    }
+    const keys = existing.sort((a, b) => ROLES.indexOf(a.role) - ROLES.indexOf(b.role));
+    const controller = keys.find((k) => k.role === 'controller') as SigningKey;
+    const origin = o.origin ?? `assay.ledger/${randomBytes(8).toString('hex')}`;
+    const db = SqliteLedgerDatabase.open(p.db, { clock: o.clock });
+    try {
+      const ledger = new Ledger({ store: db.events, merkle: db.merkleNodes, checkpoints: db.checkpoints, witness: new FileCheckpointWitness(p.witness), keys, clock: o.clock, ids: o.ids, origin });
+      await ledger.genesis();
+      for (const k of keys) if (k !== controller) await ledger.registerKey(k);
+      const config: LedgerConfig = { format: 1, origin, rootKey: controller.publicKeyText, createdAt: o.clock.now().toISOString() };
+      writeFileAtomic(p.config, `${JSON.stringify(config, null, 2)}\n`);
+      const checkpoint = await ledger.checkpoint();
+      return {
+        home: p.home,
+        origin,
+        keys: keys.map((k) => ({ role: k.role, signer: k.signer, publicKey: k.publicKeyText, created: created.has(k.signer) })),
+        checkpoint,
+      };
+    } finally {
+      db.close();
+    }
+  }
+
+  static async open(home: string, o: OpenOptions): Promise<LedgerHome> {
+    const p = homePaths(home);
+    const config = readConfig(p);
+    if (!existsSync(p.db))
+      throw new AssayError('LEDGER_DB_MISSING', 'not_found', `the ledger database ${p.db} is missing, but ${p.config} says a ledger was created here`);
+    const keys = loadKeys(p.keys);
+    const db = SqliteLedgerDatabase.open(p.db, { clock: o.clock });
+    const ledger = new Ledger({ store: db.events, merkle: db.merkleNodes, checkpoints: db.checkpoints, witness: new FileCheckpointWitness(p.witness), keys, clock: o.clock, ids: o.ids, origin: config.origin });
+    return new LedgerHome(p, config, db, ledger, keys);
+  }
+
+  verify(opts: { externalCheckpoints?: string[]; trustedRoot?: string; workers?: number; progress?: Progress } = {}): Promise<VerificationReport> {
+    return verifyLedger({
+      store: this.db.events,
+      checkpoints: this.db.checkpoints.all(),
+      integrityCheck: () => this.db.integrityCheck().filter((l) => l !== 'ok'),
+      decodeKey: (text) => {
+        const k = parseVerifierKey(text);
+        return { keyId: k.signer, publicKey: k.publicKey };
+      },
+      origin: this.config.origin,
+      trustedRoot: opts.trustedRoot ?? this.config.rootKey,
+      ...(opts.externalCheckpoints ? { externalCheckpoints: opts.externalCheckpoints } : {}),
+      ...(opts.workers !== undefined ? { workers: opts.workers } : {}),
+      ...(opts.progress ? { progress: opts.progress } : {}),
+    });
+  }
+
+  async close(): Promise<void> {
+    this.db.close();
+  }
+}

@@ -1,0 +1,40 @@
+// Public entry of @assay/ledger. Other libs and apps import only from here.
+
+// domain: formats and rules
+export * from './domain/json';
+export { canonicalJson, canonicalBytes } from './domain/jcs';
+export * from './domain/envelope';
+export * from './domain/roles';
+export { CATALOGUE, EVENT_TYPES, JUDGE_STATUSES, RUN_STATUSES, BUDGETS, eventDataProblem, type EventTypeSpec } from './domain/catalogue';
+export type { FieldSpec, ObjectSchema } from './domain/schema';
+export { KeyRegistry, type KeyRecord } from './domain/key-registry';
+export * from './domain/merkle';
+export { RootAccumulator } from './domain/root-accumulator';
+export * from './domain/note';
+export * from './domain/checkpoint';
+
+// crypto
+export * from './crypto/ed25519';
+export * from './crypto/keys';
+
+// ports and adapters
+export * from './ports/event-store.port';
+export * from './ports/event-store.errors';
+export * from './ports/merkle-node-store.port';
+export * from './ports/checkpoint-store.port';
+export { MemoryEventStore } from './adapters/memory/memory-event-store.adapter';
+export { MemoryCheckpointStore } from './adapters/memory/memory-checkpoint-store.adapter';
+export { MemoryMerkleNodeStore } from './adapters/memory/memory-merkle-node-store.adapter';
+export { SqliteLedgerDatabase } from './adapters/sqlite/sqlite-ledger-database';
+
+// application
+export * from './application/signing-key';
+export * from './application/ledger';
+export * from './application/proof-format';
+export { verifyLedger, STEPS as VERIFY_STEPS, type VerificationReport, type VerifyFailure, type VerifyOptions } from './application/verify/ledger-verifier';
+export * from './home/ledger-home';
+
+// NestJS adapter
+export * from './nest/ledger.commands';
+export { LedgerModule } from './nest/ledger.module';
+export { LedgerHomeProvider, ASSAY_HOME } from './nest/ledger.handlers';

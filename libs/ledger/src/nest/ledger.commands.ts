@@ -1,0 +1,51 @@
+/**
+ * Commands and queries of the ledger, dispatched alike by the CLI and the HTTP API through @nestjs/cqrs.
+ * They carry plain data; the handlers (ledger.handlers.ts) do the work through LedgerHome.
+ */
+import { Command, Query } from '@nestjs/cqrs';
+import type { AppendResult, ExpectedRevision } from '../ports/event-store.port';
+import type { NewEvent, SignedCheckpoint, InclusionProofResult, ConsistencyProofResult } from '../application/ledger';
+import type { VerificationReport } from '../application/verify/ledger-verifier';
+import type { InitResult } from '../home/ledger-home';
+import type { Progress } from '@assay/core';
+
+export class InitLedgerCommand extends Command<InitResult> {
+  constructor(public readonly origin?: string) {
+    super();
+  }
+}
+
+export class AppendEventsCommand extends Command<AppendResult> {
+  constructor(
+    public readonly stream: string,
+    public readonly events: NewEvent[],
+    public readonly expected: ExpectedRevision = 'any',
+  ) {
+    super();
+  }
+}
+
+export class SignCheckpointCommand extends Command<SignedCheckpoint> {}
+
+export class VerifyLedgerQuery extends Query<VerificationReport> {
+  constructor(
+    public readonly options: { externalCheckpoints?: string[]; trustedRoot?: string; workers?: number; progress?: Progress } = {},
+  ) {
+    super();
+  }
+}
+
+export class ProveInclusionQuery extends Query<InclusionProofResult> {
+  constructor(public readonly position: number) {
+    super();
+  }
+}
+
+export class ProveConsistencyQuery extends Query<ConsistencyProofResult> {
+  constructor(
+    public readonly size1: number,
+    public readonly size2?: number,
+  ) {
+    super();
+  }
+}

@@ -1,0 +1,176 @@
+/**
+ * Tamper evidence on a real SQLite ledger file: every kind of tampering an attacker with write access to the
+ * database can do is reported by verification, with the step and the first bad position.
+ */
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { LedgerHome, homePaths, type SigningKey } from '@assay/ledger';
+import { makeTmpDir } from '../support/ledger-fixtures';
+import { buildSampleHome, copyHome, deps, tamper, verifyHome } from '../support/ledger-home-fixtures';
+
+describe('ledger tamper evidence (SQLite)', () => {
+  let tmp: { dir: string; cleanup(): void };
+  let pristine: string;
+  let total: number;
+  let n = 0;
+  const fresh = (): string => {
+    const home = join(tmp.dir, `case-${n++}`);
+    copyHome(pristine, home);
+    return home;
+  };
+
+  beforeAll(async () => {
+    tmp = makeTmpDir('assay-tamper-');
+    pristine = join(tmp.dir, 'pristine');
+    total = await buildSampleHome(pristine);
+  });
+  afterAll(() => tmp.cleanup());
+
+  it('verifies the untouched ledger, every step passing', async () => {
+    const r = await verifyHome(pristine);
+    expect(r.failure).toBeNull();
+    expect(r.ok).toBe(true);
+    expect(r.events).toBe(total);
+    expect(total).toBeGreaterThan(40);
+    expect(r.steps.every((s) => s.ok)).toBe(true);
+    expect(r.steps.find((s) => s.name === 'signatures')?.checked).toBe(total);
+  });
+
+  it('reports one flipped byte in any stored event with its position', async () => {
+    const home = fresh();
+    const original = new Map<number, Buffer>();
+    tamper(home, (db) => {
+      for (const row of db.prepare('SELECT position, bytes FROM events').all() as Array<{ position: number; bytes: Buffer }>) original.set(row.position, row.bytes);
+    });
+    for (let pos = 0; pos < total; pos++) {
+      const bytes = Buffer.from(original.get(pos) as Buffer);
+      const at = (pos * 7919) % bytes.length; // a different offset for each event, across the whole envelope
+      bytes[at] = (bytes[at] as number) ^ 0x01;
+      tamper(home, (db) => db.prepare('UPDATE events SET bytes = ? WHERE position = ?').run(bytes, pos));
+      const r = await verifyHome(home);
+      expect({ pos, ok: r.ok, position: r.failure?.position }).toEqual({ pos, ok: false, position: pos });
+      tamper(home, (db) => db.prepare('UPDATE events SET bytes = ? WHERE position = ?').run(original.get(pos), pos));
+    }
+    expect((await verifyHome(home)).ok).toBe(true);
+  });
+
+  it('reports a flipped bit in a stored hash or column', async () => {
+    const home = fresh();
+    tamper(home, (db) => db.prepare("UPDATE events SET hash = zeroblob(32) WHERE position = 5").run());
+    let r = await verifyHome(home);
+    expect(r.failure).toMatchObject({ step: 'envelopes', code: 'VERIFY_HASH_MISMATCH', position: 5 });
+    const home2 = fresh();
+    tamper(home2, (db) => db.prepare("UPDATE events SET type = 'Note' WHERE position = 7").run());
+    r = await verifyHome(home2);
+    expect(r.failure).toMatchObject({ step: 'envelopes', code: 'VERIFY_COLUMN_MISMATCH', position: 7 });
+  });
+
+  it('reports events deleted after a checkpoint', async () => {
+    const home = fresh();
+    tamper(home, (db) => db.prepare('DELETE FROM events WHERE position >= ?').run(total - 3));
+    const r = await verifyHome(home);
+    expect(r.failure).toMatchObject({ step: 'merkle', code: 'VERIFY_TRUNCATED', position: total - 3 });
+    expect(r.failure?.message).toContain(`covers ${total} events but only ${total - 3} are stored`);
+  });
+
+  it('reports an event deleted from the middle', async () => {
+    const home = fresh();
+    tamper(home, (db) => db.prepare('DELETE FROM events WHERE position = 20').run());
+    const r = await verifyHome(home);
+    expect(r.failure).toMatchObject({ step: 'envelopes', code: 'VERIFY_POSITION_GAP', position: 21 });
+  });
+
+  it('reports two swapped events', async () => {
+    const home = fresh();
+    tamper(home, (db) => {
+      const a = db.prepare('SELECT * FROM events WHERE position = 10').get() as Record<string, unknown>;
+      const b = db.prepare('SELECT * FROM events WHERE position = 11').get() as Record<string, unknown>;
+      const put = db.prepare('UPDATE events SET stream = ?, revision = ?, id = ?, type = ?, bytes = ?, hash = ? WHERE position = ?');
+      db.transaction(() => {
+        db.prepare('UPDATE events SET id = id || \'x\', revision = revision + 100000 WHERE position IN (10, 11)').run();
+        put.run(b.stream, b.revision, b.id, b.type, b.bytes, b.hash, 10);
+        put.run(a.stream, a.revision, a.id, a.type, a.bytes, a.hash, 11);
+      })();
+    });
+    const r = await verifyHome(home);
+    expect(r.ok).toBe(false);
+    expect(r.failure?.position).toBe(10);
+    expect(r.failure?.step).toBe('envelopes');
+  });
+
+  it('reports an event signed by a key without the right role', async () => {
+    const home = fresh();
+    const h = await LedgerHome.open(home, deps());
+    try {
+      const runtime = h.keys.find((k) => k.role === 'runtime') as SigningKey;
+      // A forged writer that presents the runtime key as a controller key.
+      const { Ledger } = await import('@assay/ledger');
+      const forged = new Ledger({ store: h.db.events, merkle: h.db.merkleNodes, checkpoints: h.db.checkpoints, keys: [{ ...runtime, role: 'controller' }], clock: deps().clock, ids: deps().ids, origin: h.config.origin });
+      await forged.append('run-forged', [{ type: 'RunCompleted', data: { run: 'forged', status: 'completed', bestRound: 1, bestScore: 1, bestSnapshot: null } }]);
+    } finally {
+      await h.close();
+    }
+    const r = await verifyHome(home);
+    expect(r.failure).toMatchObject({ step: 'roles', code: 'VERIFY_WRONG_ROLE', position: total });
+    expect(r.failure?.message).toMatch(/RunCompleted must be signed by a key with role controller; .* has role runtime/);
+  });
+
+  it('reports a second, forked checkpoint as equivocation', async () => {
+    const a = fresh();
+    const b = fresh();
+    for (const [home, text] of [[a, 'history A'], [b, 'history B']] as const) {
+      const h = await LedgerHome.open(home, deps());
+      try {
+        await h.ledger.append('note-fork', [{ type: 'Note', data: { text } }]);
+        await h.ledger.checkpoint();
+      } finally {
+        await h.close();
+      }
+    }
+    const forkNote = (await (async () => {
+      const h = await LedgerHome.open(b, deps());
+      try {
+        return h.db.checkpoints.latest()?.note as string;
+      } finally {
+        await h.close();
+      }
+    })());
+    // Supplied from elsewhere (e.g. what a witness was shown) ...
+    let r = await verifyHome(a, { externalCheckpoints: [forkNote] });
+    expect(r.failure).toMatchObject({ step: 'checkpoints', code: 'VERIFY_EQUIVOCATION' });
+    expect(r.failure?.evidence).toHaveLength(2);
+    // ... or planted in the database itself.
+    tamper(a, (db) => db.prepare('INSERT INTO checkpoints (seq, tree_size, root_hash, note) VALUES (99, ?, ?, ?)').run(total + 1, 'x', forkNote));
+    r = await verifyHome(a);
+    expect(r.failure).toMatchObject({ step: 'checkpoints', code: 'VERIFY_EQUIVOCATION' });
+  });
+
+  it('refuses to sign a checkpoint smaller than, or inconsistent with, the last one, also after a restart and a restored old database', async () => {
+    const home = fresh();
+    const old = join(tmp.dir, 'old-db');
+    copyHome(home, old);
+    let h = await LedgerHome.open(home, deps());
+    await h.ledger.append('note-x', [{ type: 'Note', data: { text: 'one more' } }]);
+    const cp = await h.ledger.checkpoint();
+    expect(cp.treeSize).toBe(total + 1);
+    await h.close();
+    // Restore the database from before the last append, keep the home's checkpoint record.
+    for (const f of ['ledger.db', 'ledger.db-wal', 'ledger.db-shm']) {
+      rmSync(join(homePaths(home).ledgerDir, f), { force: true });
+      try {
+        copyHome(join(homePaths(old).ledgerDir, f), join(homePaths(home).ledgerDir, f));
+      } catch {
+        // -wal / -shm may not exist
+      }
+    }
+    h = await LedgerHome.open(home, deps());
+    try {
+      await expect(h.ledger.checkpoint()).rejects.toMatchObject({ code: 'LEDGER_CHECKPOINT_ROLLBACK' });
+      // A different event at the same size is inconsistent with what was signed.
+      await h.ledger.append('note-x', [{ type: 'Note', data: { text: 'a different history' } }]);
+      await expect(h.ledger.checkpoint()).rejects.toMatchObject({ code: 'LEDGER_CHECKPOINT_INCONSISTENT' });
+    } finally {
+      await h.close();
+    }
+  });
+});

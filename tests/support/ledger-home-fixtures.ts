@@ -1,0 +1,62 @@
+/**
+ * A ledger home with a realistic run's worth of signed events (examples/ledger/sample-run.jsonl), for tests that
+ * need a real SQLite ledger file to verify and to tamper with.
+ */
+import { cpSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { ManualClock, SequentialIds } from '@assay/core';
+import { LedgerHome, homePaths, type JsonObject } from '@assay/ledger';
+
+export const SAMPLE_RUN = join(__dirname, '..', '..', 'examples', 'ledger', 'sample-run.jsonl');
+
+export function sampleEvents(): Array<{ stream: string; type: string; data: JsonObject }> {
+  return readFileSync(SAMPLE_RUN, 'utf8')
+    .split('\n')
+    .filter((l) => l.trim() !== '')
+    .map((l) => JSON.parse(l) as { stream: string; type: string; data: JsonObject });
+}
+
+let opened = 0;
+/** A clock and ids for one writer; every call gets its own id range so reopened ledgers never reuse ids. */
+export const deps = (): { clock: ManualClock; ids: SequentialIds } => {
+  opened += 1;
+  return { clock: new ManualClock('2026-12-01T10:00:00.000Z', 1000), ids: new SequentialIds(`${opened.toString(16).padStart(8, '0')}-0000-4000-8000`) };
+};
+
+/** init + the sample run + a checkpoint. Returns the number of events. */
+export async function buildSampleHome(home: string, opts: { checkpoint?: boolean } = {}): Promise<number> {
+  const d = deps();
+  await LedgerHome.init(home, { ...d, origin: 'assay.test/ledger' });
+  const h = await LedgerHome.open(home, d);
+  try {
+    for (const e of sampleEvents()) await h.ledger.append(e.stream, [{ type: e.type, data: e.data }]);
+    if (opts.checkpoint !== false) await h.ledger.checkpoint();
+    return await h.db.events.size();
+  } finally {
+    await h.close();
+  }
+}
+
+export function copyHome(from: string, to: string): void {
+  cpSync(from, to, { recursive: true });
+}
+
+/** Runs SQL on a home's ledger database with a separate connection, as an attacker with file access would. */
+export function tamper(home: string, fn: (db: Database.Database) => void): void {
+  const db = new Database(homePaths(home).db);
+  try {
+    fn(db);
+  } finally {
+    db.close();
+  }
+}
+
+export async function verifyHome(home: string, opts: Parameters<LedgerHome['verify']>[0] = {}): ReturnType<LedgerHome['verify']> {
+  const h = await LedgerHome.open(home, deps());
+  try {
+    return await h.verify({ workers: 0, ...opts });
+  } finally {
+    await h.close();
+  }
+}
