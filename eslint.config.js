@@ -12,7 +12,7 @@ module.exports = tseslint.config(
       '@typescript-eslint/no-explicit-any': 'error',
       '@typescript-eslint/no-require-imports': 'off',
       '@typescript-eslint/no-empty-function': 'off',
-      'no-console': ['error', { allow: [] }],
+      'no-console': 'error',
       eqeqeq: ['error', 'always'],
     },
   },

@@ -34,6 +34,11 @@ export async function runCli(argv: string[], ctx: CliContext = defaultContext())
 }
 
 if (require.main === module || process.argv[1]?.endsWith('assay.js') || process.argv[1]?.endsWith('assay')) {
+  // `assay ... | head` closes the pipe early: that is not an error.
+  process.stdout.on('error', (e: NodeJS.ErrnoException) => {
+    if (e.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+    throw e;
+  });
   void runCli(process.argv.slice(2)).then((code) => {
     process.exitCode = code;
   });

@@ -5,7 +5,8 @@
  */
 import { AssayError, type Clock, type IdGenerator } from '@assay/core';
 import { eventDataProblem, CATALOGUE } from '../domain/catalogue';
-import { MAX_ENVELOPE_BYTES, wireBytes, signingBytes, STREAM_RE, UUID_RE } from '../domain/envelope';
+import { MAX_ENVELOPE_BYTES, envelopeText, STREAM_RE, UUID_RE } from '../domain/envelope';
+import { canonicalJson } from '../domain/jcs';
 import type { JsonObject } from '../domain/json';
 import { leafHash, rootAt, inclusionProof, consistencyProof, verifyConsistency } from '../domain/merkle';
 import { formatCheckpointBody, parseCheckpointBody } from '../domain/checkpoint';
@@ -112,10 +113,18 @@ export class Ledger {
     if (events.length === 0) throw new AssayError('LEDGER_EMPTY_APPEND', 'invalid_input', 'an append needs at least one event');
     const time = this.o.clock.now().toISOString();
     const signers: SigningKey[] = [];
+    const dataJsons: string[] = [];
     const proposed: ProposedEvent[] = events.map((e, i) => {
       const where = `event ${i} (${String(e.type)})`;
       if (typeof e.type !== 'string') throw new AssayError('LEDGER_EVENT_INVALID', 'invalid_input', `${where}: type must be a string`);
-      const problem = eventDataProblem(e.type, e.data);
+      let dataJson: string;
+      try {
+        dataJson = canonicalJson(e.data);
+      } catch (err) {
+        throw new AssayError('LEDGER_EVENT_INVALID', 'invalid_input', `${where}: ${(err as Error).message}`, { details: { index: i } });
+      }
+      dataJsons.push(dataJson);
+      const problem = eventDataProblem(e.type, e.data, Buffer.byteLength(dataJson));
       if (problem) throw new AssayError(problem.code, 'invalid_input', `${where}: ${problem.message}`, { details: { index: i } });
       const id = e.id ?? this.o.ids.next();
       if (!UUID_RE.test(id)) throw new AssayError('LEDGER_EVENT_INVALID', 'invalid_input', `${where}: id must be a lowercase UUID`);
@@ -127,12 +136,12 @@ export class Ledger {
       return { id, type: e.type, data: e.data, time };
     });
     // The store calls seal once per *new* event (an idempotent retry calls it for none); look the signer up by id.
-    const signerById = new Map(proposed.map((p, i) => [p.id, signers[i] as SigningKey]));
+    const byId = new Map(proposed.map((p, i) => [p.id, { key: signers[i] as SigningKey, dataJson: dataJsons[i] as string }]));
     const seal = (input: SealInput): Uint8Array => {
-      const key = signerById.get(input.id) as SigningKey;
+      const { key, dataJson } = byId.get(input.id) as { key: SigningKey; dataJson: string };
       const unsigned = { ...input, signer: key.signer };
-      const sig = b64(key.sign(signingBytes(unsigned)));
-      const wire = wireBytes({ ...unsigned, sig });
+      const sig = b64(key.sign(Buffer.from(envelopeText(unsigned, dataJson), 'utf8')));
+      const wire = Buffer.from(envelopeText(unsigned, dataJson, sig), 'utf8');
       if (wire.byteLength > MAX_ENVELOPE_BYTES)
         throw new AssayError('LEDGER_EVENT_TOO_LARGE', 'invalid_input', `envelope of ${input.type} is ${wire.byteLength} bytes, above ${MAX_ENVELOPE_BYTES}`);
       return wire;

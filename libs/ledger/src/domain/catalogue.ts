@@ -266,12 +266,13 @@ export const EVENT_TYPES: readonly string[] = specs.map((s) => s.type);
 
 /**
  * Checks a proposed or recorded event's type and data: known type, schema, size.
- * Returns null or a problem `{ code, message }` naming the field.
+ * Returns null or a problem `{ code, message }` naming the field. `canonicalSize`, when the caller already
+ * knows the byte length of the canonical data, saves re-encoding it.
  */
-export function eventDataProblem(type: string, data: JsonObject): { code: string; message: string } | null {
+export function eventDataProblem(type: string, data: JsonObject, canonicalSize?: number): { code: string; message: string } | null {
   const spec = CATALOGUE.get(type);
   if (!spec) return { code: 'LEDGER_UNKNOWN_EVENT_TYPE', message: `unknown event type "${type}"; known types: ${EVENT_TYPES.join(', ')}` };
-  const size = Buffer.byteLength(canonicalJson(data), 'utf8');
+  const size = canonicalSize ?? Buffer.byteLength(canonicalJson(data), 'utf8');
   if (size > spec.maxDataBytes)
     return { code: 'LEDGER_EVENT_TOO_LARGE', message: `${type} data is ${size} bytes, above the limit of ${spec.maxDataBytes} for this type` };
   const p = checkObject(spec.schema, data);

@@ -48,14 +48,26 @@ export function sha256(bytes: Uint8Array): Buffer {
   return createHash('sha256').update(bytes).digest();
 }
 
+/**
+ * The canonical text of an envelope, given the canonical text of its data: the members in RFC 8785 order
+ * (data, id, position, prev, revision, sig, signer, stream, time, type). Equal to canonicalJson of the whole object
+ * (a unit test holds them together); it exists so a writer canonicalizes the data once, not once per encoding.
+ */
+export function envelopeText(u: Omit<UnsignedEnvelope, 'data'>, dataJson: string, sig?: string): string {
+  const q = (v: string): string => canonicalJson(v);
+  if (!Number.isSafeInteger(u.position) || !Number.isSafeInteger(u.revision)) throw new AssayError('ENVELOPE_MALFORMED', 'invalid_input', 'position and revision must be safe integers');
+  return (
+    `{"data":${dataJson},"id":${q(u.id)},"position":${u.position},"prev":${q(u.prev)},"revision":${u.revision},` +
+    `${sig === undefined ? '' : `"sig":${q(sig)},`}"signer":${q(u.signer)},"stream":${q(u.stream)},"time":${q(u.time)},"type":${q(u.type)}}`
+  );
+}
+
 export function signingBytes(u: UnsignedEnvelope): Buffer {
-  const { type, data, stream, revision, position, id, time, prev, signer } = u;
-  return Buffer.from(canonicalJson({ type, data, stream, revision, position, id, time, prev, signer }), 'utf8');
+  return Buffer.from(envelopeText(u, canonicalJson(u.data)), 'utf8');
 }
 
 export function wireBytes(e: Envelope): Buffer {
-  const { type, data, stream, revision, position, id, time, prev, signer, sig } = e;
-  return Buffer.from(canonicalJson({ type, data, stream, revision, position, id, time, prev, signer, sig }), 'utf8');
+  return Buffer.from(envelopeText(e, canonicalJson(e.data), e.sig), 'utf8');
 }
 
 export function envelopeHash(wire: Uint8Array): Buffer {
@@ -92,12 +104,23 @@ export interface ParsedEnvelope {
   /** The exact bytes the signature covers. */
   signing: Buffer;
   signature: Buffer;
+  /** Size of the canonical `data` member's value in bytes. */
+  dataBytes: number;
 }
+
+const SIG_MEMBER = Buffer.from(',"sig":"');
+const ID_MEMBER = Buffer.from(',"id":"');
+const DATA_PREFIX = Buffer.from('{"data":');
 
 /**
  * Parses stored or received wire bytes, hostile by default: size bound, strict UTF-8 JSON, exact field set and
  * types, and the bytes must already be canonical (so there is exactly one byte string per envelope and a parser
  * that keeps the first of two duplicate names cannot be shown a different event than one that keeps the last).
+ *
+ * Because the bytes are canonical, the signing bytes are the wire bytes without the `,"sig":"…"` member: the
+ * canonical form of an object without one member is the canonical form with that member cut out. The top-level
+ * `sig` member is the last occurrence of `,"sig":"` (the members after it, signer, stream, time and type, are
+ * pattern-checked and cannot contain it), and `data` is the first member, up to the last `,"id":"`.
  */
 export function parseEnvelope(wire: Uint8Array, where: Record<string, unknown> = {}): ParsedEnvelope {
   if (wire.byteLength > MAX_ENVELOPE_BYTES)
@@ -122,5 +145,9 @@ export function parseEnvelope(wire: Uint8Array, where: Record<string, unknown> =
   }
   if (canonical !== text || Buffer.byteLength(canonical) !== buf.byteLength)
     throw bad('ENVELOPE_NOT_CANONICAL', 'envelope bytes are not in RFC 8785 canonical form', where);
-  return { envelope: env, signing: signingBytes(env), signature: Buffer.from(env.sig, 'base64') };
+  const at = buf.lastIndexOf(SIG_MEMBER);
+  const end = at + SIG_MEMBER.byteLength + env.sig.length + 1;
+  const signing = Buffer.concat([buf.subarray(0, at), buf.subarray(end)]);
+  const dataBytes = buf.lastIndexOf(ID_MEMBER) - DATA_PREFIX.byteLength;
+  return { envelope: env, signing, signature: Buffer.from(env.sig, 'base64'), dataBytes };
 }

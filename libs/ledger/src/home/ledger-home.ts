@@ -159,7 +159,7 @@ export class LedgerHome {
         checkpoint,
       };
     } finally {
-      db.close();
+      await db.close();
     }
   }
 
@@ -192,6 +192,6 @@ export class LedgerHome {
   }
 
   async close(): Promise<void> {
-    this.db.close();
+    await this.db.close();
   }
 }

@@ -19,12 +19,15 @@ export interface ProposedEvent {
   time: string;
 }
 
+/** What the store fixes for each new event before it is signed: everything but `signer` and `sig`. */
+export type SealInput = Omit<UnsignedEnvelope, 'signer'>;
+
 /**
- * Turns an unsigned envelope (revision, position and prev fixed by the store) into its wire bytes.
- * Called inside the store's write critical section, in order, once per new event. It may throw; then the whole
- * append fails and nothing is stored.
+ * Turns an event whose revision, position and prev the store has fixed into its wire bytes (the sealer adds
+ * `signer` and `sig`). Called inside the store's write critical section, in order, once per new event. It may
+ * throw; then the whole append fails and nothing is stored.
  */
-export type Seal = (unsigned: UnsignedEnvelope) => Uint8Array;
+export type Seal = (input: SealInput) => Uint8Array;
 
 export interface RecordedEvent {
   position: number;

@@ -20,11 +20,13 @@ import { AssayError, silentProgress, type Progress } from '@assay/core';
 import { KeyRegistry, type VerifierKeyDecoder } from '../../domain/key-registry';
 import { RootAccumulator } from '../../domain/root-accumulator';
 import { ZERO_HASH } from '../../domain/envelope';
+
+const ZERO_HASH_BYTES = Buffer.from(ZERO_HASH, 'hex');
 import { parseCheckpointBody } from '../../domain/checkpoint';
 import { parseNote, verifyNote } from '../../domain/note';
 import type { EventStore } from '../../ports/event-store.port';
 import type { StoredCheckpoint } from '../../ports/checkpoint-store.port';
-import { checkChunk, type ChunkInput, type CheckedEvent, type StepName } from './check-chunk';
+import { DIGEST_STRIDE, checkChunk, packChunk, type ChunkInput, type ChunkOutput, type StepName } from './check-chunk';
 import { inlineChecker, workerChecker, type ChunkChecker } from './worker-pool';
 import { nodeEd25519 } from '../../crypto/ed25519';
 
@@ -84,7 +86,7 @@ export async function verifyLedger(o: VerifyOptions): Promise<VerificationReport
   const counts = new Map<StepName, number>(STEPS.map((s) => [s, 0]));
   const bump = (s: StepName, n = 1): void => void counts.set(s, (counts.get(s) ?? 0) + n);
   const registry = new KeyRegistry(o.decodeKey);
-  const streams = new Map<string, { revision: number; hash: string }>();
+  const streams = new Map<string, { revision: number; hash: Buffer }>();
   const acc = new RootAccumulator();
   const total = await o.store.size();
   const cpSizes = new Set<number>(o.checkpoints.map((c) => c.treeSize));
@@ -128,51 +130,62 @@ export async function verifyLedger(o: VerifyOptions): Promise<VerificationReport
     progress.start('verifying events', total);
     const workers = o.workers ?? Math.max(1, (await import('node:os')).availableParallelism());
     checker = workers > 0 && total > 4 * (o.chunkSize ?? 512) ? workerChecker(workers) : inlineChecker();
-    const inFlight: Array<Promise<{ input: ChunkInput; out: Awaited<ReturnType<ChunkChecker['check']>> }>> = [];
+    const inFlight: Array<Promise<{ input: Omit<ChunkInput, 'bytes'>; out: ChunkOutput; bytes: Array<Uint8Array> }>> = [];
     const knownKeys = new Map<string, Uint8Array>();
     const maxInFlight = Math.max(2, workers * 2);
     let expectedPosition = 0;
 
     const consume = async (): Promise<void> => {
-      const { input, out } = await (inFlight.shift() as (typeof inFlight)[number]);
-      for (let i = 0; i < out.events.length; i++) {
-        const ev = out.events[i] as CheckedEvent;
+      const { input, out, bytes } = await (inFlight.shift() as (typeof inFlight)[number]);
+      const problems = new Map(out.problems.map((p) => [p.i, p]));
+      const unknown = new Set(out.unknownSigner);
+      const keyData = new Map(out.keyEvents.map((k) => [k.i, k.data]));
+      const d = out.digests;
+      for (let i = 0; i < input.positions.length; i++) {
+        const position = input.positions[i] as number;
         const at = (step: StepName, code: string, message: string): never => {
-          throw new Failed({ step, code, message, position: ev.position });
+          throw new Failed({ step, code, message, position });
         };
-        if (ev.position !== expectedPosition)
-          at('envelopes', 'VERIFY_POSITION_GAP', `expected position ${expectedPosition}, found ${ev.position}: events are missing or out of order`);
+        if (position !== expectedPosition)
+          at('envelopes', 'VERIFY_POSITION_GAP', `expected position ${expectedPosition}, found ${position}: events are missing or out of order`);
         expectedPosition++;
-        if (ev.problem) at(ev.problem.step, ev.problem.code, ev.problem.message);
+        const problem = problems.get(i);
+        if (problem) at(problem.step, problem.code, problem.message);
         bump('envelopes');
         bump('schemas');
-        // roles (and the signature of an event whose key the checker did not have yet)
-        const authority = registry.authorize({ type: ev.type, data: ev.data ?? {}, signer: ev.signer, position: ev.position });
+        // Past the checker, the stored columns equal the signed envelope's fields.
+        const type = input.types[i] as string;
+        const stream = input.streams[i] as string;
+        const revision = input.revisions[i] as number;
+        const signer = out.signers[out.signerIndex[i] as number] as string;
+        const data = keyData.get(i) ?? {};
+        // roles (and the signature of an event whose key the checker did not have)
+        const authority = registry.authorize({ type, data, signer, position });
         if (authority) at('roles', authority.code, authority.message);
-        if (ev.unknownSigner) {
-          const again = checkChunk(
-            { ...sliceInput(input, i), keys: ev.position === 0 ? [[ev.signer, o.decodeKey(String(ev.data?.publicKey)).publicKey]] : registry.all().map((k) => [k.keyId, k.publicKey]) },
-            new Map(),
-          ).events[0] as CheckedEvent;
-          if (again.problem || again.unknownSigner) at('signatures', again.problem?.code ?? 'VERIFY_UNKNOWN_SIGNER', again.problem?.message ?? `no key for ${ev.signer}`);
+        if (unknown.has(i)) {
+          const key = position === 0 ? o.decodeKey(String(data.publicKey)).publicKey : registry.get(signer)?.publicKey;
+          const again = checkChunk(packChunk([{ position, stream, revision, id: input.ids[i] as string, type, bytes: bytes[i] as Uint8Array, hash: input.hashes.subarray(32 * i, 32 * i + 32) }], key ? [[signer, key]] : []), new Map());
+          const p = again.problems[0];
+          if (p) at(p.step, p.code, p.message);
+          if (again.unknownSigner.length > 0) at('signatures', 'VERIFY_UNKNOWN_SIGNER', `no key for ${signer}`);
         }
         bump('signatures');
-        if (ev.position === 0 && o.trustedRoot && ev.data?.publicKey !== o.trustedRoot)
-          at('roles', 'VERIFY_UNTRUSTED_ROOT', `the ledger's root key ${String(ev.data?.publicKey)} is not the trusted root key ${o.trustedRoot}`);
-        registry.apply({ type: ev.type, data: ev.data ?? {}, position: ev.position });
+        if (position === 0 && o.trustedRoot && data.publicKey !== o.trustedRoot)
+          at('roles', 'VERIFY_UNTRUSTED_ROOT', `the ledger's root key ${String(data.publicKey)} is not the trusted root key ${o.trustedRoot}`);
+        registry.apply({ type, data, position });
         bump('roles');
         // chains
-        const last = streams.get(ev.stream);
+        const last = streams.get(stream);
         const wantRevision = last ? last.revision + 1 : 0;
-        if (ev.revision !== wantRevision)
-          at('chains', 'VERIFY_CHAIN_BROKEN', `${ev.stream} revision ${ev.revision} where ${wantRevision} was expected`);
-        const wantPrev = last ? last.hash : ZERO_HASH;
-        if (ev.prev !== wantPrev)
-          at('chains', 'VERIFY_CHAIN_BROKEN', `prev of ${ev.stream}@${ev.revision} is ${ev.prev.slice(0, 16)}…, but the hash of the event before is ${wantPrev.slice(0, 16)}…`);
-        streams.set(ev.stream, { revision: ev.revision, hash: ev.hash });
+        if (revision !== wantRevision) at('chains', 'VERIFY_CHAIN_BROKEN', `${stream} revision ${revision} where ${wantRevision} was expected`);
+        const prev = d.subarray(DIGEST_STRIDE * i, DIGEST_STRIDE * i + 32);
+        const wantPrev = last ? last.hash : ZERO_HASH_BYTES;
+        if (!wantPrev.equals(prev))
+          at('chains', 'VERIFY_CHAIN_BROKEN', `prev of ${stream}@${revision} is ${Buffer.from(prev).toString('hex').slice(0, 16)}…, but the hash of the event before is ${wantPrev.toString('hex').slice(0, 16)}…`);
+        streams.set(stream, { revision, hash: Buffer.from(d.subarray(DIGEST_STRIDE * i + 32, DIGEST_STRIDE * i + 64)) });
         bump('chains');
         // merkle
-        acc.push(out.leafHashes.subarray(32 * i, 32 * i + 32));
+        acc.push(d.subarray(DIGEST_STRIDE * i + 64, DIGEST_STRIDE * i + 96));
         if (cpSizes.has(acc.size)) rootsAt.set(acc.size, acc.root());
         bump('merkle');
       }
@@ -190,17 +203,11 @@ export async function verifyLedger(o: VerifyOptions): Promise<VerificationReport
           }
         }
       }
-      const input: ChunkInput = {
-        positions: batch.map((e) => e.position),
-        streams: batch.map((e) => e.stream),
-        revisions: batch.map((e) => e.revision),
-        ids: batch.map((e) => e.id),
-        types: batch.map((e) => e.type),
-        bytes: batch.map((e) => e.bytes),
-        hashes: batch.map((e) => e.hash),
-        keys: [...knownKeys.entries()],
-      };
-      inFlight.push(checker.check(input).then((out) => ({ input, out })));
+      const input = packChunk(batch, [...knownKeys.entries()]);
+      // Keep what the ordered pass needs; the packed bytes are transferred to a worker.
+      const meta = { ...input, bytes: undefined };
+      const bytes = batch.map((e) => e.bytes);
+      inFlight.push(checker.check(input).then((out) => ({ input: meta, out, bytes })));
       if (inFlight.length >= maxInFlight) await consume();
     }
     while (inFlight.length > 0) await consume();
@@ -227,18 +234,6 @@ export async function verifyLedger(o: VerifyOptions): Promise<VerificationReport
     await checker?.close();
   }
   return report();
-}
-
-function sliceInput(input: ChunkInput, i: number): Omit<ChunkInput, 'keys'> {
-  return {
-    positions: input.positions.slice(i, i + 1),
-    streams: input.streams.slice(i, i + 1),
-    revisions: input.revisions.slice(i, i + 1),
-    ids: input.ids.slice(i, i + 1),
-    types: input.types.slice(i, i + 1),
-    bytes: input.bytes.slice(i, i + 1),
-    hashes: input.hashes.slice(i, i + 1),
-  };
 }
 
 interface CheckedCheckpoint {

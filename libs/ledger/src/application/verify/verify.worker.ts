@@ -7,7 +7,7 @@ const keyCache = new Map<string, Uint8Array>();
 parentPort?.on('message', (msg: { seq: number; input: ChunkInput }) => {
   try {
     const out = checkChunk(msg.input, keyCache);
-    parentPort?.postMessage({ seq: msg.seq, out }, [out.leafHashes.buffer as ArrayBuffer]);
+    parentPort?.postMessage({ seq: msg.seq, out }, [out.digests.buffer as ArrayBuffer, out.signerIndex.buffer as ArrayBuffer]);
   } catch (e) {
     parentPort?.postMessage({ seq: msg.seq, error: e instanceof Error ? e.message : String(e) });
   }

@@ -41,7 +41,7 @@ export function workerChecker(count: number): ChunkChecker {
       const p = pending.get(m.seq);
       if (!p) return;
       pending.delete(m.seq);
-      if (m.out) p.resolve({ events: m.out.events, leafHashes: new Uint8Array(m.out.leafHashes) });
+      if (m.out) p.resolve(m.out);
       else p.reject(new Error(m.error ?? 'worker failed'));
     });
     w.on('error', (e) => {
@@ -55,7 +55,8 @@ export function workerChecker(count: number): ChunkChecker {
       const w = workers[s % workers.length] as Worker;
       return new Promise((resolve, reject) => {
         pending.set(s, { resolve, reject });
-        w.postMessage({ seq: s, input });
+        // The envelope bytes are transferred, not copied; the caller keeps no reference to them.
+        w.postMessage({ seq: s, input }, [input.bytes.buffer as ArrayBuffer]);
       });
     },
     async close() {

@@ -1,0 +1,127 @@
+/**
+ * npm run bench:ledger [-- --events N --batches B]
+ *
+ * Prints, in one run on this machine:
+ *  - durable signed appends/s through the Ledger (SQLite WAL, synchronous=FULL, batches of 100 events per append)
+ *    next to a bare loop that signs the same bytes with node:crypto and inserts them in transactions of 100 rows
+ *    with the same pragmas; target >= 70 %;
+ *  - verified events/s (`verifyLedger` with one worker per core) next to a bare node:crypto Ed25519 verify loop
+ *    times the number of cores used; target >= 85 %;
+ *  - single durable append latency (one event, one commit) p50 next to a bare single-row durable insert; target
+ *    p50 < 3 ms.
+ */
+import { generateKeyPairSync, sign, verify } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { availableParallelism, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { ManualClock, SequentialIds, systemClock, randomIds } from '@assay/core';
+import { LedgerHome, type JsonObject } from '@assay/ledger';
+import { arg, fmt, now, percentile, report } from './bench-util';
+
+const sampleData: JsonObject = {
+  run: 'r-20261202-0001',
+  round: 3,
+  judge: 'r-20261202-0001-3',
+  rewards: { val_loss: 0.4331, train_loss: 0.3898 },
+  primaryMetric: 'val_loss',
+  primaryScore: 0.4331,
+};
+
+async function main(): Promise<void> {
+  const batches = arg('batches', 200);
+  const batchSize = 100;
+  const total = batches * batchSize;
+  const cores = availableParallelism();
+  const dir = mkdtempSync(join(tmpdir(), 'assay-bench-ledger-'));
+  console.log(`ledger benchmark: ${total} events in ${batches} appends of ${batchSize}, ${cores} cores, node ${process.version}`);
+  try {
+    // --- baseline: sign + insert in batches of 100, durable
+    const { privateKey, publicKey } = generateKeyPairSync('ed25519');
+    const sampleBytes = Buffer.from(JSON.stringify({ type: 'RewardRecorded', data: sampleData, stream: 'judge-r-1', revision: 0, position: 0, id: '00000000-0000-4000-8000-000000000000', time: new Date().toISOString(), prev: '0'.repeat(64), signer: 'assay-judge-00000000+00000000' }));
+    const bare = new Database(join(dir, 'bare.db'));
+    bare.pragma('journal_mode = WAL');
+    bare.pragma('synchronous = FULL');
+    bare.exec('CREATE TABLE events (position INTEGER PRIMARY KEY, stream TEXT, revision INTEGER, id TEXT UNIQUE, type TEXT, bytes BLOB, hash BLOB)');
+    const ins = bare.prepare('INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?)');
+    let pos = 0;
+    const insertBatch = bare.transaction((rows: Array<[number, Buffer, Buffer]>) => {
+      for (const [p, b, s] of rows) ins.run(p, 'judge-r-1', p, `id-${p}`, 'RewardRecorded', b, s.subarray(0, 32));
+    });
+    let t0 = now();
+    for (let b = 0; b < batches; b++) {
+      const rows: Array<[number, Buffer, Buffer]> = [];
+      for (let i = 0; i < batchSize; i++) {
+        const msg = Buffer.concat([sampleBytes, Buffer.from(String(pos))]);
+        rows.push([pos++, msg, sign(null, msg, privateKey)]);
+      }
+      insertBatch(rows);
+    }
+    const bareAppendRate = total / ((now() - t0) / 1000);
+
+    // bare single durable insert latency
+    const single: number[] = [];
+    for (let i = 0; i < 200; i++) {
+      const s = now();
+      insertBatch([[pos++, sampleBytes, sign(null, sampleBytes, privateKey)]]);
+      single.push(now() - s);
+    }
+    bare.close();
+
+    // --- Assay: signed appends through the Ledger
+    const home = join(dir, 'home');
+    await LedgerHome.init(home, { clock: systemClock, ids: randomIds, origin: 'assay.bench/ledger' });
+    const h = await LedgerHome.open(home, { clock: new ManualClock('2026-12-02T00:00:00.000Z', 1), ids: new SequentialIds() });
+    t0 = now();
+    for (let b = 0; b < batches; b++) {
+      const events = Array.from({ length: batchSize }, (_, i) => ({ type: 'RewardRecorded', data: { ...sampleData, round: 1 + ((b * batchSize + i) % 1000) } }));
+      await h.ledger.append(`judge-bench${b % 50}`, events);
+    }
+    const appendRate = total / ((now() - t0) / 1000);
+
+    // single durable appends, one at a time
+    const lat: number[] = [];
+    for (let i = 0; i < 200; i++) {
+      const s = now();
+      await h.ledger.append('note-latency', [{ type: 'Note', data: { text: `latency probe ${i}` } }]);
+      lat.push(now() - s);
+    }
+    lat.sort((a, b) => a - b);
+    single.sort((a, b) => a - b);
+    await h.ledger.checkpoint();
+    const size = await h.db.events.size();
+
+    // --- verification
+    const verifyCount = Math.min(size, 20000);
+    const sig = sign(null, sampleBytes, privateKey);
+    t0 = now();
+    for (let i = 0; i < verifyCount; i++) verify(null, sampleBytes, publicKey, sig);
+    const bareVerifyRate = verifyCount / ((now() - t0) / 1000);
+
+    t0 = now();
+    const r = await h.verify({ workers: cores });
+    const verifyMs = now() - t0;
+    if (!r.ok) throw new Error(`verification failed: ${JSON.stringify(r.failure)}`);
+    const verifyRate = r.events / (verifyMs / 1000);
+    t0 = now();
+    const r1 = await h.verify({ workers: 0 });
+    const inlineRate = r1.events / ((now() - t0) / 1000);
+    await h.close();
+
+    console.log(`ledger: ${size} events, ${fmt(verifyMs)} ms to verify with ${cores} workers; single-thread verify ${fmt(inlineRate)} events/s`);
+    console.log(`single durable append latency: p50 ${percentile(lat, 50).toFixed(2)} ms, p99 ${percentile(lat, 99).toFixed(2)} ms | bare single-row durable insert p50 ${percentile(single, 50).toFixed(2)} ms`);
+    const ok = report([
+      { name: 'durable signed appends', figure: appendRate, baseline: bareAppendRate, unit: 'events/s', target: 0.7, baselineName: 'node:crypto sign + SQLite insert, batches of 100' },
+      { name: 'verified events', figure: verifyRate, baseline: bareVerifyRate * cores, unit: 'events/s', target: 0.85, baselineName: `bare node:crypto verify x ${cores} cores` },
+      { name: 'single durable append p50', figure: percentile(lat, 50), baseline: 3, unit: 'ms', target: 1, atMost: true, baselineName: 'target 3 ms' },
+    ]);
+    console.log(ok ? 'all targets met' : 'some targets NOT met');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exitCode = 1;
+});

@@ -1,0 +1,161 @@
+/**
+ * One embedded ledger database file: opened defensively (a damaged or foreign file is refused and left byte for
+ * byte as it was), migrated forward, then shared by the event store, the Merkle node store and the checkpoints.
+ */
+import { closeSync, openSync, readSync, statSync, type Stats } from 'node:fs';
+import { resolve } from 'node:path';
+import Database from 'better-sqlite3';
+import { systemClock, type Clock } from '@assay/core';
+import { SqliteEventStore } from './sqlite-event-store.adapter';
+import { SqliteMerkleNodeStore } from './sqlite-merkle-node-store.adapter';
+import { SqliteCheckpointStore } from './sqlite-checkpoint-store.adapter';
+import { applyMigrations, assertNotTooNew, loadMigrations, type MigrationResult } from './sqlite-migrations';
+import { dbCorrupt, dbUnavailable, isCorruption, translateDbError } from './sqlite.errors';
+
+export interface SqliteLedgerOptions {
+  /** How long a write waits for another connection's lock before failing with LEDGER_DB_UNAVAILABLE. Default 10 s. */
+  busyTimeoutMs?: number;
+  /** Default: `migrations/` found by walking up from this file. */
+  migrationsDir?: string;
+  /** For `schema_version.applied_at`. */
+  clock?: Clock;
+  /** Subscription polling for other processes' writes. Default 100 ms. */
+  pollIntervalMs?: number;
+  /** Run `PRAGMA quick_check` (reads every page) before touching the file. Default false: only the cheap probes. */
+  verifyOnOpen?: boolean;
+  /** Most append requests per group-commit transaction. */
+  maxRequestsPerCommit?: number;
+}
+
+const SQLITE_MAGIC = Buffer.from('SQLite format 3\0', 'latin1');
+
+/** Reads the first 100 bytes (the database header) without opening the file for writing. */
+function checkHeader(path: string): void {
+  let st: Stats;
+  try {
+    st = statSync(path);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return; // a new ledger
+    throw dbUnavailable(path, (e as Error).message, e);
+  }
+  if (!st.isFile()) throw dbUnavailable(path, 'it is not a regular file');
+  const size = st.size;
+  if (size === 0) return; // SQLite treats an empty file as an empty database
+  const head = Buffer.alloc(100);
+  let fd: number;
+  try {
+    fd = openSync(path, 'r');
+  } catch (e) {
+    throw dbUnavailable(path, (e as Error).message, e);
+  }
+  try {
+    const n = readSync(fd, head, 0, 100, 0);
+    if (n < 100 || !head.subarray(0, 16).equals(SQLITE_MAGIC)) throw dbCorrupt(path, 'no SQLite header');
+    const pageSize = head.readUInt16BE(16);
+    const okPage = pageSize === 1 || (pageSize >= 512 && pageSize <= 32768 && (pageSize & (pageSize - 1)) === 0);
+    if (!okPage) throw dbCorrupt(path, `invalid page size ${pageSize} in the header`);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+export class SqliteLedgerDatabase {
+  readonly events: SqliteEventStore;
+  readonly merkleNodes: SqliteMerkleNodeStore;
+  readonly checkpoints: SqliteCheckpointStore;
+  private closed = false;
+
+  private constructor(
+    private readonly db: Database.Database,
+    readonly path: string,
+    readonly migration: MigrationResult,
+    opts: SqliteLedgerOptions,
+  ) {
+    this.events = new SqliteEventStore(db, {
+      path,
+      ...(opts.pollIntervalMs !== undefined ? { pollIntervalMs: opts.pollIntervalMs } : {}),
+      ...(opts.maxRequestsPerCommit !== undefined ? { maxRequestsPerCommit: opts.maxRequestsPerCommit } : {}),
+    });
+    this.merkleNodes = new SqliteMerkleNodeStore(db, path);
+    this.checkpoints = new SqliteCheckpointStore(db, path);
+  }
+
+  /**
+   * Opens (creating when absent) and migrates a ledger database.
+   * Refuses: a file that is not SQLite or is damaged (LEDGER_DB_CORRUPT, the file untouched), a SQLite file that
+   * is not a ledger (LEDGER_DB_NOT_A_LEDGER), a schema newer than this build (LEDGER_SCHEMA_TOO_NEW).
+   */
+  static open(path: string, opts: SqliteLedgerOptions = {}): SqliteLedgerDatabase {
+    const abs = resolve(path);
+    const migrations = loadMigrations(opts.migrationsDir);
+    checkHeader(abs);
+    let db: Database.Database;
+    try {
+      db = new Database(abs, { timeout: opts.busyTimeoutMs ?? 10_000 });
+    } catch (e) {
+      const t = translateDbError(abs, e);
+      throw t === e ? dbUnavailable(abs, (e as Error).message, e) : t;
+    }
+    try {
+      // Read-only probes first: nothing is written until the file has shown itself to be a sound ledger.
+      db.pragma('foreign_keys = ON');
+      if (opts.verifyOnOpen) {
+        const problems = (db.pragma('quick_check') as Array<Record<string, string>>).map((r) => Object.values(r)[0]);
+        if (!(problems.length === 1 && problems[0] === 'ok'))
+          throw dbCorrupt(abs, `quick_check: ${problems.slice(0, 5).join('; ')}`);
+      }
+      const version = assertNotTooNew(db, abs, migrations);
+      if (version > 0) SqliteLedgerDatabase.probe(db);
+      const mode = db.pragma('journal_mode = WAL', { simple: true });
+      if (String(mode).toLowerCase() !== 'wal') throw dbUnavailable(abs, `cannot switch to WAL (journal mode ${String(mode)})`);
+      db.pragma('synchronous = FULL');
+      const result = applyMigrations(db, abs, migrations, opts.clock ?? systemClock);
+      return new SqliteLedgerDatabase(db, abs, result, opts);
+    } catch (e) {
+      try {
+        db.close();
+      } catch {
+        // already unusable
+      }
+      if (isCorruption(e)) throw dbCorrupt(abs, (e as Error).message, e);
+      throw translateDbError(abs, e);
+    }
+  }
+
+  /** Touches the root and right edge of each table's b-tree, where damage would show first. */
+  private static probe(db: Database.Database): void {
+    const tables = db
+      .prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('events', 'merkle_nodes', 'checkpoints')`)
+      .pluck()
+      .all() as string[];
+    if (tables.includes('events')) {
+      db.prepare('SELECT max(position) FROM events').get();
+      db.prepare('SELECT position, bytes FROM events ORDER BY position DESC LIMIT 1').get();
+    }
+    if (tables.includes('merkle_nodes')) db.prepare('SELECT max(idx) FROM merkle_nodes WHERE level = 0').get();
+    if (tables.includes('checkpoints')) db.prepare('SELECT * FROM checkpoints ORDER BY seq DESC LIMIT 1').get();
+  }
+
+  /** Schema version after opening. */
+  get schemaVersion(): number {
+    return this.migration.to;
+  }
+
+  /** `PRAGMA integrity_check`: `['ok']` when sound, otherwise one line per problem. */
+  integrityCheck(): string[] {
+    try {
+      return (this.db.pragma('integrity_check') as Array<Record<string, string>>).map((r) => String(Object.values(r)[0]));
+    } catch (e) {
+      if (isCorruption(e)) return [(e as Error).message];
+      throw translateDbError(this.path, e);
+    }
+  }
+
+  /** Commits what is queued, stops subscriptions and closes the connection (WAL checkpointed by SQLite). */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.events.close();
+    this.db.close();
+  }
+}

@@ -1,0 +1,70 @@
+/**
+ * Errors of the ledger's storage ports (EventStore, CheckpointStore, MerkleNodeStore), shared by every adapter so
+ * that callers and the contract suites see the same codes whatever the backend.
+ */
+import { AssayError } from '@assay/core';
+import type { ExpectedRevision } from './event-store.port';
+
+export const LEDGER_WRONG_EXPECTED_REVISION = 'LEDGER_WRONG_EXPECTED_REVISION';
+export const LEDGER_DUPLICATE_EVENT_ID = 'LEDGER_DUPLICATE_EVENT_ID';
+export const LEDGER_INVALID_APPEND = 'LEDGER_INVALID_APPEND';
+export const LEDGER_STORE_CLOSED = 'LEDGER_STORE_CLOSED';
+export const LEDGER_SUBSCRIPTION_STOPPED = 'LEDGER_SUBSCRIPTION_STOPPED';
+export const LEDGER_INVALID_CHECKPOINT = 'LEDGER_INVALID_CHECKPOINT';
+/** Same code as the memory Merkle node store and domain/merkle.ts use. */
+export const MERKLE_NODE_MISSING = 'MERKLE_NODE_MISSING';
+
+function describeExpected(e: ExpectedRevision): string {
+  return typeof e === 'number' ? `revision ${e}` : e;
+}
+
+/** The stream is not where the writer expected it (also: a retry that only partly matches stored events). */
+export function wrongExpectedRevision(stream: string, expected: ExpectedRevision, actual: number | null): AssayError {
+  const now = actual === null ? 'does not exist' : `is at revision ${actual}`;
+  return new AssayError(
+    LEDGER_WRONG_EXPECTED_REVISION,
+    'conflict',
+    `stream ${stream}: expected ${describeExpected(expected)}, but the stream ${now}`,
+    { details: { stream, expected, actual } },
+  );
+}
+
+/** An event id (the idempotency key) is already stored in a different stream. */
+export function duplicateEventId(id: string, stream: string, storedIn: string): AssayError {
+  return new AssayError(
+    LEDGER_DUPLICATE_EVENT_ID,
+    'conflict',
+    `event id ${id} cannot be appended to stream ${stream}: it is already stored in stream ${storedIn}`,
+    { details: { id, stream, storedIn } },
+  );
+}
+
+/** A malformed append request (bad stream name, id, expected revision, empty or self-duplicating event list). */
+export function invalidAppend(message: string, details: Record<string, unknown>): AssayError {
+  return new AssayError(LEDGER_INVALID_APPEND, 'invalid_input', message, { details });
+}
+
+export function storeClosed(what: string): AssayError {
+  return new AssayError(LEDGER_STORE_CLOSED, 'unavailable', `${what} is closed`, { details: { store: what } });
+}
+
+export function subscriptionStopped(): AssayError {
+  return new AssayError(
+    LEDGER_SUBSCRIPTION_STOPPED,
+    'unavailable',
+    'the subscription was stopped before it caught up',
+  );
+}
+
+export function invalidCheckpoint(message: string, details: Record<string, unknown>): AssayError {
+  return new AssayError(LEDGER_INVALID_CHECKPOINT, 'invalid_input', message, { details });
+}
+
+export function merkleNodeMissing(level: number, index: number, leafCount: number): AssayError {
+  return new AssayError(
+    MERKLE_NODE_MISSING,
+    'not_found',
+    `Merkle node (level ${level}, index ${index}) is not complete: the tree has ${leafCount} leaves`,
+    { details: { level, index, leafCount } },
+  );
+}

@@ -1,0 +1,29 @@
+import { join } from 'node:path';
+import { SqliteLedgerDatabase } from '../../libs/ledger/src/adapters/sqlite/sqlite-ledger-database';
+import { makeTmpDir } from '../support/ledger-fixtures';
+import { checkpointStoreContract } from './checkpoint-store.contract';
+import { merkleNodeStoreContract } from './merkle-node-store.contract';
+
+/** A ledger database in a fresh directory, reopenable on the same file. */
+function opened<T>(pick: (db: SqliteLedgerDatabase) => T) {
+  return async () => {
+    const tmp = makeTmpDir();
+    const file = join(tmp.dir, 'ledger.db');
+    let db = SqliteLedgerDatabase.open(file);
+    return {
+      store: pick(db),
+      reopen: async () => {
+        await db.close();
+        db = SqliteLedgerDatabase.open(file);
+        return pick(db);
+      },
+      cleanup: async () => {
+        await db.close();
+        tmp.cleanup();
+      },
+    };
+  };
+}
+
+checkpointStoreContract('sqlite', opened((db) => db.checkpoints));
+merkleNodeStoreContract('sqlite', opened((db) => db.merkleNodes));
