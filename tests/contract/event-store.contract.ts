@@ -534,7 +534,6 @@ export function eventStoreContract(name: string, make: () => Promise<EventStoreU
       it('stop may be called from inside the handler', async () => {
         await append('run-a', 'no_stream', proposedMany('a', 5));
         const seen: number[] = [];
-        // eslint-disable-next-line prefer-const
         let sub: { stop(): Promise<void> } | undefined;
         const stopped = new Promise<void>((resolve) => {
           sub = store.subscribe({

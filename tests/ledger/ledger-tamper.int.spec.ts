@@ -4,7 +4,7 @@
  */
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { LedgerHome, homePaths, type SigningKey } from '@assay/ledger';
+import { Ledger, LedgerHome, generateKeyPair, homePaths, toSigningKey, type SigningKey } from '@assay/ledger';
 import { makeTmpDir } from '../support/ledger-fixtures';
 import { buildSampleHome, copyHome, deps, tamper, verifyHome } from '../support/ledger-home-fixtures';
 
@@ -104,7 +104,6 @@ describe('ledger tamper evidence (SQLite)', () => {
     try {
       const runtime = h.keys.find((k) => k.role === 'runtime') as SigningKey;
       // A forged writer that presents the runtime key as a controller key.
-      const { Ledger } = await import('@assay/ledger');
       const forged = new Ledger({ store: h.db.events, merkle: h.db.merkleNodes, checkpoints: h.db.checkpoints, keys: [{ ...runtime, role: 'controller' }], clock: deps().clock, ids: deps().ids, origin: h.config.origin });
       await forged.append('run-forged', [{ type: 'RunCompleted', data: { run: 'forged', status: 'completed', bestRound: 1, bestScore: 1, bestSnapshot: null } }]);
     } finally {
@@ -113,6 +112,35 @@ describe('ledger tamper evidence (SQLite)', () => {
     const r = await verifyHome(home);
     expect(r.failure).toMatchObject({ step: 'roles', code: 'VERIFY_WRONG_ROLE', position: total });
     expect(r.failure?.message).toMatch(/RunCompleted must be signed by a key with role controller; .* has role runtime/);
+  });
+
+  it('reports an event signed by a revoked key, and by a key that was never registered', async () => {
+    const home = fresh();
+    const h = await LedgerHome.open(home, deps());
+    let revokedAt = 0;
+    try {
+      const runtime = h.keys.find((k) => k.role === 'runtime') as SigningKey;
+      const r = await h.ledger.append(Ledger.keyStream(runtime.name), [{ type: 'KeyRevoked', data: { keyId: runtime.signer, reason: 'laptop lost' } }], 'stream_exists');
+      revokedAt = r.lastPosition;
+      // The holder of the revoked key keeps writing.
+      await h.ledger.append('image-late', [{ type: 'ImageBuilt', data: { image: 'x', digest: 'sha256:00', purpose: 'judge', durationMs: 1 } }]);
+    } finally {
+      await h.close();
+    }
+    let r = await verifyHome(home);
+    expect(r.failure).toMatchObject({ step: 'roles', code: 'VERIFY_REVOKED_SIGNER', position: revokedAt + 1 });
+
+    const home2 = fresh();
+    const h2 = await LedgerHome.open(home2, deps());
+    try {
+      const stranger = toSigningKey(generateKeyPair('controller', 'stranger'));
+      const forged = new Ledger({ store: h2.db.events, merkle: h2.db.merkleNodes, checkpoints: h2.db.checkpoints, keys: [stranger], clock: deps().clock, ids: deps().ids, origin: h2.config.origin });
+      await forged.append('note-stranger', [{ type: 'Note', data: { text: 'not from this ledger' } }]);
+    } finally {
+      await h2.close();
+    }
+    r = await verifyHome(home2);
+    expect(r.failure).toMatchObject({ step: 'roles', code: 'VERIFY_UNKNOWN_SIGNER', position: total });
   });
 
   it('reports a second, forked checkpoint as equivocation', async () => {

@@ -12,6 +12,7 @@ export * from './domain/merkle';
 export { RootAccumulator } from './domain/root-accumulator';
 export * from './domain/note';
 export * from './domain/checkpoint';
+export * from './domain/cosignature';
 
 // crypto
 export * from './crypto/ed25519';

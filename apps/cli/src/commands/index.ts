@@ -8,8 +8,9 @@ import type { CliContext } from '../cli-context';
 type Register = (program: Command, ctx: CliContext) => void;
 
 import { register as ledger } from './ledger.commands';
+import { register as keys } from './keys.commands';
 
-const groups: Register[] = [ledger];
+const groups: Register[] = [ledger, keys];
 
 export function registerCommands(program: Command, ctx: CliContext): void {
   for (const register of groups) register(program, ctx);

@@ -235,8 +235,8 @@ export class Ledger {
   async consistencyProof(size1: number, size2?: number): Promise<ConsistencyProofResult> {
     const size = await this.syncMerkle();
     const n = size2 ?? size;
-    if (!Number.isSafeInteger(size1) || !Number.isSafeInteger(n) || size1 < 0 || n > size || size1 > n)
-      throw new AssayError('LEDGER_POSITION_OUT_OF_RANGE', 'invalid_input', `need 0 <= old <= new <= ${size}; got old ${size1}, new ${n}`);
+    if (!Number.isSafeInteger(size1) || !Number.isSafeInteger(n) || size1 < 1 || n > size || size1 > n)
+      throw new AssayError('LEDGER_POSITION_OUT_OF_RANGE', 'invalid_input', `need 1 <= old <= new <= ${size} (a tree of size 0 has no consistency proof); got old ${size1}, new ${n}`);
     const proof = consistencyProof(size1, n, this.node);
     return { size1, size2: n, root1: b64(rootAt(size1, this.node)), root2: b64(rootAt(n, this.node)), proof: proof.map(b64) };
   }

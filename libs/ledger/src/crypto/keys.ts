@@ -325,6 +325,17 @@ export function writeKeyPair(dir: string, pair: KeyPair): { privateKeyPath: stri
     }
     throw e;
   }
+  // Make the new directory entries durable too (best effort: not every platform can fsync a directory).
+  try {
+    const dfd = openSync(dir, constants.O_RDONLY);
+    try {
+      fsyncSync(dfd);
+    } finally {
+      closeSync(dfd);
+    }
+  } catch {
+    // the files themselves are synced
+  }
   return { privateKeyPath, publicKeyPath };
 }
 

@@ -28,7 +28,7 @@ function counting(): RandomBytes {
   return (n) => Uint8Array.from({ length: n }, () => next++ & 0xff);
 }
 
-const code = (c: string): unknown => expect.objectContaining({ code: c });
+const code = (c: string) => expect.objectContaining({ code: c });
 
 describe('key texts (C2SP signed-note / golang.org/x/mod/sumdb/note)', () => {
   // The example key of the Go note package documentation.

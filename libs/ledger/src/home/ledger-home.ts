@@ -19,6 +19,8 @@ import type { SigningKey } from '../application/signing-key';
 import { verifyLedger, type VerificationReport } from '../application/verify/ledger-verifier';
 import { generateKeyPair, readPrivateKey, writeKeyPair, parseVerifierKey, toSigningKey } from '../crypto/keys';
 import { ROLES, type Role } from '../domain/roles';
+import { KeyRegistry } from '../domain/key-registry';
+import { parseEnvelope } from '../domain/envelope';
 
 export interface HomePaths {
   home: string;
@@ -108,6 +110,11 @@ export function loadKeys(dir: string): SigningKey[] {
     .map((f) => toSigningKey(readPrivateKey(join(dir, f))));
 }
 
+function decodeVerifierKey(text: string): { keyId: string; publicKey: Uint8Array } {
+  const k = parseVerifierKey(text);
+  return { keyId: k.signer, publicKey: k.publicKey };
+}
+
 export interface OpenOptions {
   clock: Clock;
   ids: IdGenerator;
@@ -179,16 +186,26 @@ export class LedgerHome {
       store: this.db.events,
       checkpoints: this.db.checkpoints.all(),
       integrityCheck: () => this.db.integrityCheck().filter((l) => l !== 'ok'),
-      decodeKey: (text) => {
-        const k = parseVerifierKey(text);
-        return { keyId: k.signer, publicKey: k.publicKey };
-      },
+      decodeKey: decodeVerifierKey,
       origin: this.config.origin,
       trustedRoot: opts.trustedRoot ?? this.config.rootKey,
       ...(opts.externalCheckpoints ? { externalCheckpoints: opts.externalCheckpoints } : {}),
       ...(opts.workers !== undefined ? { workers: opts.workers } : {}),
       ...(opts.progress ? { progress: opts.progress } : {}),
     });
+  }
+
+  /** The keys registered in the ledger, folded from its key events (signatures are checked by `verify`). */
+  async keyRegistry(): Promise<KeyRegistry> {
+    const registry = new KeyRegistry(decodeVerifierKey);
+    for await (const batch of this.db.events.readAll({ batchSize: 2000 })) {
+      for (const e of batch) {
+        if (e.type !== 'KeyRegistered' && e.type !== 'KeyRevoked') continue;
+        const env = parseEnvelope(e.bytes, { position: e.position }).envelope;
+        if (!registry.authorize(env)) registry.apply(env);
+      }
+    }
+    return registry;
   }
 
   async close(): Promise<void> {

@@ -49,3 +49,13 @@ export class ProveConsistencyQuery extends Query<ConsistencyProofResult> {
     super();
   }
 }
+
+export interface ListedKey {
+  keyId: string;
+  role: string;
+  publicKey: string;
+  registeredAt: number;
+  revokedAt: number | null;
+}
+
+export class ListKeysQuery extends Query<ListedKey[]> {}

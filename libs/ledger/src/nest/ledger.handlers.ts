@@ -5,6 +5,7 @@ import { LedgerHome } from '../home/ledger-home';
 import {
   AppendEventsCommand,
   InitLedgerCommand,
+  ListKeysQuery,
   ProveConsistencyQuery,
   ProveInclusionQuery,
   SignCheckpointCommand,
@@ -79,7 +80,22 @@ export class ProveConsistencyHandler implements IQueryHandler<ProveConsistencyQu
   }
 }
 
+@QueryHandler(ListKeysQuery)
+export class ListKeysHandler implements IQueryHandler<ListKeysQuery> {
+  constructor(private readonly p: LedgerHomeProvider) {}
+  async execute() {
+    return (await (await this.p.get()).keyRegistry()).all().map((k) => ({
+      keyId: k.keyId,
+      role: k.role,
+      publicKey: k.publicKeyText,
+      registeredAt: k.registeredAt,
+      revokedAt: k.revokedAt,
+    }));
+  }
+}
+
 export const LEDGER_HANDLERS = [
+  ListKeysHandler,
   InitLedgerHandler,
   AppendEventsHandler,
   SignCheckpointHandler,

@@ -10,7 +10,7 @@ export class LedgerModule {
       module: LedgerModule,
       imports: [CqrsModule],
       providers: [{ provide: ASSAY_HOME, useValue: home }, LedgerHomeProvider, ...LEDGER_HANDLERS],
-      exports: [LedgerHomeProvider],
+      exports: [LedgerHomeProvider, CqrsModule],
     };
   }
 }

@@ -120,9 +120,10 @@ export class MemoryEventStore implements EventStore {
 
   subscribe(opts: SubscribeOptions): Subscription {
     if (this.closed) throw storeClosed('memory event store');
-    let sub: CatchUpSubscription | undefined;
     const ended = { value: false };
-    sub = new CatchUpSubscription(
+    // onEnded may run before the constructor returns: look `sub` up through a holder.
+    const holder: { sub?: CatchUpSubscription } = {};
+    const sub: CatchUpSubscription = new CatchUpSubscription(
       {
         readFrom: (position, limit) => this.log.slice(position, position + limit).map(copy),
         size: () => this.log.length,
@@ -131,10 +132,11 @@ export class MemoryEventStore implements EventStore {
       {
         onEnded: () => {
           ended.value = true;
-          if (sub) this.subs.delete(sub);
+          if (holder.sub) this.subs.delete(holder.sub);
         },
       },
     );
+    holder.sub = sub;
     if (!ended.value) this.subs.add(sub);
     return sub;
   }

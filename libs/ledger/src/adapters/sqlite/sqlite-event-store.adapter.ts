@@ -275,9 +275,10 @@ export class SqliteEventStore implements EventStore {
   }
 
   subscribe(opts: SubscribeOptions): Subscription {
-    let sub: CatchUpSubscription | undefined;
     let ended = false;
-    sub = this.guard(
+    // onEnded may run before the constructor returns (a source that fails at once): look `sub` up through a holder.
+    const holder: { sub?: CatchUpSubscription } = {};
+    const sub: CatchUpSubscription = this.guard(
       () =>
         new CatchUpSubscription(
           {
@@ -291,11 +292,12 @@ export class SqliteEventStore implements EventStore {
             batchSize: this.readBatch,
             onEnded: () => {
               ended = true;
-              if (sub) this.subs.delete(sub);
+              if (holder.sub) this.subs.delete(holder.sub);
             },
           },
         ),
     );
+    holder.sub = sub;
     if (!ended) this.subs.add(sub);
     return sub;
   }

@@ -1,0 +1,70 @@
+import { mkdirSync } from 'node:fs';
+import type { Command } from 'commander';
+import { AssayError } from '@assay/core';
+import { AppendEventsCommand, Ledger, ListKeysQuery, ROLES, generateKeyPair, isRole, readPublicKey, writeKeyPair, type Role } from '@assay/ledger';
+import type { CliContext } from '../cli-context';
+import { withBuses } from '../nest-context';
+
+function roleOf(value: string): Role {
+  if (!isRole(value)) throw new AssayError('CLI_USAGE', 'invalid_input', `--role must be one of ${ROLES.join(', ')}, got "${value}"`);
+  return value;
+}
+
+export function register(program: Command, ctx: CliContext): void {
+  const keys = program.command('keys').description('Ed25519 signing keys and their roles');
+
+  keys
+    .command('generate')
+    .description('write a new key pair: <name>.key (private, 0600) and <name>.pub (C2SP verifier key)')
+    .requiredOption('--role <role>', `one of ${ROLES.join(', ')}`)
+    .requiredOption('--out <dir>', 'directory to write into (created 0700 if missing)')
+    .option('--name <name>', 'key name (default assay-<role>-<8 hex>)')
+    .option('--json', 'print JSON')
+    .action((o: { role: string; out: string; name?: string; json?: boolean }) => {
+      const role = roleOf(o.role);
+      mkdirSync(o.out, { recursive: true, mode: 0o700 });
+      const pair = generateKeyPair(role, o.name);
+      const paths = writeKeyPair(o.out, pair);
+      if (o.json) return ctx.out(JSON.stringify({ role, signer: pair.signer, publicKey: pair.publicKeyText, ...paths }));
+      ctx.out(`${role} key ${pair.signer}\n  private: ${paths.privateKeyPath} (keep it secret; readable by you only)\n  public:  ${paths.publicKeyPath}\n  ${pair.publicKeyText}`);
+    });
+
+  keys
+    .command('register')
+    .description('record a public key and its role in the ledger (signed by the controller key)')
+    .requiredOption('--public-key <file>', 'a <name>.pub verifier key file')
+    .requiredOption('--role <role>', `one of ${ROLES.join(', ')}`)
+    .action(async (o: { publicKey: string; role: string }) => {
+      const role = roleOf(o.role);
+      const key = readPublicKey(o.publicKey);
+      const r = await withBuses(ctx, (b) =>
+        b.commands.execute(new AppendEventsCommand(Ledger.keyStream(key.name), [{ type: 'KeyRegistered', data: { keyId: key.signer, publicKey: key.text, role } }], 'no_stream')),
+      );
+      ctx.out(`registered ${role} key ${key.signer} at position ${r.lastPosition}`);
+    });
+
+  keys
+    .command('revoke')
+    .description('record that a key may sign nothing from now on')
+    .argument('<signer>', 'the key, as <name>+<8 hex key id>')
+    .requiredOption('--reason <text>', 'why')
+    .action(async (signer: string, o: { reason: string }) => {
+      const name = signer.slice(0, signer.lastIndexOf('+'));
+      if (!/^[^\s+]{1,128}\+[0-9a-f]{8}$/.test(signer)) throw new AssayError('CLI_USAGE', 'invalid_input', `the key must be given as <name>+<8 hex key id>, got "${signer}"`);
+      const r = await withBuses(ctx, (b) =>
+        b.commands.execute(new AppendEventsCommand(Ledger.keyStream(name), [{ type: 'KeyRevoked', data: { keyId: signer, reason: o.reason } }], 'stream_exists')),
+      );
+      ctx.out(`revoked ${signer} at position ${r.lastPosition}`);
+    });
+
+  keys
+    .command('list')
+    .description('the keys registered in the ledger, with their roles and revocations')
+    .option('--json', 'print JSON')
+    .action(async (o: { json?: boolean }) => {
+      const list = await withBuses(ctx, (b) => b.queries.execute(new ListKeysQuery()));
+      if (o.json) return ctx.out(JSON.stringify(list, null, 2));
+      for (const k of list)
+        ctx.out(`${k.role.padEnd(10)} ${k.keyId}  registered at ${k.registeredAt}${k.revokedAt !== null ? `, revoked at ${k.revokedAt}` : ''}`);
+    });
+}
