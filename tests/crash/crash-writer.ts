@@ -1,6 +1,9 @@
 /**
  * Child process of the crash-safety test (ledger-crash.int.spec.ts), killed with SIGKILL at random moments:
- *   node -r ./tests/support/ts-register.js tests/crash/crash-writer.ts <db> <firstBatch> [endBatch|-] [window] [ackDelayMs]
+ *   node -r ./tests/support/ts-register.js tests/crash/crash-writer.ts <ASSAY_HOME> <firstBatch> [endBatch|-] [window] [ackDelayMs]
+ *
+ * It writes through the real signing Ledger of an initialised ASSAY_HOME, and signs a checkpoint after every
+ * CHECKPOINT_EVERY acknowledged batches, so kills also land inside checkpoint signing.
  *
  * Appends batch after batch from <firstBatch> (up to, not including, <endBatch> if given), each batch one append
  * call of EVENTS_PER_BATCH events with ids derived from the batch number, to stream crash-s<batch % STREAMS>,
@@ -9,13 +12,13 @@
  * commit and its acknowledgement. Prints `READY` once the database is open, `ACK <batch>`
  * after each append resolves (in batch order) and `DONE` at the end.
  */
-import type { SealInput } from '../../libs/ledger/src/ports/event-store.port';
-import type { ExpectedRevision, ProposedEvent } from '../../libs/ledger/src/ports/event-store.port';
-import { SqliteLedgerDatabase } from '../../libs/ledger/src/adapters/sqlite/sqlite-ledger-database';
-import { uuidFrom, zeroSigSeal } from '../support/ledger-fixtures';
+import { randomIds, systemClock } from '@assay/core';
+import { LedgerHome, type ExpectedRevision, type NewEvent } from '@assay/ledger';
+import { uuidFrom } from '../support/ledger-fixtures';
 
 export const EVENTS_PER_BATCH = 5;
 export const STREAMS = 3;
+export const CHECKPOINT_EVERY = 7;
 
 export function streamOf(batch: number): string {
   return `crash-s${batch % STREAMS}`;
@@ -31,45 +34,40 @@ export function eventId(batch: number, i: number): string {
   return uuidFrom(`crash/${batch}/${i}`);
 }
 
-export function batchEvents(batch: number): ProposedEvent[] {
-  return Array.from({ length: EVENTS_PER_BATCH }, (_, i) => ({
-    id: eventId(batch, i),
-    type: 'Note',
-    data: { batch, i },
-    time: '2026-01-01T00:00:00.000Z',
-  }));
+export function eventText(batch: number, i: number): string {
+  return `batch ${batch} event ${i}`;
 }
 
-/** The seal: the zero-signature test seal for now (stores never verify signatures); keep it this one function. */
-function seal(input: SealInput): Uint8Array {
-  return zeroSigSeal(input);
+export function batchEvents(batch: number): NewEvent[] {
+  return Array.from({ length: EVENTS_PER_BATCH }, (_, i) => ({ id: eventId(batch, i), type: 'Note', data: { text: eventText(batch, i) } }));
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function main(): Promise<void> {
   const [file, firstArg, endArg, windowArg, delayArg] = process.argv.slice(2);
-  if (!file || firstArg === undefined) throw new Error('usage: crash-writer.ts <db> <firstBatch> [endBatch|-] [window] [ackDelayMs]');
+  if (!file || firstArg === undefined) throw new Error('usage: crash-writer.ts <ASSAY_HOME> <firstBatch> [endBatch|-] [window] [ackDelayMs]');
   const first = Number(firstArg);
   const end = endArg === undefined || endArg === '-' ? Number.POSITIVE_INFINITY : Number(endArg);
   const window = Math.max(1, Number(windowArg ?? '4'));
   const ackDelayMs = Number(delayArg ?? '1');
-  const db = SqliteLedgerDatabase.open(file, { busyTimeoutMs: 30_000 });
+  const home = await LedgerHome.open(file, { clock: systemClock, ids: randomIds });
   process.stdout.write('READY\n');
   const inFlight: Array<Promise<unknown>> = [];
   let next = first;
   for (let acked = first; acked < end; acked++) {
     while (next < end && inFlight.length < window) {
       const b = next++;
-      inFlight.push(db.events.append({ stream: streamOf(b), expected: expectedRevisionOf(b), events: batchEvents(b), seal }));
+      inFlight.push(home.ledger.append(streamOf(b), batchEvents(b), expectedRevisionOf(b)));
     }
     await inFlight.shift();
     // A moment between the commit and the acknowledgement, as a client would see over a network: a kill here
     // leaves a committed batch unacknowledged, whose retry must then be idempotent.
     if (ackDelayMs > 0) await sleep(ackDelayMs);
     process.stdout.write(`ACK ${acked}\n`);
+    if ((acked + 1) % CHECKPOINT_EVERY === 0) await home.ledger.checkpoint();
   }
-  await db.close();
+  await home.close();
   process.stdout.write('DONE\n');
 }
 

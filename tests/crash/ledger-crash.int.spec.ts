@@ -2,17 +2,23 @@
  * Crash safety of the SQLite ledger: a writer process is killed with SIGKILL at random moments, again and again on
  * the same file. Each restart first retries the batch after the last acknowledged one (which may or may not have
  * been committed), and after every kill the file must be sound: integrity_check ok, every acknowledged batch
- * present exactly once, committed batches a prefix, positions dense, chains linked.
+ * present exactly once, committed batches a prefix, positions dense, chains linked, and the whole ledger passes
+ * verification (signatures, roles, chains, Merkle root, every checkpoint); at the end `assay ledger verify` passes.
  *
  * The seed of the random kill times is printed; CRASH_SEED=<n> replays a run.
  */
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
+import { LedgerHome, ZERO_HASH, homePaths } from '@assay/ledger';
 import { SqliteLedgerDatabase } from '../../libs/ledger/src/adapters/sqlite/sqlite-ledger-database';
-import { ZERO_HASH } from '../../libs/ledger/src/domain/envelope';
 import { finished, spawnTs, type ChildResult } from '../support/child-process';
+import { assay } from '../support/cli';
 import { makeTmpDir } from '../support/ledger-fixtures';
-import { EVENTS_PER_BATCH, STREAMS, eventId, streamOf } from './crash-writer';
+import { deps } from '../support/ledger-home-fixtures';
+import { EVENTS_PER_BATCH, STREAMS, eventId, eventText, streamOf } from './crash-writer';
+
+/** Events `ledger init` writes before any batch: the three key registrations. */
+const KEY_EVENTS = 3;
 
 const KILLS = 24;
 const WRITER = 'tests/crash/crash-writer.ts';
@@ -61,11 +67,15 @@ async function runWriter(file: string, first: number, killAfterMs: number, befor
 }
 
 /** Checks the file after a kill; returns how many batches are committed. */
-async function checkLedger(file: string, acked: number, where: string): Promise<number> {
+async function checkLedger(home: string, acked: number, where: string): Promise<number> {
   const fail = (msg: string): never => {
     throw new Error(`${where}: ${msg}`);
   };
-  const db = SqliteLedgerDatabase.open(file);
+  const h = await LedgerHome.open(home, deps());
+  const report = await h.verify({ workers: 0 });
+  await h.close();
+  if (!report.ok) fail(`ledger verification: ${JSON.stringify(report.failure)}`);
+  const db = SqliteLedgerDatabase.open(homePaths(home).db);
   try {
     const integrity = db.integrityCheck();
     if (integrity.length !== 1 || integrity[0] !== 'ok') fail(`integrity_check: ${integrity.join('; ')}`);
@@ -75,11 +85,15 @@ async function checkLedger(file: string, acked: number, where: string): Promise<
     for await (const batch of db.events.readAll({ batchSize: 2000 })) {
       for (const e of batch) {
         if (e.position !== position) fail(`position ${position} expected, found ${e.position} (not dense)`);
-        const env = JSON.parse(Buffer.from(e.bytes).toString('utf8')) as { data: { batch: number; i: number }; prev: string; position: number };
-        const b = Math.floor(position / EVENTS_PER_BATCH);
-        const i = position % EVENTS_PER_BATCH;
+        if (position < KEY_EVENTS) {
+          position++;
+          continue;
+        }
+        const env = JSON.parse(Buffer.from(e.bytes).toString('utf8')) as { data: { text: string }; prev: string; position: number };
+        const b = Math.floor((position - KEY_EVENTS) / EVENTS_PER_BATCH);
+        const i = (position - KEY_EVENTS) % EVENTS_PER_BATCH;
         // committed batches form a prefix 0..m-1, each complete and in order, each exactly once
-        if (env.data.batch !== b || env.data.i !== i) fail(`position ${position} holds batch ${env.data.batch} event ${env.data.i}, expected batch ${b} event ${i}`);
+        if (env.data.text !== eventText(b, i)) fail(`position ${position} holds "${env.data.text}", expected "${eventText(b, i)}"`);
         if (e.id !== eventId(b, i)) fail(`position ${position}: id ${e.id} is not the id of batch ${b} event ${i}`);
         if (e.stream !== streamOf(b)) fail(`position ${position}: stream ${e.stream}, expected ${streamOf(b)}`);
         const expectedRevision = Math.floor(b / STREAMS) * EVENTS_PER_BATCH + i;
@@ -95,7 +109,7 @@ async function checkLedger(file: string, acked: number, where: string): Promise<
     if (events % EVENTS_PER_BATCH !== 0) fail(`${events} events is not a whole number of batches (a batch was torn)`);
     const committed = events / EVENTS_PER_BATCH;
     if (committed < acked) fail(`${acked} batches acknowledged, only ${committed} committed`);
-    if ((await db.events.size()) !== events) fail('size() disagrees with readAll');
+    if ((await db.events.size()) !== events + KEY_EVENTS) fail('size() disagrees with readAll');
     return committed;
   } finally {
     await db.close();
@@ -109,7 +123,8 @@ describe('SQLite ledger crash safety', () => {
     const seed = Number(process.env.CRASH_SEED ?? Date.now() % 2 ** 31);
     const random = prng(seed);
     const tmp = makeTmpDir('assay-crash-');
-    const file = join(tmp.dir, 'ledger.db');
+    const file = join(tmp.dir, 'home');
+    await LedgerHome.init(file, { ...deps(), origin: 'assay.test/crash' });
     let acked = 0; // batches 0..acked-1 are acknowledged
     let unackedCommitted = 0;
     let retriedCommitted = 0;
@@ -143,6 +158,9 @@ describe('SQLite ledger crash safety', () => {
       expect([last.code, last.stderr]).toEqual([0, '']);
       expect(last.stdout.trim().split('\n').slice(-1)).toEqual(['DONE']);
       expect(await checkLedger(file, end, `seed ${seed}, final`)).toBe(end);
+      const cli = await assay(['ledger', 'verify'], file);
+      expect([cli.code, cli.stderr]).toEqual([0, '']);
+      expect(cli.stdout).toMatch(new RegExp(`ledger verified: ${KEY_EVENTS + end * EVENTS_PER_BATCH} events`));
       process.stdout.write(
         `crash test (seed ${seed}): ${KILLS} kills, ${end} batches; ${unackedCommitted} kills left committed but unacknowledged batches; ` +
           `the retry after the last ack was idempotent ${retriedCommitted} times and a fresh write ${retriedFresh} times\n`,
