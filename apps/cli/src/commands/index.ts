@@ -9,8 +9,9 @@ type Register = (program: Command, ctx: CliContext) => void;
 
 import { register as ledger } from './ledger.commands';
 import { register as keys } from './keys.commands';
+import { register as task } from './task.commands';
 
-const groups: Register[] = [ledger, keys];
+const groups: Register[] = [ledger, keys, task];
 
 export function registerCommands(program: Command, ctx: CliContext): void {
   for (const register of groups) register(program, ctx);

@@ -1,0 +1,31 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { CATALOGUE, eventDataProblem } from './catalogue';
+import { renderCatalogueMarkdown } from './catalogue-doc';
+
+describe('event catalogue', () => {
+  it('is documented in docs/events.md exactly as the code defines it (npm run docs:events regenerates it)', () => {
+    const doc = readFileSync(join(__dirname, '..', '..', '..', '..', 'docs', 'events.md'), 'utf8');
+    expect(doc).toBe(renderCatalogueMarkdown());
+  });
+
+  it('holds the design catalogue, each type with roles and a schema', () => {
+    for (const t of ['KeyRegistered', 'KeyRevoked', 'TaskRegistered', 'ImageBuilt', 'RunStarted', 'WorkStarted', 'WorkspaceEdited', 'SubmissionReceived', 'SubmissionRejected', 'SnapshotTaken', 'JudgeLaunched', 'JudgeCompleted', 'RewardRecorded', 'BudgetConsumed', 'RuleViolation', 'RunCompleted', 'RejudgeCompleted', 'Note']) {
+      const spec = CATALOGUE.get(t);
+      expect(spec?.roles.length).toBeGreaterThan(0);
+      expect(Object.keys(spec?.schema ?? {}).length).toBeGreaterThan(0);
+    }
+  });
+
+  it('refuses unknown types, unknown and missing fields, wrong shapes and oversize data, naming the field', () => {
+    expect(eventDataProblem('Nope', {})).toMatchObject({ code: 'LEDGER_UNKNOWN_EVENT_TYPE' });
+    expect(eventDataProblem('Note', {})).toMatchObject({ code: 'LEDGER_EVENT_INVALID', message: expect.stringContaining('data.text: is required') });
+    expect(eventDataProblem('Note', { text: 'x', extra: 1 })).toMatchObject({ message: expect.stringContaining('data.extra: is not a field') });
+    expect(eventDataProblem('Note', { text: 'x'.repeat(80_000) })).toMatchObject({ code: 'LEDGER_EVENT_TOO_LARGE' });
+    expect(eventDataProblem('RuleViolation', { rule: 'r', detail: 'd', score: 0.5 })).toMatchObject({ message: expect.stringContaining('data.score: must be exactly 0') });
+    expect(eventDataProblem('RewardRecorded', { judge: 'j', rewards: { loss: true }, primaryMetric: null, primaryScore: null })).toMatchObject({ message: expect.stringContaining('data.rewards.loss') });
+    expect(eventDataProblem('RunCompleted', { run: 'r', status: 'won', bestRound: null, bestScore: null, bestSnapshot: null })).toMatchObject({ message: expect.stringContaining('data.status: must be one of') });
+    expect(eventDataProblem('KeyRegistered', { keyId: 'k+00000000', publicKey: 'nope', role: 'controller' })).toMatchObject({ message: expect.stringContaining('data.publicKey') });
+    expect(eventDataProblem('Note', { text: 'fine' })).toBeNull();
+  });
+});
