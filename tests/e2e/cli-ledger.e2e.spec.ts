@@ -64,6 +64,31 @@ describe('assay ledger (CLI)', () => {
     expect(verifyInclusion(18, cpBody.treeSize, leafHash(bytes), p.proof, cpBody.rootHash)).toBe(false);
   }, 60_000);
 
+  it('lets an auditor verify a copy of the database file read-only, with only the root public key', async () => {
+    const fs = require('node:fs') as typeof import('node:fs');
+    const audit = join(tmp.dir, 'audit');
+    fs.mkdirSync(audit);
+    // A consistent copy: SQLite's online backup, as an operator would publish it.
+    const src = new Database(join(home, 'ledger', 'ledger.db'), { readonly: true });
+    await src.backup(join(audit, 'ledger.db'));
+    src.close();
+    const rootKey = (JSON.parse(fs.readFileSync(join(home, 'ledger', 'ledger.json'), 'utf8')) as { rootKey: string }).rootKey;
+    fs.writeFileSync(join(audit, 'root.pub'), `${rootKey}\n`);
+    const before = fs.readFileSync(join(audit, 'ledger.db'));
+    const nobodyHome = join(tmp.dir, 'no-such-home');
+    const ok = await assay(['ledger', 'verify', '--db', join(audit, 'ledger.db'), '--trusted-root', join(audit, 'root.pub'), '--origin', 'assay.test/cli'], nobodyHome);
+    expect([ok.code, ok.stderr]).toEqual([0, '']);
+    expect(ok.stdout).toMatch(/ledger verified: \d+ events/);
+    expect(fs.readFileSync(join(audit, 'ledger.db')).equals(before)).toBe(true);
+    expect(fs.existsSync(nobodyHome)).toBe(false);
+    // Another operator's root key is not this ledger's.
+    const other = await assay(['keys', 'generate', '--role', 'controller', '--out', join(tmp.dir, 'other-keys'), '--json'], nobodyHome);
+    const otherKey = (JSON.parse(other.stdout) as { publicKey: string }).publicKey;
+    const wrong = await assay(['ledger', 'verify', '--db', join(audit, 'ledger.db'), '--trusted-root', otherKey], nobodyHome);
+    expect(wrong.code).toBe(5);
+    expect(wrong.stdout).toMatch(/FAILED in step "roles" at position 0: VERIFY_UNTRUSTED_ROOT/);
+  }, 60_000);
+
   it('reports a tampered copy, naming the step and the first bad event, with exit code 5', async () => {
     const copy = join(tmp.dir, 'tampered');
     require('node:fs').cpSync(home, copy, { recursive: true });

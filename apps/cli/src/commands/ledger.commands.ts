@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import { AssayError } from '@assay/core';
 import {
@@ -115,14 +115,25 @@ export function register(program: Command, ctx: CliContext): void {
     .description('verify every signature, role, chain, the Merkle root and every checkpoint')
     .option('--checkpoint <file...>', 'also check these signed checkpoints (e.g. published ones) against this ledger')
     .option('--trusted-root <key>', "the controller key (verifier key text or a .pub file) the ledger's genesis must use")
+    .option('--db <file>', 'verify this ledger database file read-only, without ASSAY_HOME or any private key (auditors)')
+    .option('--origin <origin>', 'with --db: the origin every checkpoint must name')
     .addOption(new Option('--workers <n>', 'worker threads for signature checks (default: cores)'))
     .option('--json', 'print JSON')
-    .action(async (o: { checkpoint?: string[]; trustedRoot?: string; workers?: string; json?: boolean }) => {
+    .action(async (o: { checkpoint?: string[]; trustedRoot?: string; db?: string; origin?: string; workers?: string; json?: boolean }) => {
       const externalCheckpoints = (o.checkpoint ?? []).map((f) => readText(f, 'checkpoint'));
-      const trustedRoot = o.trustedRoot ? (o.trustedRoot.includes('+') && !o.trustedRoot.includes('/') ? o.trustedRoot : readText(o.trustedRoot, 'trusted root key').trim()) : undefined;
+      const trustedRoot = o.trustedRoot ? (existsSync(o.trustedRoot) ? readText(o.trustedRoot, 'trusted root key').trim() : o.trustedRoot) : undefined;
       const workers = o.workers === undefined ? undefined : parseCount(o.workers, '--workers');
       const r = await withBuses(ctx, (b) =>
-        b.queries.execute(new VerifyLedgerQuery({ externalCheckpoints, ...(trustedRoot ? { trustedRoot } : {}), ...(workers !== undefined ? { workers } : {}), progress: ctx.progress() })),
+        b.queries.execute(
+          new VerifyLedgerQuery({
+            externalCheckpoints,
+            ...(trustedRoot ? { trustedRoot } : {}),
+            ...(workers !== undefined ? { workers } : {}),
+            ...(o.db !== undefined ? { db: o.db } : {}),
+            ...(o.origin !== undefined ? { origin: o.origin } : {}),
+            progress: ctx.progress(),
+          }),
+        ),
       );
       if (o.json) ctx.out(JSON.stringify(r, null, 2));
       else printVerification(r, ctx);

@@ -115,6 +115,43 @@ function decodeVerifierKey(text: string): { keyId: string; publicKey: Uint8Array
   return { keyId: k.signer, publicKey: k.publicKey };
 }
 
+export interface VerifyDatabaseOptions {
+  externalCheckpoints?: string[];
+  /** Verifier key text of the controller key position 0 must register. */
+  trustedRoot?: string;
+  /** The origin every checkpoint must name (default: the first checkpoint's). */
+  origin?: string;
+  workers?: number;
+  progress?: Progress;
+}
+
+function verifyDatabase(db: SqliteLedgerDatabase, opts: VerifyDatabaseOptions): Promise<VerificationReport> {
+  return verifyLedger({
+    store: db.events,
+    checkpoints: db.checkpoints.all(),
+    integrityCheck: () => db.integrityCheck().filter((l) => l !== 'ok'),
+    decodeKey: decodeVerifierKey,
+    ...(opts.origin !== undefined ? { origin: opts.origin } : {}),
+    ...(opts.trustedRoot !== undefined ? { trustedRoot: opts.trustedRoot } : {}),
+    ...(opts.externalCheckpoints ? { externalCheckpoints: opts.externalCheckpoints } : {}),
+    ...(opts.workers !== undefined ? { workers: opts.workers } : {}),
+    ...(opts.progress ? { progress: opts.progress } : {}),
+  });
+}
+
+/**
+ * Verifies a ledger database file on its own, read-only, with no keys and no ASSAY_HOME: what an auditor holding a
+ * copy of the file (and, ideally, the operator's root key) runs.
+ */
+export async function verifyLedgerFile(path: string, opts: VerifyDatabaseOptions = {}): Promise<VerificationReport> {
+  const db = SqliteLedgerDatabase.open(path, { readOnly: true });
+  try {
+    return await verifyDatabase(db, opts);
+  } finally {
+    await db.close();
+  }
+}
+
 export interface OpenOptions {
   clock: Clock;
   ids: IdGenerator;
@@ -181,18 +218,8 @@ export class LedgerHome {
     return new LedgerHome(p, config, db, ledger, keys);
   }
 
-  verify(opts: { externalCheckpoints?: string[]; trustedRoot?: string; workers?: number; progress?: Progress } = {}): Promise<VerificationReport> {
-    return verifyLedger({
-      store: this.db.events,
-      checkpoints: this.db.checkpoints.all(),
-      integrityCheck: () => this.db.integrityCheck().filter((l) => l !== 'ok'),
-      decodeKey: decodeVerifierKey,
-      origin: this.config.origin,
-      trustedRoot: opts.trustedRoot ?? this.config.rootKey,
-      ...(opts.externalCheckpoints ? { externalCheckpoints: opts.externalCheckpoints } : {}),
-      ...(opts.workers !== undefined ? { workers: opts.workers } : {}),
-      ...(opts.progress ? { progress: opts.progress } : {}),
-    });
+  verify(opts: VerifyDatabaseOptions = {}): Promise<VerificationReport> {
+    return verifyDatabase(this.db, { origin: this.config.origin, trustedRoot: this.config.rootKey, ...opts });
   }
 
   /** The keys registered in the ledger, folded from its key events (signatures are checked by `verify`). */

@@ -29,7 +29,15 @@ export class SignCheckpointCommand extends Command<SignedCheckpoint> {}
 
 export class VerifyLedgerQuery extends Query<VerificationReport> {
   constructor(
-    public readonly options: { externalCheckpoints?: string[]; trustedRoot?: string; workers?: number; progress?: Progress } = {},
+    public readonly options: {
+      externalCheckpoints?: string[];
+      trustedRoot?: string;
+      workers?: number;
+      progress?: Progress;
+      /** Verify this database file read-only instead of the ledger under ASSAY_HOME. */
+      db?: string;
+      origin?: string;
+    } = {},
   ) {
     super();
   }

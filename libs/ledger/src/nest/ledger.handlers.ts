@@ -1,7 +1,7 @@
 import { Inject, Injectable, type OnModuleDestroy } from '@nestjs/common';
 import { CommandHandler, QueryHandler, type ICommandHandler, type IQueryHandler } from '@nestjs/cqrs';
 import { systemClock, randomIds } from '@assay/core';
-import { LedgerHome } from '../home/ledger-home';
+import { LedgerHome, verifyLedgerFile } from '../home/ledger-home';
 import {
   AppendEventsCommand,
   InitLedgerCommand,
@@ -60,7 +60,9 @@ export class SignCheckpointHandler implements ICommandHandler<SignCheckpointComm
 export class VerifyLedgerHandler implements IQueryHandler<VerifyLedgerQuery> {
   constructor(private readonly p: LedgerHomeProvider) {}
   async execute(q: VerifyLedgerQuery) {
-    return (await this.p.get()).verify(q.options);
+    const { db, ...opts } = q.options;
+    if (db !== undefined) return verifyLedgerFile(db, opts);
+    return (await this.p.get()).verify(opts);
   }
 }
 

@@ -2,7 +2,7 @@
  * One embedded ledger database file: opened defensively (a damaged or foreign file is refused and left byte for
  * byte as it was), migrated forward, then shared by the event store, the Merkle node store and the checkpoints.
  */
-import { closeSync, openSync, readSync, statSync, type Stats } from 'node:fs';
+import { closeSync, existsSync, openSync, readSync, statSync, type Stats } from 'node:fs';
 import { resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import { systemClock, type Clock } from '@assay/core';
@@ -25,6 +25,11 @@ export interface SqliteLedgerOptions {
   verifyOnOpen?: boolean;
   /** Most append requests per group-commit transaction. */
   maxRequestsPerCommit?: number;
+  /**
+   * Open an existing ledger for reading only (auditing a copy): no file is created, no migration applied, the
+   * journal mode left as it is; appends fail. The schema must be the newest this build knows.
+   */
+  readOnly?: boolean;
 }
 
 const SQLITE_MAGIC = Buffer.from('SQLite format 3\0', 'latin1');
@@ -89,9 +94,10 @@ export class SqliteLedgerDatabase {
     const abs = resolve(path);
     const migrations = loadMigrations(opts.migrationsDir);
     checkHeader(abs);
+    if (opts.readOnly && !existsSync(abs)) throw dbUnavailable(abs, 'no such file');
     let db: Database.Database;
     try {
-      db = new Database(abs, { timeout: opts.busyTimeoutMs ?? 10_000 });
+      db = new Database(abs, { timeout: opts.busyTimeoutMs ?? 10_000, readonly: opts.readOnly === true, fileMustExist: opts.readOnly === true });
     } catch (e) {
       const t = translateDbError(abs, e);
       throw t === e ? dbUnavailable(abs, (e as Error).message, e) : t;
@@ -106,6 +112,12 @@ export class SqliteLedgerDatabase {
       }
       const version = assertNotTooNew(db, abs, migrations);
       if (version > 0) SqliteLedgerDatabase.probe(db);
+      if (opts.readOnly) {
+        const newest = migrations[migrations.length - 1]?.version ?? 0;
+        if (version !== newest)
+          throw dbUnavailable(abs, `it has schema version ${version}; reading needs version ${newest} (open it once for writing to migrate a copy)`);
+        return new SqliteLedgerDatabase(db, abs, { from: version, to: version, applied: [] }, opts);
+      }
       const mode = db.pragma('journal_mode = WAL', { simple: true });
       if (String(mode).toLowerCase() !== 'wal') throw dbUnavailable(abs, `cannot switch to WAL (journal mode ${String(mode)})`);
       db.pragma('synchronous = FULL');
