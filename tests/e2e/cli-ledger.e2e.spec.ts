@@ -64,6 +64,20 @@ describe('assay ledger (CLI)', () => {
     expect(verifyInclusion(18, cpBody.treeSize, leafHash(bytes), p.proof, cpBody.rootHash)).toBe(false);
   }, 60_000);
 
+  it('prints stored events, by position range and by stream', async () => {
+    const r = await assay(['ledger', 'events', '--from', '20', '--limit', '3'], home);
+    expect(r.code).toBe(0);
+    const lines = r.stdout.trim().split('\n');
+    expect(lines).toHaveLength(3);
+    expect(lines[0]).toMatch(/^20 .* JudgeLaunched /);
+    const j = await assay(['ledger', 'events', '--stream', 'run-r-20261202-0001', '--limit', '2', '--json'], home);
+    const envs = j.stdout.trim().split('\n').map((l) => JSON.parse(l) as { type: string; revision: number; stream: string });
+    expect(envs.map((e) => [e.stream, e.revision, e.type])).toEqual([
+      ['run-r-20261202-0001', 0, 'RunStarted'],
+      ['run-r-20261202-0001', 1, 'SubmissionReceived'],
+    ]);
+  }, 30_000);
+
   it('lets an auditor verify a copy of the database file read-only, with only the root public key', async () => {
     const fs = require('node:fs') as typeof import('node:fs');
     const audit = join(tmp.dir, 'audit');

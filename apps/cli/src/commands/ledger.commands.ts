@@ -6,6 +6,7 @@ import {
   InitLedgerCommand,
   ProveConsistencyQuery,
   ProveInclusionQuery,
+  ReadEventsQuery,
   SignCheckpointCommand,
   VerifyLedgerQuery,
   formatInclusionProof,
@@ -138,6 +139,23 @@ export function register(program: Command, ctx: CliContext): void {
       if (o.json) ctx.out(JSON.stringify(r, null, 2));
       else printVerification(r, ctx);
       if (!r.ok) process.exitCode = 5;
+    });
+
+  ledger
+    .command('events')
+    .description('print stored events (one line each, or their envelopes with --json)')
+    .option('--stream <stream>', 'only this stream (then --from is a revision)')
+    .option('--from <n>', 'first position (or revision with --stream)', '0')
+    .option('--limit <n>', 'at most this many events', '100')
+    .option('--json', 'print the envelopes as JSON lines')
+    .action(async (o: { stream?: string; from: string; limit: string; json?: boolean }) => {
+      const from = parseCount(o.from, '--from');
+      const limit = parseCount(o.limit, '--limit');
+      const events = await withBuses(ctx, (b) => b.queries.execute(new ReadEventsQuery({ ...(o.stream !== undefined ? { stream: o.stream } : {}), from, limit })));
+      for (const { envelope: e } of events) {
+        if (o.json) ctx.out(JSON.stringify(e));
+        else ctx.out(`${String(e.position).padStart(6)}  ${e.time}  ${`${e.stream}@${e.revision}`.padEnd(34)} ${e.type.padEnd(18)} ${e.signer.split('+')[0]}  ${JSON.stringify(e.data).slice(0, 80)}`);
+      }
     });
 
   ledger

@@ -20,7 +20,8 @@ import { verifyLedger, type VerificationReport } from '../application/verify/led
 import { generateKeyPair, readPrivateKey, writeKeyPair, parseVerifierKey, toSigningKey } from '../crypto/keys';
 import { ROLES, type Role } from '../domain/roles';
 import { KeyRegistry } from '../domain/key-registry';
-import { parseEnvelope } from '../domain/envelope';
+import { parseEnvelope, type Envelope } from '../domain/envelope';
+import type { RecordedEvent } from '../ports/event-store.port';
 
 export interface HomePaths {
   home: string;
@@ -233,6 +234,23 @@ export class LedgerHome {
       }
     }
     return registry;
+  }
+
+  /** Events of one stream, or of the whole log, parsed from their stored bytes (unverified: use `verify`). */
+  async readEvents(o: { stream?: string; from?: number; limit?: number }): Promise<Array<{ position: number; hash: string; envelope: Envelope }>> {
+    const limit = o.limit ?? 100;
+    const out: Array<{ position: number; hash: string; envelope: Envelope }> = [];
+    const take = (e: RecordedEvent): boolean => {
+      out.push({ position: e.position, hash: Buffer.from(e.hash).toString('hex'), envelope: parseEnvelope(e.bytes, { position: e.position }).envelope });
+      return out.length < limit;
+    };
+    if (o.stream !== undefined) {
+      for await (const e of this.db.events.readStream(o.stream, { fromRevision: o.from ?? 0, maxCount: limit })) if (!take(e)) break;
+    } else {
+      outer: for await (const batch of this.db.events.readAll({ fromPosition: o.from ?? 0, toPosition: (o.from ?? 0) + limit, batchSize: Math.min(limit, 1000) }))
+        for (const e of batch) if (!take(e)) break outer;
+    }
+    return out;
   }
 
   async close(): Promise<void> {

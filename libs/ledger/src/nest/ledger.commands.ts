@@ -8,6 +8,7 @@ import type { NewEvent, SignedCheckpoint, InclusionProofResult, ConsistencyProof
 import type { VerificationReport } from '../application/verify/ledger-verifier';
 import type { InitResult } from '../home/ledger-home';
 import type { Progress } from '@assay/core';
+import type { Envelope } from '../domain/envelope';
 
 export class InitLedgerCommand extends Command<InitResult> {
   constructor(public readonly origin?: string) {
@@ -67,3 +68,17 @@ export interface ListedKey {
 }
 
 export class ListKeysQuery extends Query<ListedKey[]> {}
+
+export interface ReadEventsOptions {
+  /** One stream, from `from` (a revision); otherwise the whole log from `from` (a position). */
+  stream?: string;
+  from?: number;
+  limit?: number;
+}
+
+/** Stored events as their signed envelopes (parsed from the exact stored bytes), in order. */
+export class ReadEventsQuery extends Query<Array<{ position: number; hash: string; envelope: Envelope }>> {
+  constructor(public readonly options: ReadEventsOptions = {}) {
+    super();
+  }
+}

@@ -6,6 +6,7 @@ import {
   AppendEventsCommand,
   InitLedgerCommand,
   ListKeysQuery,
+  ReadEventsQuery,
   ProveConsistencyQuery,
   ProveInclusionQuery,
   SignCheckpointCommand,
@@ -96,7 +97,16 @@ export class ListKeysHandler implements IQueryHandler<ListKeysQuery> {
   }
 }
 
+@QueryHandler(ReadEventsQuery)
+export class ReadEventsHandler implements IQueryHandler<ReadEventsQuery> {
+  constructor(private readonly p: LedgerHomeProvider) {}
+  async execute(q: ReadEventsQuery) {
+    return (await this.p.get()).readEvents(q.options);
+  }
+}
+
 export const LEDGER_HANDLERS = [
+  ReadEventsHandler,
   ListKeysHandler,
   InitLedgerHandler,
   AppendEventsHandler,
