@@ -29,7 +29,7 @@ export { MemoryMerkleNodeStore } from './adapters/memory/memory-merkle-node-stor
 export { SqliteLedgerDatabase } from './adapters/sqlite/sqlite-ledger-database';
 
 // application
-export * from './application/signing-key';
+export * from './domain/signing-key';
 export * from './application/ledger';
 export * from './application/proof-format';
 export { verifyLedger, STEPS as VERIFY_STEPS, type VerificationReport, type VerifyFailure, type VerifyOptions } from './application/verify/ledger-verifier';

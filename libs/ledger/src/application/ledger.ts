@@ -15,7 +15,7 @@ import type { Role } from '../domain/roles';
 import type { AppendResult, EventStore, ExpectedRevision, ProposedEvent, SealInput } from '../ports/event-store.port';
 import type { MerkleNodeStore } from '../ports/merkle-node-store.port';
 import type { CheckpointStore, StoredCheckpoint } from '../ports/checkpoint-store.port';
-import type { SigningKey } from './signing-key';
+import type { SigningKey } from '../domain/signing-key';
 
 export interface NewEvent {
   type: string;

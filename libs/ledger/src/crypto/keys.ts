@@ -21,6 +21,7 @@ import * as path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { AssayError, type ErrorKind } from '@assay/core';
 import { ROLES, isRole, type Role } from '../domain/roles';
+import type { SigningKey } from '../domain/signing-key';
 import {
   assertKeyName,
   decodeBase64Strict,
@@ -242,18 +243,8 @@ export function noteVerifierOf(key: VerifierKey, impl: Ed25519 = nodeEd25519): N
   return ed25519NoteVerifier(key.name, key.publicKey, impl);
 }
 
-/**
- * A key in use: signs exact bytes, never exposes the seed. Structurally the application's SigningKey.
- */
-export function toSigningKey(pair: KeyPair, impl: Ed25519 = nodeEd25519): {
-  name: string;
-  signer: string;
-  keyId: Uint8Array;
-  role: Role;
-  publicKeyText: string;
-  publicKey: Uint8Array;
-  sign(message: Uint8Array): Uint8Array;
-} {
+/** A key in use: signs exact bytes, never exposes the seed. */
+export function toSigningKey(pair: KeyPair, impl: Ed25519 = nodeEd25519): SigningKey {
   const seed = Buffer.from(pair.seed);
   return {
     name: pair.name,

@@ -15,7 +15,7 @@ import { randomBytes } from 'node:crypto';
 import { AssayError, type Clock, type IdGenerator, type Progress } from '@assay/core';
 import { SqliteLedgerDatabase } from '../adapters/sqlite/sqlite-ledger-database';
 import { Ledger, type CheckpointWitness, type SignedCheckpoint, type WitnessedCheckpoint } from '../application/ledger';
-import type { SigningKey } from '../application/signing-key';
+import type { SigningKey } from '../domain/signing-key';
 import { verifyLedger, type VerificationReport } from '../application/verify/ledger-verifier';
 import { generateKeyPair, readPrivateKey, writeKeyPair, parseVerifierKey, toSigningKey } from '../crypto/keys';
 import { ROLES, type Role } from '../domain/roles';

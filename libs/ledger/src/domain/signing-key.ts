@@ -1,4 +1,4 @@
-import type { Role } from '../domain/roles';
+import type { Role } from './roles';
 
 /**
  * A private key in use by this process. `sign` is Ed25519 over exact bytes (node:crypto on the hot path).
