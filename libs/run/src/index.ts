@@ -1,0 +1,28 @@
+// Public entry of @assay/run: a research run as an event-sourced aggregate, its submission service and endpoint.
+export * from './run.errors';
+
+// domain: pure rules
+export * from './domain/run-events';
+export * from './domain/run-protocol';
+export * from './domain/run-state';
+export * from './domain/selection';
+export * from './domain/decide';
+export * from './domain/editable';
+export * from './domain/feedback';
+
+// ports
+export * from './ports/run-ledger.port';
+export * from './ports/snapshotter.port';
+export * from './ports/judge.port';
+export * from './ports/work-control.port';
+
+// adapters
+export { MemoryRunLedger, type Expected, type ForeignEvent } from './adapters/memory-run-ledger.adapter';
+export { LedgerRunLedger, recordOf } from './adapters/ledger-run-ledger.adapter';
+export { FakeSnapshotter } from './adapters/fake-snapshotter.adapter';
+export { FakeJudge, EMPTY_OUTPUT_DIGEST, type FakeJudgeBehaviour, type EventWriter } from './adapters/fake-judge.adapter';
+export { SubmitEndpoint, type SubmitEndpointOptions } from './adapters/http-submit-endpoint.adapter';
+
+// application
+export * from './application/run-token';
+export * from './application/submission-service';
