@@ -1,0 +1,397 @@
+import * as fs from 'node:fs';
+import { resolve } from 'node:path';
+import { CHUNK_SIZE, chunkCount, rawBlock } from '../domain/format';
+import type { SourceKind, SourceStat } from '../domain/stat-cache';
+import { ioError, showPath, snapshotError } from '../domain/snapshot.errors';
+import { decodeUtf8Strict } from '../domain/names';
+import type { BlobBatch, FsStaging } from '../ports/blob-store.port';
+import type { ContentHasher, HashRequest, HashedFile, SourceEntry, TreeSource } from '../ports/tree-source.port';
+import { STAT_WORDS, type KernelFailure, type KernelStat, type KernelStaging } from './hash-kernel';
+import { HashPool, defaultWorkers } from './hash-pool';
+
+export function kindOf(st: fs.BigIntStats | fs.Stats): SourceKind {
+  if (st.isFile()) return 'file';
+  if (st.isDirectory()) return 'dir';
+  if (st.isSymbolicLink()) return 'symlink';
+  if (st.isFIFO()) return 'fifo';
+  if (st.isSocket()) return 'socket';
+  if (st.isCharacterDevice()) return 'char-device';
+  if (st.isBlockDevice()) return 'block-device';
+  return 'unknown';
+}
+
+export function sourceStat(st: fs.BigIntStats): SourceStat {
+  return {
+    kind: kindOf(st),
+    size: Number(st.size),
+    mode: Number(st.mode),
+    dev: st.dev,
+    ino: st.ino,
+    nlink: Number(st.nlink),
+    mtimeNs: st.mtimeNs,
+    ctimeNs: st.ctimeNs,
+  };
+}
+
+function kstat(st: SourceStat): KernelStat {
+  return { dev: st.dev, ino: st.ino, size: st.size, mode: st.mode, nlink: st.nlink, mtimeNs: st.mtimeNs, ctimeNs: st.ctimeNs };
+}
+
+function toSourceStat(k: KernelStat): SourceStat {
+  return { kind: 'file', ...k };
+}
+
+export interface FsTreeSourceOptions {
+  /** Hashing threads; 0 hashes on the calling thread. Default: one per core (at most 8). */
+  readonly workers?: number;
+}
+
+/** How many chunks one worker job hashes of a large file (32 MiB: long sequential reads, fine load balance). */
+const RANGE_CHUNKS = 32;
+/** Small files are sent to workers in batches of at most this many files / bytes. */
+const SMALL_BATCH_FILES = 128;
+const SMALL_BATCH_BYTES = 8 << 20;
+/** Files handed to the hasher and not yet done before the walk waits (bounds memory on huge trees). */
+const MAX_INFLIGHT_FILES = 2048;
+/** Attempts to read a file that keeps changing while it is read. */
+const MAX_ATTEMPTS = 3;
+
+/**
+ * A directory on the local file system. The root is resolved once (realpath); below it nothing is followed:
+ * entries come from readdir + lstat, files are opened with O_NOFOLLOW and checked against the walk's lstat and,
+ * where /proc is mounted, against their expected absolute path.
+ */
+export class FsTreeSource implements TreeSource {
+  private constructor(
+    readonly id: string,
+    private readonly procCheck: boolean,
+    private readonly workers: number,
+  ) {}
+
+  static open(dir: string, options: FsTreeSourceOptions = {}): FsTreeSource {
+    let real: string;
+    try {
+      real = fs.realpathSync(resolve(dir));
+    } catch (e) {
+      throw snapshotError('SNAPSHOT_ROOT_INVALID', `cannot open ${dir}: ${(e as Error).message}`, { path: dir }, e);
+    }
+    return new FsTreeSource(real, probeProc(real), options.workers ?? defaultWorkers());
+  }
+
+  abs(rel: string): string {
+    if (rel === '') return this.id;
+    return this.id === '/' ? `/${rel}` : `${this.id}/${rel}`;
+  }
+
+  async statRoot(): Promise<SourceStat> {
+    try {
+      return sourceStat(fs.lstatSync(this.id, { bigint: true }));
+    } catch (e) {
+      throw snapshotError('SNAPSHOT_ROOT_INVALID', `cannot stat ${this.id}: ${(e as Error).message}`, { path: this.id }, e);
+    }
+  }
+
+  /**
+   * Lists a directory: readdir, then lstat of every entry (on the calling thread: for the tens of thousands of
+   * small syscalls of a re-snapshot, a round trip to a worker per directory costs more than it saves).
+   */
+  async listDir(rel: string, expected: SourceStat): Promise<SourceEntry[]> {
+    const abs = this.abs(rel);
+    const prefix = abs === '/' ? '/' : `${abs}/`;
+    let names: string[];
+    try {
+      names = fs.readdirSync(abs);
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT' || code === 'ENOTDIR') throw changedDir(rel);
+      throw ioError('listing', showPath(rel), e);
+    }
+    // readdir decodes names as UTF-8 with U+FFFD for invalid bytes: only then look at the raw bytes.
+    if (names.some((n) => n.includes('\uFFFD'))) return this.listRaw(rel, abs, expected);
+    const out: SourceEntry[] = [];
+    for (const name of names) {
+      let st: fs.BigIntStats | undefined;
+      try {
+        st = fs.lstatSync(prefix + name, { bigint: true, throwIfNoEntry: false });
+      } catch (e) {
+        throw ioError('lstat of an entry in', showPath(rel), e);
+      }
+      if (!st) continue; // removed since readdir: as if it had been removed before
+      out.push({ name, stat: sourceStat(st) });
+    }
+    this.checkSame(rel, abs, expected);
+    return out;
+  }
+
+  /** The slow path for a directory holding a name that may not be UTF-8. */
+  private listRaw(rel: string, abs: string, expected: SourceStat): SourceEntry[] {
+    const absBuf = Buffer.from(abs === '/' ? '' : abs);
+    const slash = Buffer.from('/');
+    const out: SourceEntry[] = [];
+    for (const raw of fs.readdirSync(abs, { encoding: 'buffer' })) {
+      const st = fs.lstatSync(Buffer.concat([absBuf, slash, raw]), { bigint: true, throwIfNoEntry: false });
+      if (!st) continue;
+      const bytes = Uint8Array.from(raw);
+      const name = decodeUtf8Strict(bytes);
+      out.push(name === null ? { name: '', invalidName: bytes, stat: sourceStat(st) } : { name, stat: sourceStat(st) });
+    }
+    this.checkSame(rel, abs, expected);
+    return out;
+  }
+
+  /** The directory must still be the one the walk saw (not swapped for a symlink or another directory). */
+  private checkSame(rel: string, abs: string, expected: SourceStat): void {
+    const again = fs.lstatSync(abs, { bigint: true, throwIfNoEntry: false });
+    if (!again || !again.isDirectory() || again.dev !== expected.dev || again.ino !== expected.ino) throw changedDir(rel);
+  }
+
+  async readLink(rel: string): Promise<Uint8Array> {
+    try {
+      const b = fs.readlinkSync(this.abs(rel), { encoding: 'buffer' });
+      return new Uint8Array(b.buffer, b.byteOffset, b.length);
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === 'EINVAL' || code === 'ENOENT') {
+        throw snapshotError('SNAPSHOT_FILE_CHANGED', `${showPath(rel)} stopped being a symlink during the snapshot`, { path: rel });
+      }
+      throw ioError('readlink', showPath(rel), e);
+    }
+  }
+
+  openHasher(batch: BlobBatch | null): ContentHasher {
+    return new FsHasher(this, new HashPool(this.workers), batch, this.procCheck);
+  }
+
+  /** lstat of an entry by relative path (retries after a change). */
+  relstat(rel: string): SourceStat | null {
+    const st = fs.lstatSync(this.abs(rel), { bigint: true, throwIfNoEntry: false });
+    return st ? sourceStat(st) : null;
+  }
+}
+
+function changedDir(rel: string): Error {
+  return snapshotError('SNAPSHOT_TREE_CHANGED', `directory ${showPath(rel)} was replaced or removed during the snapshot`, { path: rel });
+}
+
+/** Is /proc/self/fd usable to check where an opened file really is? */
+function probeProc(real: string): boolean {
+  let fd: number | undefined;
+  try {
+    fd = fs.openSync(real, fs.constants.O_RDONLY | fs.constants.O_DIRECTORY);
+    return fs.readlinkSync(`/proc/self/fd/${fd}`) === real;
+  } catch {
+    return false;
+  } finally {
+    if (fd !== undefined) fs.closeSync(fd);
+  }
+}
+
+interface SmallPending {
+  abs: string;
+  rel: string;
+  stat: SourceStat;
+  resolve(v: HashedFile | KernelFailure): void;
+  reject(e: unknown): void;
+}
+
+class FsHasher implements ContentHasher {
+  private small: SmallPending[] = [];
+  private smallBytes = 0;
+  private flushQueued = false;
+  private inflight = 0;
+  private waiters: Array<() => void> = [];
+  private readonly staging: FsStaging | null;
+  private readonly kstaging: KernelStaging | null;
+
+  constructor(
+    private readonly src: FsTreeSource,
+    private readonly pool: HashPool,
+    private readonly batch: BlobBatch | null,
+    private readonly procCheck: boolean,
+  ) {
+    this.staging = batch ? batch.fsStaging() : null;
+    this.kstaging = this.staging ? { blocksDir: this.staging.blocksDir, tempPrefix: this.staging.tempPrefix } : null;
+    this.staging?.setPublisher((from, to) => this.publish(from, to));
+  }
+
+  /** The renames of a commit, spread over the hashing threads. */
+  private async publish(from: string[], to: string[]): Promise<void> {
+    const parts = Math.max(1, this.pool.parallelism * 2);
+    const per = Math.ceil(from.length / parts);
+    const jobs: Array<Promise<unknown>> = [];
+    for (let i = 0; i < from.length; i += per) {
+      jobs.push(this.pool.run('publish', { from: from.slice(i, i + per), to: to.slice(i, i + per) }, 0));
+    }
+    await Promise.all(jobs);
+  }
+
+  async ready(): Promise<void> {
+    if (this.inflight < MAX_INFLIGHT_FILES) return;
+    await new Promise<void>((r) => this.waiters.push(r));
+  }
+
+  async hash(req: HashRequest): Promise<HashedFile> {
+    this.inflight += 1;
+    try {
+      let stat = req.stat;
+      for (let attempt = 1; ; attempt++) {
+        const r = await this.once(req.rel, stat);
+        if ('digests' in r) return r;
+        if (r.code === 'ESCAPE') throw snapshotError('SNAPSHOT_PATH_ESCAPE', `${req.rel}: ${r.message}`, { path: req.rel });
+        if (r.code === 'IO') throw snapshotError('SNAPSHOT_IO', r.message, { path: req.rel, errno: r.errno });
+        const now = this.src.relstat(req.rel);
+        if (attempt >= MAX_ATTEMPTS || !now || now.kind !== 'file') {
+          throw snapshotError(
+            'SNAPSHOT_FILE_CHANGED',
+            `${req.rel} kept changing while it was read (${attempt} attempts): ${r.message}; pause the writer and retry`,
+            { path: req.rel, attempts: attempt },
+          );
+        }
+        stat = now;
+      }
+    } finally {
+      this.inflight -= 1;
+      if (this.inflight < MAX_INFLIGHT_FILES) for (const w of this.waiters.splice(0)) w();
+    }
+  }
+
+  private once(rel: string, stat: SourceStat): Promise<HashedFile | KernelFailure> {
+    const abs = this.src.abs(rel);
+    if (this.batch && !this.staging) return this.viaBatch(abs, stat, this.batch);
+    if (stat.size <= CHUNK_SIZE) {
+      return new Promise((resolve, reject) => {
+        this.small.push({ abs, rel, stat, resolve, reject });
+        this.smallBytes += stat.size;
+        if (this.small.length >= SMALL_BATCH_FILES || this.smallBytes >= SMALL_BATCH_BYTES) this.flush();
+        else if (!this.flushQueued) {
+          this.flushQueued = true;
+          setImmediate(() => this.flush());
+        }
+      });
+    }
+    return this.large(abs, stat);
+  }
+
+  private flush(): void {
+    this.flushQueued = false;
+    const files = this.small;
+    const bytes = this.smallBytes;
+    if (files.length === 0) return;
+    this.small = [];
+    this.smallBytes = 0;
+    const expect = new BigInt64Array(files.length * STAT_WORDS);
+    files.forEach((f, i) => {
+      const b = i * STAT_WORDS;
+      expect[b] = BigInt.asIntN(64, f.stat.dev);
+      expect[b + 1] = BigInt.asIntN(64, f.stat.ino);
+      expect[b + 2] = BigInt(f.stat.size);
+      expect[b + 3] = BigInt(f.stat.mode);
+      expect[b + 4] = f.stat.mtimeNs;
+      expect[b + 5] = f.stat.ctimeNs;
+    });
+    const job = { paths: files.map((f) => f.abs), expect, chunkSize: CHUNK_SIZE, staging: this.kstaging, procCheck: this.procCheck };
+    this.pool.run('hashSmallFiles', job, bytes + files.length * 4096).then(
+      (out) => {
+        if (this.staging && out.staged.length > 0) this.staging.register(out.staged, out.stagedBytes);
+        files.forEach((f, i) => {
+          const status = out.status[i];
+          if (status !== 0) {
+            const code = status === 1 ? 'CHANGED' : status === 2 ? 'ESCAPE' : 'IO';
+            f.resolve({ ok: false, code, message: out.messages[i] ?? '', errno: out.errnos[i] ?? '' });
+            return;
+          }
+          const b = i * STAT_WORDS;
+          const s = out.stats;
+          f.resolve({
+            size: Number(s[b + 2]),
+            digests: out.digests.subarray(i * 32, i * 32 + 32),
+            stat: {
+              kind: 'file',
+              dev: BigInt.asUintN(64, s[b] as bigint),
+              ino: BigInt.asUintN(64, s[b + 1] as bigint),
+              size: Number(s[b + 2]),
+              mode: Number(s[b + 3]),
+              nlink: f.stat.nlink,
+              mtimeNs: s[b + 4] as bigint,
+              ctimeNs: s[b + 5] as bigint,
+            },
+          });
+        });
+      },
+      (e: unknown) => {
+        for (const f of files) f.reject(e);
+      },
+    );
+  }
+
+  private async large(abs: string, stat: SourceStat): Promise<HashedFile | KernelFailure> {
+    const n = chunkCount(stat.size);
+    const jobs: Array<Promise<import('./hash-kernel').RangeOutput>> = [];
+    for (let start = 0; start < n; start += RANGE_CHUNKS) {
+      const end = Math.min(n, start + RANGE_CHUNKS);
+      const job = { abs, expect: kstat(stat), start, end, chunkSize: CHUNK_SIZE, staging: this.kstaging, procCheck: this.procCheck };
+      jobs.push(this.pool.run('hashRange', job, Math.min(stat.size - start * CHUNK_SIZE, (end - start) * CHUNK_SIZE)));
+    }
+    const outs = await Promise.all(jobs);
+    const digests = new Uint8Array(n * 32);
+    let last: KernelStat | null = null;
+    let fail: KernelFailure | null = null;
+    outs.forEach((o, i) => {
+      if (this.staging && o.staged.length > 0) this.staging.register(o.staged, o.stagedBytes);
+      if (!o.ok) {
+        fail ??= o;
+        return;
+      }
+      digests.set(o.digests, i * RANGE_CHUNKS * 32);
+      last = o.stat;
+    });
+    if (fail) return fail;
+    if (!last) throw new Error('internal: no range hashed');
+    return { size: stat.size, digests, stat: toSourceStat(last) };
+  }
+
+  /** For stores without a file-system staging area: read here, put each chunk through the batch. */
+  private async viaBatch(abs: string, stat: SourceStat, batch: BlobBatch): Promise<HashedFile | KernelFailure> {
+    let fh: fs.promises.FileHandle;
+    try {
+      fh = await fs.promises.open(abs, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
+    } catch (e) {
+      return { ok: false, code: 'CHANGED', message: `${abs} could not be opened: ${(e as Error).message}` };
+    }
+    try {
+      const st = await fh.stat({ bigint: true });
+      if (!st.isFile() || st.ino !== stat.ino || st.dev !== stat.dev || Number(st.size) !== stat.size || st.mtimeNs !== stat.mtimeNs) {
+        return { ok: false, code: 'CHANGED', message: `${abs} changed since it was listed` };
+      }
+      if (this.procCheck) {
+        const real = fs.readlinkSync(`/proc/self/fd/${fh.fd}`);
+        if (real !== abs) return { ok: false, code: 'ESCAPE', message: `opening ${abs} reached ${real}` };
+      }
+      const n = chunkCount(stat.size);
+      const digests = new Uint8Array(n * 32);
+      for (let i = 0; i < n; i++) {
+        const len = Math.min(CHUNK_SIZE, stat.size - i * CHUNK_SIZE);
+        const buf = Buffer.allocUnsafe(len);
+        const { bytesRead } = await fh.read(buf, 0, len, i * CHUNK_SIZE);
+        if (bytesRead !== len) return { ok: false, code: 'CHANGED', message: `${abs} shrank while it was read` };
+        const block = rawBlock(buf);
+        digests.set(block.cid.multihash.digest, i * 32);
+        await batch.put(block);
+      }
+      const after = sourceStat(await fh.stat({ bigint: true }));
+      if (after.size !== stat.size || after.mtimeNs !== stat.mtimeNs || after.ctimeNs !== stat.ctimeNs) {
+        return { ok: false, code: 'CHANGED', message: `${abs} changed while it was read` };
+      }
+      return { size: stat.size, digests, stat: after };
+    } finally {
+      await fh.close();
+    }
+  }
+
+  async close(): Promise<void> {
+    this.staging?.setPublisher(null);
+    const left = this.small.splice(0);
+    for (const f of left) f.reject(snapshotError('SNAPSHOT_IO', 'the hasher was closed'));
+    await this.pool.close();
+  }
+}

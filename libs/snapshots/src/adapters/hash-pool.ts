@@ -1,0 +1,169 @@
+import { availableParallelism } from 'node:os';
+import { Worker } from 'node:worker_threads';
+import { snapshotError } from '../domain/snapshot.errors';
+import {
+  createHashKernel,
+  type HashKernel,
+  type PublishJob,
+  type RangeJob,
+  type RangeOutput,
+  type SmallFileJob,
+  type SmallFilesOutput,
+} from './hash-kernel';
+
+type Op = 'hashSmallFiles' | 'hashRange' | 'publish';
+type JobOf<O extends Op> = O extends 'hashSmallFiles' ? SmallFileJob : O extends 'hashRange' ? RangeJob : PublishJob;
+type OutOf<O extends Op> = O extends 'hashSmallFiles' ? SmallFilesOutput : O extends 'hashRange' ? RangeOutput : { renamed: number };
+
+interface Task {
+  id: number;
+  op: Op;
+  job: SmallFileJob | RangeJob | PublishJob;
+  resolve(v: unknown): void;
+  reject(e: unknown): void;
+}
+
+interface Slot {
+  worker: Worker;
+  inflight: Map<number, Task>;
+  dead: boolean;
+}
+
+const WORKER_SOURCE = (kernelSource: string) => `
+const { parentPort } = require('node:worker_threads');
+const kernel = (${kernelSource})();
+parentPort.on('message', (m) => {
+  Promise.resolve()
+    .then(() => kernel[m.op](m.job))
+    .then(
+      (result) => {
+        const transfer = [];
+        for (const v of Object.values(result)) {
+          if (ArrayBuffer.isView(v) && v.byteOffset === 0 && v.byteLength === v.buffer.byteLength) transfer.push(v.buffer);
+        }
+        parentPort.postMessage({ id: m.id, ok: true, result }, transfer);
+      },
+      (e) => parentPort.postMessage({ id: m.id, ok: false, message: String((e && e.stack) || e) }),
+    );
+});
+`;
+
+/** Default number of hashing threads: one per core, at most 8. */
+export function defaultWorkers(): number {
+  return Math.max(1, Math.min(8, availableParallelism()));
+}
+
+/**
+ * Runs kernel jobs on worker threads (one per core by default), or on the main thread for small amounts of work:
+ * starting a worker costs tens of milliseconds, more than hashing a handful of small files, so the pool only
+ * starts its workers once the work seen so far exceeds a few MiB.
+ */
+export class HashPool {
+  private slots: Slot[] = [];
+  private started = false;
+  private closed = false;
+  private readonly queue: Task[] = [];
+  private nextId = 1;
+  private inlineKernel: HashKernel | null = null;
+  private inlineBytes = 0;
+
+  /** `workers` 0 means everything runs on the calling thread. */
+  constructor(
+    private readonly workers = defaultWorkers(),
+    private readonly inlineLimitBytes = 4 << 20,
+    private readonly perWorkerInflight = 2,
+  ) {}
+
+  run<O extends Op>(op: O, job: JobOf<O>, costBytes: number): Promise<OutOf<O>> {
+    if (this.closed) return Promise.reject(snapshotError('SNAPSHOT_IO', 'the hashing pool is closed'));
+    if (!this.started && (this.workers === 0 || this.inlineBytes + costBytes <= this.inlineLimitBytes)) {
+      this.inlineBytes += costBytes;
+      this.inlineKernel ??= createHashKernel();
+      const k = this.inlineKernel;
+      try {
+        if (op === 'hashSmallFiles') return Promise.resolve(k.hashSmallFiles(job as SmallFileJob) as OutOf<O>);
+        if (op === 'publish') return Promise.resolve(k.publish(job as PublishJob) as OutOf<O>);
+        return k.hashRange(job as RangeJob) as Promise<OutOf<O>>;
+      } catch (e) {
+        return Promise.reject(e);
+      }
+    }
+    this.start();
+    return new Promise<OutOf<O>>((resolve, reject) => {
+      this.queue.push({ id: this.nextId++, op, job, resolve: resolve as (v: unknown) => void, reject });
+      this.dispatch();
+    });
+  }
+
+  /** Starts the worker threads now (they boot in the background); a no-op with 0 workers. */
+  start(): void {
+    if (this.started || this.workers === 0 || this.closed) return;
+    this.started = true;
+    const source = WORKER_SOURCE(createHashKernel.toString());
+    for (let i = 0; i < this.workers; i++) {
+      const worker = new Worker(source, { eval: true });
+      const slot: Slot = { worker, inflight: new Map(), dead: false };
+      worker.on('message', (m: { id: number; ok: boolean; result?: unknown; message?: string }) => {
+        const t = slot.inflight.get(m.id);
+        if (!t) return;
+        slot.inflight.delete(m.id);
+        if (m.ok) t.resolve(m.result);
+        else t.reject(snapshotError('SNAPSHOT_IO', `hashing worker failed: ${m.message ?? 'unknown error'}`));
+        this.dispatch();
+      });
+      const fail = (why: string) => {
+        if (slot.dead) return;
+        slot.dead = true;
+        for (const t of slot.inflight.values()) t.reject(snapshotError('SNAPSHOT_IO', `hashing worker ${why}`));
+        slot.inflight.clear();
+        if (!this.closed && this.slots.every((s) => s.dead)) {
+          for (const t of this.queue.splice(0)) t.reject(snapshotError('SNAPSHOT_IO', 'all hashing workers died'));
+        }
+        this.dispatch();
+      };
+      worker.on('error', (e) => fail(`crashed: ${e.message}`));
+      worker.on('exit', (code) => fail(`exited with code ${code}`));
+      this.slots.push(slot);
+    }
+  }
+
+  private dispatch(): void {
+    while (this.queue.length > 0) {
+      let best: Slot | null = null;
+      for (const s of this.slots) {
+        if (s.dead || s.inflight.size >= this.perWorkerInflight) continue;
+        if (!best || s.inflight.size < best.inflight.size) best = s;
+      }
+      if (!best) return;
+      const t = this.queue.shift() as Task;
+      best.inflight.set(t.id, t);
+      best.worker.postMessage({ id: t.id, op: t.op, job: t.job });
+    }
+  }
+
+  /** How many threads jobs are spread over (1 until the workers are started). */
+  get parallelism(): number {
+    return this.started ? this.slots.filter((s) => !s.dead).length : 1;
+  }
+
+  /** True once worker threads are in use (tests, benchmarks). */
+  get usingWorkers(): boolean {
+    return this.started;
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    for (const t of this.queue.splice(0)) t.reject(snapshotError('SNAPSHOT_IO', 'the hashing pool was closed'));
+    const slots = this.slots;
+    this.slots = [];
+    await Promise.all(
+      slots.map(async (s) => {
+        s.dead = true;
+        for (const t of s.inflight.values()) t.reject(snapshotError('SNAPSHOT_IO', 'the hashing pool was closed'));
+        s.inflight.clear();
+        await s.worker.terminate();
+      }),
+    );
+  }
+}

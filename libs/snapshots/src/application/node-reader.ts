@@ -1,0 +1,45 @@
+import type { CID } from 'multiformats/cid';
+import { decodeNode, type DirManifest, type FileNode, type SnapshotNode } from '../domain/format';
+import { atPath, snapshotError, showPath } from '../domain/snapshot.errors';
+import type { DirReader } from '../domain/diff';
+
+export interface BlockGetter {
+  get(cid: CID): Promise<Uint8Array>;
+}
+
+/** Reads and validates snapshot nodes from a store (every read hash-checked by the store). */
+export class NodeReader implements DirReader {
+  constructor(private readonly blocks: BlockGetter) {}
+
+  async readNode(cid: CID, where: string): Promise<SnapshotNode> {
+    let bytes: Uint8Array;
+    try {
+      bytes = await this.blocks.get(cid);
+    } catch (e) {
+      throw atPath(e, where);
+    }
+    return decodeNode(cid, bytes, where);
+  }
+
+  async readDir(cid: CID, where: string): Promise<DirManifest> {
+    const n = await this.readNode(cid, where);
+    if (n.type !== 'dir') {
+      throw snapshotError('SNAPSHOT_MANIFEST_INVALID', `${showPath(where)}: block ${cid.toString()} is a file node, expected a directory manifest`, {
+        path: where,
+        cid: cid.toString(),
+      });
+    }
+    return n;
+  }
+
+  async readFileNode(cid: CID, where: string): Promise<FileNode> {
+    const n = await this.readNode(cid, where);
+    if (n.type !== 'file') {
+      throw snapshotError('SNAPSHOT_MANIFEST_INVALID', `${showPath(where)}: block ${cid.toString()} is a directory manifest, expected a file node`, {
+        path: where,
+        cid: cid.toString(),
+      });
+    }
+    return n;
+  }
+}

@@ -1,0 +1,582 @@
+import type { CID } from 'multiformats/cid';
+import { silentProgress, type Clock, type Progress } from '@assay/core';
+import {
+  CHUNK_SIZE,
+  FORMAT_ID,
+  MAX_NODE_BYTES,
+  MODE_DIR,
+  MODE_EXEC,
+  MODE_FILE,
+  MODE_SYMLINK,
+  cidString,
+  encodeDirManifest,
+  fileContent,
+  normaliseFileMode,
+  parseCid,
+  validateSymlinkTarget,
+  type Entry,
+} from '../domain/format';
+import { compareNames, decodeUtf8Strict, displayBytes, findNfcCollision, validateEntryName } from '../domain/names';
+import { policyDigest, policyDocument, resolvePolicy, type PolicyDocument, type SnapshotPolicy } from '../domain/policy';
+import { compileExcludes, type ExcludeMatcher } from '../domain/exclude';
+import { outsideSymlinks } from '../domain/symlinks';
+import { ListingKey, isClean, recordedTimeNs, statSig, type CachedEntry, type DirCacheRecord, type SourceStat } from '../domain/stat-cache';
+import { joinRel, snapshotError } from '../domain/snapshot.errors';
+import { boundedPaths, type SnapshotEventSink, type SnapshotTakenData, type WorkspaceEditedData } from '../domain/events';
+import { summarizeDiff } from '../domain/diff';
+import type { BlobBatch, BlobStore } from '../ports/blob-store.port';
+import type { StatCache } from '../ports/stat-cache.port';
+import type { ContentHasher, TreeSource } from '../ports/tree-source.port';
+import { NodeReader } from './node-reader';
+
+export interface TakeSnapshotDeps {
+  readonly source: TreeSource;
+  /** Where blobs go; may be null for a dry run. */
+  readonly store: BlobStore | null;
+  readonly cache?: StatCache | null;
+  readonly clock: Clock;
+  readonly sink?: SnapshotEventSink | null;
+  readonly progress?: Progress;
+}
+
+export interface TakeSnapshotOptions {
+  /** The policy, or a partial one to complete with the defaults. */
+  readonly policy?: Partial<SnapshotPolicy>;
+  /** Compute the root CID without storing anything (no pins, no events). */
+  readonly dryRun?: boolean;
+  /** A label for what is snapshotted, recorded in the event and used to find the previous snapshot. */
+  readonly label?: string | null;
+  /**
+   * The snapshot to diff against for WorkspaceEdited: a CID, or 'auto' (default) for the last snapshot the
+   * store committed for the same label, or null for none.
+   */
+  readonly previous?: CID | string | 'auto' | null;
+  /** Use and update the stat cache (default true when a cache is given). */
+  readonly useCache?: boolean;
+}
+
+export interface SnapshotResult {
+  readonly root: CID;
+  readonly rootCid: string;
+  readonly dryRun: boolean;
+  readonly files: number;
+  readonly directories: number;
+  readonly symlinks: number;
+  readonly bytes: number;
+  readonly newBlobs: number;
+  readonly newBytes: number;
+  readonly durationMs: number;
+  readonly startedAt: string;
+  readonly policy: PolicyDocument;
+  readonly policyDigest: string;
+  readonly outsideSymlinks: string[];
+  readonly skippedSpecialFiles: string[];
+  readonly cache: { hits: number; hashed: number };
+  /** The events emitted (null on a dry run, or when there was no previous snapshot to diff against). */
+  readonly taken: SnapshotTakenData | null;
+  readonly edited: WorkspaceEditedData | null;
+  /** Problems that did not prevent the snapshot (the stat cache could not be updated, no diff was possible). */
+  readonly warnings: string[];
+  /** Where the time went (monotonic clock, ms): diagnostics for benchmarks, not part of any event. */
+  readonly phases: { walkMs: number; commitMs: number; cacheMs: number; eventsMs: number };
+}
+
+interface DirResult {
+  cid: string;
+  size: number;
+}
+
+/** One entry of a directory being built. */
+interface Child {
+  readonly name: string;
+  readonly kind: Entry['kind'];
+  readonly mode: number;
+  readonly size: number;
+  /** Content or manifest CID (files, directories); '' for symlinks. */
+  readonly cid: string;
+  /** The CID object when it was just computed (saves parsing it again). */
+  readonly cidObj: CID | null;
+  readonly target: string;
+  /** What the stat cache will remember for it. */
+  readonly cached: CachedEntry;
+}
+
+interface Item {
+  readonly name: string;
+  readonly rel: string;
+  readonly stat: SourceStat;
+}
+
+const PLAIN_NAME = /^[\x20-\x2e\x30-\x7e]{1,255}$/;
+
+function toEntry(c: Child): Entry {
+  if (c.kind === 'symlink') return { name: c.name, kind: 'symlink', mode: MODE_SYMLINK, size: c.size, target: c.target };
+  const cid = c.cidObj ?? parseCid(c.cid);
+  if (c.kind === 'dir') return { name: c.name, kind: 'dir', mode: MODE_DIR, size: c.size, cid };
+  return { name: c.name, kind: 'file', mode: c.mode === MODE_EXEC ? MODE_EXEC : MODE_FILE, size: c.size, cid };
+}
+
+function fromCached(name: string, e: CachedEntry): Child {
+  return { name, kind: e.kind, mode: e.mode, size: e.size, cid: e.cid, cidObj: null, target: e.target, cached: e };
+}
+
+class Walk {
+  files = 0;
+  directories = 0;
+  symlinks = 0;
+  entries = 0;
+  bytes = 0;
+  hits = 0;
+  hashed = 0;
+  readonly links = new Map<string, string>();
+  readonly skipped: string[] = [];
+  readonly hardlinks = new Map<string, Promise<{ cid: CID; size: number; stat: SourceStat }>>();
+  readonly upserts: Array<{ dir: string; record: DirCacheRecord }> = [];
+  readonly visitedDirs = new Set<string>();
+  failure: unknown = null;
+  lastTick = 0;
+  lastYield = 0;
+
+  constructor(
+    readonly deps: TakeSnapshotDeps,
+    readonly policy: SnapshotPolicy,
+    readonly excluded: ExcludeMatcher,
+    readonly hasher: ContentHasher,
+    readonly batch: BlobBatch | null,
+    readonly cache: StatCache | null,
+    readonly recordedNs: bigint,
+    readonly progress: Progress,
+  ) {}
+
+  check(): void {
+    if (this.failure !== null) throw this.failure;
+  }
+
+  /** Remembers the first failure of background work (so the walk stops) and keeps the promise handled. */
+  guard<T>(p: Promise<T>): Promise<T> {
+    p.catch((e: unknown) => {
+      if (this.failure === null) this.failure = e;
+    });
+    return p;
+  }
+
+  tick(): void {
+    const done = this.hits + this.hashed;
+    if (done - this.lastTick >= 256) {
+      this.lastTick = done;
+      this.progress.tick(done);
+    }
+  }
+
+  countEntry(rel: string): void {
+    this.entries += 1;
+    if (this.entries > this.policy.maxFiles) {
+      throw snapshotError(
+        'SNAPSHOT_TOO_MANY_FILES',
+        `${rel}: the snapshot has more than ${this.policy.maxFiles} entries (policy maxFiles=${this.policy.maxFiles})`,
+        { path: rel, limit: this.policy.maxFiles },
+      );
+    }
+  }
+
+  countBytes(rel: string, size: number): void {
+    if (size > this.policy.maxFileBytes) {
+      throw snapshotError(
+        'SNAPSHOT_FILE_TOO_LARGE',
+        `${rel} is ${size} bytes, over the limit of ${this.policy.maxFileBytes} (policy maxFileBytes)`,
+        { path: rel, size, limit: this.policy.maxFileBytes },
+      );
+    }
+    this.bytes += size;
+    if (this.bytes > this.policy.maxTotalBytes) {
+      throw snapshotError(
+        'SNAPSHOT_TOO_LARGE',
+        `${rel} (${size} bytes) brings the snapshot to ${this.bytes} bytes, over the limit of ${this.policy.maxTotalBytes} (policy maxTotalBytes)`,
+        { path: rel, size, total: this.bytes, limit: this.policy.maxTotalBytes },
+      );
+    }
+  }
+
+  /** A file's entry: from the cache when its stat is unchanged and clean, else read and hashed. */
+  async file(it: Item, sig: string, prev: ReadonlyMap<string, CachedEntry> | null, trustStored: boolean): Promise<Child> {
+    const p = prev?.get(it.name);
+    if (p && p.kind === 'file' && p.sig === sig && p.clean) {
+      // Stored blobs are trusted when the record says so; otherwise (dry run, after a GC) checked once.
+      if (!this.batch || trustStored || (await this.batch.has(parseCid(p.cid)))) {
+        this.hits += 1;
+        this.tick();
+        return fromCached(it.name, p);
+      }
+    }
+    const st = it.stat;
+    let job: Promise<{ cid: CID; size: number; stat: SourceStat }> | undefined;
+    const linkKey = st.nlink > 1 ? `${st.dev}:${st.ino}` : null;
+    if (linkKey) job = this.hardlinks.get(linkKey);
+    if (!job) {
+      // Registered before the first await, so a hard link met later in the same directory shares the work.
+      job = this.hash(it.rel, st);
+      if (linkKey) this.hardlinks.set(linkKey, job);
+    }
+    const done = await job;
+    if (done.size !== st.size) {
+      // The file changed between the walk's lstat and the read (the hasher re-read it consistently).
+      this.bytes -= st.size;
+      this.countBytes(it.rel, done.size);
+    }
+    const cid = cidString(done.cid);
+    const mode = normaliseFileMode(done.stat.mode);
+    const cached: CachedEntry = {
+      kind: 'file',
+      sig: statSig(done.stat),
+      cid,
+      mode,
+      size: done.size,
+      clean: isClean(done.stat, this.recordedNs),
+      target: '',
+    };
+    return { name: it.name, kind: 'file', mode, size: done.size, cid, cidObj: done.cid, target: '', cached };
+  }
+
+  private async hash(rel: string, st: SourceStat): Promise<{ cid: CID; size: number; stat: SourceStat }> {
+    await this.hasher.ready();
+    this.check();
+    const h = await this.hasher.hash({ rel, stat: st });
+    const content = fileContent(h.size, h.digests);
+    if (content.node && this.batch) await this.batch.put(content.node);
+    this.hashed += 1;
+    this.tick();
+    return { cid: content.cid, size: h.size, stat: h.stat };
+  }
+
+  /**
+   * Walks a directory depth first: lists it, sends its changed files to the hasher, walks its subdirectories
+   * one after the other, and returns as soon as the whole subtree has been dispatched, with a promise of the
+   * directory's manifest. The hashing of a directory's files therefore overlaps the walk of everything after it.
+   */
+  async walkDir(rel: string, st: SourceStat, depth: number): Promise<{ result: Promise<DirResult> }> {
+    // Let the event loop run now and then: hashing results and worker hand-offs are macrotasks, and a walk made
+    // only of microtasks would starve them until it ends.
+    const now = performance.now();
+    if (now - this.lastYield > 2) {
+      await new Promise<void>((r) => setImmediate(r));
+      this.lastYield = performance.now();
+    }
+    this.check();
+    const listing = await this.deps.source.listDir(rel, st);
+    const record = this.cache ? await this.cache.lookupDir(this.deps.source.id, rel) : null;
+    const items: Item[] = [];
+    let plain = true;
+    for (const e of listing) {
+      if (e.invalidName) {
+        const shown = rel === '' ? displayBytes(e.invalidName) : `${rel}/${displayBytes(e.invalidName)}`;
+        throw snapshotError('SNAPSHOT_NAME_NOT_UTF8', `${shown}: the name is not valid UTF-8; such names are refused`, { path: shown });
+      }
+      const name = e.name;
+      const childRel = rel === '' ? name : `${rel}/${name}`;
+      if (!PLAIN_NAME.test(name) || name === '..') {
+        plain = false;
+        const why = validateEntryName(name);
+        if (why) throw snapshotError('SNAPSHOT_NAME_INVALID', `${childRel}: the name ${why}`, { path: childRel });
+      }
+      if (this.excluded(childRel, e.stat.kind === 'dir')) continue;
+      items.push({ name, rel: childRel, stat: e.stat });
+    }
+    if (!plain) {
+      const collision = findNfcCollision(items.map((i) => i.name));
+      if (collision) {
+        const [a, b] = collision.map((n) => joinRel(rel, n));
+        throw snapshotError(
+          'SNAPSHOT_NAME_COLLISION',
+          `${a} and ${b} are different names that are equal under Unicode NFC; such pairs are refused`,
+          { path: a, other: b },
+        );
+      }
+    }
+    items.sort((a, b) => compareNames(a.name, b.name));
+    this.visitedDirs.add(rel);
+
+    // Files and symlinks first: their part of the listing key decides whether anything needs reading.
+    const key = new ListingKey();
+    const fileItems: Array<{ it: Item; sig: string }> = [];
+    const linkChildren: Child[] = [];
+    const dirItems: Item[] = [];
+    for (const it of items) {
+      const s = it.stat;
+      if (s.kind === 'file') {
+        this.countEntry(it.rel);
+        this.countBytes(it.rel, s.size);
+        this.files += 1;
+        const sig = statSig(s);
+        key.file(it.name, sig);
+        fileItems.push({ it, sig });
+      } else if (s.kind === 'symlink') {
+        this.countEntry(it.rel);
+        const raw = await this.deps.source.readLink(it.rel);
+        const target = decodeUtf8Strict(raw);
+        if (target === null) {
+          throw snapshotError('SNAPSHOT_SYMLINK_TARGET_INVALID', `${it.rel}: the symlink target "${displayBytes(raw)}" is not valid UTF-8`, {
+            path: it.rel,
+          });
+        }
+        const problem = validateSymlinkTarget(target);
+        if (problem) throw snapshotError('SNAPSHOT_SYMLINK_TARGET_INVALID', `${it.rel}: the symlink ${problem}`, { path: it.rel });
+        this.symlinks += 1;
+        this.links.set(it.rel, target);
+        key.symlink(it.name, target);
+        const cached: CachedEntry = { kind: 'symlink', sig: '', cid: '', mode: MODE_SYMLINK, size: raw.length, clean: true, target };
+        linkChildren.push(fromCached(it.name, cached));
+      } else if (s.kind === 'dir') {
+        this.countEntry(it.rel);
+        if (depth + 1 > this.policy.maxDepth) {
+          throw snapshotError(
+            'SNAPSHOT_TOO_DEEP',
+            `${it.rel} is nested ${depth + 1} levels deep, over the limit of ${this.policy.maxDepth} (policy maxDepth)`,
+            { path: it.rel, limit: this.policy.maxDepth },
+          );
+        }
+        this.directories += 1;
+        dirItems.push(it);
+      } else if (this.policy.specialFiles === 'skip') {
+        this.skipped.push(it.rel);
+      } else {
+        throw snapshotError(
+          'SNAPSHOT_SPECIAL_FILE',
+          `${it.rel} is a ${s.kind}; device files, sockets and fifos are refused (policy specialFiles="refuse")`,
+          { path: it.rel, kind: s.kind },
+        );
+      }
+    }
+    const filesKey = this.cache ? key.filesKey() : '';
+    const trustStored = record?.stored === true;
+    const filesUnchanged = record !== null && record.allClean && record.filesKey === filesKey && (!this.batch || trustStored);
+    let fileJobs: Array<Promise<Child>> | null = null;
+    if (filesUnchanged) {
+      this.hits += fileItems.length;
+      this.tick();
+    } else {
+      const prev = record ? record.entries() : null;
+      fileJobs = [];
+      for (const f of fileItems) fileJobs.push(this.guard(this.file(f.it, f.sig, prev, trustStored)));
+    }
+
+    // Backpressure: do not walk further ahead than the hasher can take (bounds memory on huge trees).
+    if (fileJobs && fileJobs.length > 0) await this.hasher.ready();
+    const dirJobs: Array<{ name: string; result: Promise<DirResult> }> = [];
+    for (const it of dirItems) {
+      this.check();
+      dirJobs.push({ name: it.name, result: (await this.walkDir(it.rel, it.stat, depth + 1)).result });
+    }
+    return { result: this.guard(this.complete(rel, record, filesKey, key, fileItems, fileJobs, dirJobs, linkChildren)) };
+  }
+
+  /** Waits for a directory's files and subdirectories, then reuses or builds its manifest. */
+  async complete(
+    rel: string,
+    record: DirCacheRecord | null,
+    filesKey: string,
+    key: ListingKey,
+    fileItems: ReadonlyArray<{ it: Item; sig: string }>,
+    fileJobs: Array<Promise<Child>> | null,
+    dirJobs: ReadonlyArray<{ name: string; result: Promise<DirResult> }>,
+    linkChildren: readonly Child[],
+  ): Promise<DirResult> {
+    const dirChildren: Child[] = [];
+    let size = 0;
+    for (const d of dirJobs) {
+      const r = await d.result;
+      if (this.cache) key.dir(d.name, r.cid, r.size);
+      size += r.size;
+      dirChildren.push(fromCached(d.name, { kind: 'dir', sig: '', cid: r.cid, mode: MODE_DIR, size: r.size, clean: true, target: '' }));
+    }
+    const fileChildren = fileJobs ? await Promise.all(fileJobs) : null;
+    this.check();
+    if (fileChildren) for (const c of fileChildren) size += c.size;
+    else for (const f of fileItems) size += f.it.stat.size;
+    const dirsKey = this.cache ? key.dirsKey() : '';
+
+    // An unchanged directory keeps its manifest: nothing to encode, hash or store.
+    if (fileJobs === null && record && record.dirsKey === dirsKey && record.size === size) return { cid: record.manifest, size };
+
+    let files: Child[];
+    if (fileChildren) files = fileChildren;
+    else {
+      const prev = record ? record.entries() : new Map<string, CachedEntry>();
+      files = fileItems.map((f) => {
+        const e = prev.get(f.it.name);
+        if (!e) throw new Error(`internal: the stat cache lost ${f.it.rel}`);
+        return fromCached(f.it.name, e);
+      });
+    }
+    const children = [...files, ...linkChildren, ...dirChildren];
+    const block = encodeDirManifest(children.map(toEntry));
+    if (block.bytes.length > MAX_NODE_BYTES) {
+      throw snapshotError(
+        'SNAPSHOT_TOO_MANY_FILES',
+        `${rel === '' ? '.' : rel}: ${children.length} entries make a manifest of ${block.bytes.length} bytes, over the format's limit of ${MAX_NODE_BYTES} bytes per directory`,
+        { path: rel, entries: children.length, limit: MAX_NODE_BYTES },
+      );
+    }
+    if (this.batch) await this.batch.put(block);
+    const cid = cidString(block.cid);
+    if (this.cache) {
+      const entries = new Map(children.map((c) => [c.name, c.cached] as const));
+      this.upserts.push({
+        dir: rel,
+        record: {
+          manifest: cid,
+          size,
+          stored: this.batch !== null,
+          allClean: files.every((f) => f.cached.clean),
+          filesKey,
+          dirsKey,
+          entries: () => entries,
+        },
+      });
+    }
+    return { cid, size };
+  }
+}
+
+/**
+ * Takes a snapshot of a tree: walks it (lstat only, symlinks recorded and never followed), applies the policy,
+ * hashes what the stat cache cannot vouch for, stores blobs and manifests in one batch, commits it durably,
+ * pins the root, updates the stat cache, and emits SnapshotTaken (and WorkspaceEdited against the previous
+ * snapshot) through the sink.
+ */
+export async function takeSnapshot(deps: TakeSnapshotDeps, options: TakeSnapshotOptions = {}): Promise<SnapshotResult> {
+  const policy = resolvePolicy(options.policy ?? {});
+  const excluded = compileExcludes(policy.exclude);
+  const dryRun = options.dryRun === true;
+  if (!dryRun && !deps.store) throw new Error('internal: a snapshot that stores needs a blob store');
+  const started = deps.clock.now();
+  const progress = deps.progress ?? silentProgress;
+  const label = options.label ?? null;
+  const cache = options.useCache === false ? null : (deps.cache ?? null);
+
+  const rootStat = await deps.source.statRoot();
+  if (rootStat.kind !== 'dir') {
+    throw snapshotError('SNAPSHOT_ROOT_INVALID', `${deps.source.id} is not a directory (it is a ${rootStat.kind})`, { path: deps.source.id });
+  }
+
+  let previous: CID | null = null;
+  if (!dryRun && deps.store) {
+    const p = options.previous === undefined ? 'auto' : options.previous;
+    if (p === 'auto') {
+      const h = label ? await deps.store.head(label) : null;
+      const cid = h ? parseCid(h) : null;
+      // A previous snapshot that was unpinned and collected is no longer something to diff against.
+      previous = cid && (await deps.store.has(cid)) ? cid : null;
+    } else if (p !== null) {
+      previous = typeof p === 'string' ? parseCid(p) : p;
+      if (!(await deps.store.has(previous))) {
+        throw snapshotError('SNAPSHOT_NOT_FOUND', `the previous snapshot ${previous.toString()} is not in the store`, {
+          cid: previous.toString(),
+        });
+      }
+    }
+  }
+
+  const t0 = performance.now();
+  let t1 = t0;
+  let t2 = t0;
+  const batch = dryRun || !deps.store ? null : await deps.store.begin();
+  const hasher = deps.source.openHasher(batch);
+  progress.start(dryRun ? 'snapshot (dry run): files' : 'snapshot: files');
+  let walk: Walk;
+  let root: DirResult;
+  let rootCid: CID;
+  try {
+    walk = new Walk(deps, policy, excluded, hasher, batch, cache, recordedTimeNs(started), progress);
+    root = await (await walk.walkDir('', rootStat, 0)).result;
+    const outside = outsideSymlinks(walk.links);
+    if (outside.length > 0 && policy.outsideSymlinks === 'refuse') {
+      const first = outside[0] ?? '';
+      throw snapshotError(
+        'SNAPSHOT_SYMLINK_OUTSIDE',
+        `${first} -> ${walk.links.get(first) ?? ''} points outside the snapshot (policy outsideSymlinks="refuse")`,
+        { path: first, target: walk.links.get(first), count: outside.length },
+      );
+    }
+    t1 = performance.now();
+    rootCid = parseCid(root.cid);
+    if (batch) {
+      await batch.commit({
+        pins: [{ cid: root.cid, createdAt: started.toISOString(), source: label, origin: 'snapshot' }],
+        heads: label ? [{ source: label, cid: root.cid }] : [],
+      });
+    }
+    await hasher.close();
+  } catch (e) {
+    await hasher.close().catch(() => undefined);
+    if (batch) await batch.abort().catch(() => undefined);
+    progress.end();
+    throw e;
+  }
+  t2 = performance.now();
+  const warnings: string[] = [];
+  if (cache) {
+    try {
+      await cache.commit(deps.source.id, { upserts: walk.upserts, visitedDirs: walk.visitedDirs });
+    } catch (e) {
+      // The snapshot is stored; only the next one is slower.
+      warnings.push(`the stat cache could not be updated: ${(e as Error).message}`);
+    }
+  }
+  const t3 = performance.now();
+  const finished = deps.clock.now();
+  const outside = outsideSymlinks(walk.links);
+  const doc = policyDocument(policy);
+  const base = {
+    rootCid: root.cid,
+    files: walk.files,
+    directories: walk.directories,
+    symlinks: walk.symlinks,
+    bytes: walk.bytes,
+    newBlobs: batch ? batch.added.blobs : 0,
+    newBytes: batch ? batch.added.bytes : 0,
+    durationMs: Math.max(0, finished.getTime() - started.getTime()),
+    startedAt: started.toISOString(),
+    policyDigest: policyDigest(doc),
+    cache: { hits: walk.hits, hashed: walk.hashed },
+  };
+  progress.end(`${base.rootCid} (${base.files} files, ${base.bytes} bytes)`);
+
+  let taken: SnapshotTakenData | null = null;
+  let edited: WorkspaceEditedData | null = null;
+  if (!dryRun && deps.store) {
+    taken = {
+      ...base,
+      format: FORMAT_ID,
+      chunkSize: CHUNK_SIZE,
+      policy: doc,
+      source: label,
+      outsideSymlinks: boundedPaths(outside),
+      skippedSpecialFiles: boundedPaths(walk.skipped),
+    };
+    if (previous && !previous.equals(rootCid)) {
+      try {
+        edited = await summarizeDiff(new NodeReader(deps.store), previous, rootCid);
+      } catch (e) {
+        warnings.push(`no WorkspaceEdited event: the previous snapshot ${previous.toString()} cannot be read (${(e as Error).message})`);
+      }
+    }
+    if (deps.sink) {
+      await deps.sink.snapshotTaken(taken);
+      if (edited) await deps.sink.workspaceEdited(edited);
+    }
+  }
+  const t4 = performance.now();
+  return {
+    ...base,
+    warnings,
+    phases: { walkMs: t1 - t0, commitMs: t2 - t1, cacheMs: t3 - t2, eventsMs: t4 - t3 },
+    root: rootCid,
+    dryRun,
+    policy: doc,
+    outsideSymlinks: outside,
+    skippedSpecialFiles: [...walk.skipped].sort(),
+    taken,
+    edited,
+  };
+}
+

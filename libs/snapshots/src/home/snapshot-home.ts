@@ -1,0 +1,128 @@
+import { join } from 'node:path';
+import type { CID } from 'multiformats/cid';
+import { systemClock, type Clock, type Progress } from '@assay/core';
+import type { SnapshotEventSink, WorkspaceEditedData } from '../domain/events';
+import type { DiffChange } from '../domain/diff';
+import type { SnapshotPolicy } from '../domain/policy';
+import { FsBlobStore } from '../adapters/fs-blob-store.adapter';
+import { SqliteStatCache } from '../adapters/sqlite-stat-cache.adapter';
+import { FsTreeSource } from '../adapters/fs-tree-source.adapter';
+import { checkoutSnapshot, type CheckoutReport } from '../adapters/fs-checkout';
+import { exportCar, importCar, type ExportReport, type ImportReport } from '../adapters/car';
+import { takeSnapshot, type SnapshotResult } from '../application/take-snapshot';
+import { verifySnapshot, type VerifyReport } from '../application/verify';
+import { diffSnapshots, listSnapshot, summarizeSnapshots, type Listing } from '../application/browse';
+import { collectGarbage, type GcReport } from '../application/gc';
+import type { PinRecord } from '../ports/blob-store.port';
+
+export interface SnapshotHomeOptions {
+  readonly clock?: Clock;
+  /** Where SnapshotTaken / WorkspaceEdited go; none by default. */
+  readonly sink?: SnapshotEventSink | null;
+  /** Hashing threads (default: one per core, at most 8; 0 = calling thread only). */
+  readonly workers?: number;
+  readonly durability?: 'batch' | 'none';
+}
+
+export interface CreateOptions {
+  readonly dryRun?: boolean;
+  readonly policy?: Partial<SnapshotPolicy>;
+  /** Defaults to the directory's real path. */
+  readonly label?: string | null;
+  readonly previous?: CID | string | 'auto' | null;
+  readonly useCache?: boolean;
+  readonly progress?: Progress;
+}
+
+/**
+ * Snapshots as kept under an Assay home: blobs in `<home>/blobs`, the stat cache in
+ * `<home>/snapshot-cache.sqlite`. The composition root for the CLI and the runtime.
+ */
+export class SnapshotHome {
+  readonly store: FsBlobStore;
+  private cacheHandle: SqliteStatCache | null = null;
+  private readonly clock: Clock;
+
+  private constructor(
+    readonly home: string,
+    private readonly options: SnapshotHomeOptions,
+  ) {
+    this.clock = options.clock ?? systemClock;
+    this.store = FsBlobStore.open(join(home, 'blobs'), { clock: this.clock, durability: options.durability ?? 'batch' });
+  }
+
+  static open(home: string, options: SnapshotHomeOptions = {}): SnapshotHome {
+    return new SnapshotHome(home, options);
+  }
+
+  get cache(): SqliteStatCache {
+    this.cacheHandle ??= SqliteStatCache.open(join(this.home, 'snapshot-cache.sqlite'));
+    return this.cacheHandle;
+  }
+
+  async create(dir: string, o: CreateOptions = {}): Promise<SnapshotResult> {
+    const source = FsTreeSource.open(dir, this.options.workers === undefined ? {} : { workers: this.options.workers });
+    return takeSnapshot(
+      {
+        source,
+        store: o.dryRun ? null : this.store,
+        cache: o.useCache === false ? null : this.cache,
+        clock: this.clock,
+        sink: this.options.sink ?? null,
+        ...(o.progress ? { progress: o.progress } : {}),
+      },
+      {
+        dryRun: o.dryRun === true,
+        label: o.label === undefined ? source.id : o.label,
+        previous: o.previous ?? 'auto',
+        ...(o.policy ? { policy: o.policy } : {}),
+      },
+    );
+  }
+
+  verify(root: CID, progress?: Progress): Promise<VerifyReport> {
+    return verifySnapshot(this.store, root, progress ? { progress } : {});
+  }
+
+  ls(root: CID, path = ''): Promise<Listing> {
+    return listSnapshot(this.store, root, path);
+  }
+
+  diff(a: CID, b: CID): AsyncGenerator<DiffChange> {
+    return diffSnapshots(this.store, a, b);
+  }
+
+  summary(a: CID, b: CID, maxPaths?: number): Promise<WorkspaceEditedData> {
+    return summarizeSnapshots(this.store, a, b, maxPaths);
+  }
+
+  checkout(root: CID, dir: string, o: { policy?: Partial<SnapshotPolicy>; progress?: Progress } = {}): Promise<CheckoutReport> {
+    return checkoutSnapshot(this.store, root, dir, o);
+  }
+
+  exportCar(roots: readonly CID[], file: string, progress?: Progress): Promise<ExportReport> {
+    return exportCar(this.store, roots, file, progress ? { progress } : {});
+  }
+
+  importCar(file: string, progress?: Progress): Promise<ImportReport> {
+    return importCar(this.store, file, { clock: this.clock, ...(progress ? { progress } : {}) });
+  }
+
+  gc(o: { graceMs?: number; dryRun?: boolean; progress?: Progress } = {}): Promise<GcReport> {
+    return collectGarbage(this.store, { clock: this.clock, cache: this.cache, ...o });
+  }
+
+  pins(): Promise<PinRecord[]> {
+    return this.store.pins();
+  }
+
+  unpin(cid: CID): Promise<boolean> {
+    return this.store.unpin(cid);
+  }
+
+  async close(): Promise<void> {
+    await this.cacheHandle?.close();
+    this.cacheHandle = null;
+    await this.store.close();
+  }
+}

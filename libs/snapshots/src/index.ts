@@ -1,0 +1,27 @@
+// Public entry of @assay/snapshots: content-addressed snapshots of workspaces.
+export { SNAPSHOT_ERROR_KINDS, snapshotError, type SnapshotErrorCode } from './domain/snapshot.errors';
+export * from './domain/format';
+export { MAX_NAME_BYTES, compareNames, decodeUtf8Strict, findNfcCollision, validateEntryName } from './domain/names';
+export * from './domain/policy';
+export * from './domain/exclude';
+export * from './domain/symlinks';
+export * from './domain/stat-cache';
+export * from './domain/events';
+export * from './domain/diff';
+export * from './ports/blob-store.port';
+export * from './ports/stat-cache.port';
+export * from './ports/tree-source.port';
+export { NodeReader, type BlockGetter } from './application/node-reader';
+export * from './application/take-snapshot';
+export * from './application/verify';
+export * from './application/browse';
+export * from './application/gc';
+export { MemoryBlobStore } from './adapters/memory-blob-store.adapter';
+export { MemoryStatCache } from './adapters/memory-stat-cache.adapter';
+export { MemoryTree } from './adapters/memory-tree-source.adapter';
+export { FsBlobStore, FS_STORE_FORMAT, type FsBlobStoreOptions } from './adapters/fs-blob-store.adapter';
+export { SqliteStatCache } from './adapters/sqlite-stat-cache.adapter';
+export { FsTreeSource, type FsTreeSourceOptions } from './adapters/fs-tree-source.adapter';
+export { checkoutSnapshot, type CheckoutOptions, type CheckoutReport } from './adapters/fs-checkout';
+export { exportCar, importCar, MAX_CAR_ROOTS, type ExportReport, type ImportReport } from './adapters/car';
+export * from './home/snapshot-home';
