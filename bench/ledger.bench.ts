@@ -6,13 +6,15 @@
  *    next to a bare loop that signs bytes of the same size with node:crypto and inserts them, with their SHA-256,
  *    into the same table (same indexes, same pragmas) in transactions of 100 rows; target >= 70 %;
  *  - verified events/s (`verifyLedger` with one worker per core) next to a bare node:crypto Ed25519 verify loop
- *    times the number of cores used; target >= 85 %;
+ *    times the number of cores used; target >= 85 %; and, because a shared machine rarely gives every core, next
+ *    to the same bare loop run on that many threads at once in the same run;
  *  - single durable append latency (one event, one commit) p50 next to a bare single-row durable insert; target
  *    p50 < 3 ms.
  */
 import { createHash, generateKeyPairSync, randomUUID, sign, verify } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
+import { Worker } from 'node:worker_threads';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { ManualClock, SequentialIds, systemClock, randomIds } from '@assay/core';
@@ -99,6 +101,29 @@ async function main(): Promise<void> {
     for (let i = 0; i < verifyCount; i++) verify(null, sampleBytes, publicKey, sig);
     const bareVerifyRate = verifyCount / ((now() - t0) / 1000);
 
+    // The same bare loop on `cores` threads at once: what the machine really gives right now.
+    const perThread = Math.ceil(verifyCount / cores);
+    const spki = publicKey.export({ format: 'der', type: 'spki' });
+    t0 = now();
+    await Promise.all(
+      Array.from({ length: cores }, () =>
+        new Promise<void>((resolve, reject) => {
+          const w = new Worker(
+            `const { parentPort, workerData } = require('node:worker_threads');
+             const { createPublicKey, verify } = require('node:crypto');
+             const key = createPublicKey({ key: Buffer.from(workerData.spki), format: 'der', type: 'spki' });
+             const msg = Buffer.from(workerData.msg), sig = Buffer.from(workerData.sig);
+             for (let i = 0; i < workerData.n; i++) verify(null, msg, key, sig);
+             parentPort.postMessage('done');`,
+            { eval: true, workerData: { spki, msg: sampleBytes, sig, n: perThread } },
+          );
+          w.once('message', () => void w.terminate().then(() => resolve()));
+          w.once('error', reject);
+        }),
+      ),
+    );
+    const parallelBareRate = (perThread * cores) / ((now() - t0) / 1000);
+
     t0 = now();
     const r = await h.verify({ workers: cores });
     const verifyMs = now() - t0;
@@ -114,6 +139,7 @@ async function main(): Promise<void> {
     const ok = report([
       { name: 'durable signed appends', figure: appendRate, baseline: bareAppendRate, unit: 'events/s', target: 0.7, baselineName: 'node:crypto sign + SQLite insert, batches of 100' },
       { name: 'verified events', figure: verifyRate, baseline: bareVerifyRate * cores, unit: 'events/s', target: 0.85, baselineName: `bare node:crypto verify x ${cores} cores` },
+      { name: 'verified events (vs. the bare loop run on all cores at once)', figure: verifyRate, baseline: parallelBareRate, unit: 'events/s', target: 0.85, baselineName: `bare node:crypto verify on ${cores} threads` },
       { name: 'single durable append p50', figure: percentile(lat, 50), baseline: 3, unit: 'ms', target: 1, atMost: true, baselineName: 'target 3 ms' },
     ]);
     console.log(ok ? 'all targets met' : 'some targets NOT met');
