@@ -10,8 +10,12 @@ type Register = (program: Command, ctx: CliContext) => void;
 import { register as ledger } from './ledger.commands';
 import { register as keys } from './keys.commands';
 import { register as task } from './task.commands';
+import { register as judge } from './judge.commands';
+import { register as images } from './images.commands';
+import { register as snapshot } from './snapshot.commands';
+import { LedgerSnapshotSink } from '../snapshot-ledger-sink';
 
-const groups: Register[] = [ledger, keys, task];
+const groups: Register[] = [ledger, keys, task, judge, images, (p, ctx) => snapshot(p, ctx, { sink: (c) => new LedgerSnapshotSink(c) })];
 
 export function registerCommands(program: Command, ctx: CliContext): void {
   for (const register of groups) register(program, ctx);

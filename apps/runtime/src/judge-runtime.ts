@@ -1,0 +1,139 @@
+/**
+ * The runtime node's composition root for Judges and images: Docker (dockerode), the snapshot store under
+ * ASSAY_HOME, and the signing ledger. The runtime signs with the runtime and judge keys only: the controller key is
+ * never loaded into the Ledger it appends through, so an event type that needs it cannot be signed from here.
+ */
+import { createHash } from 'node:crypto';
+import { existsSync, statSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import { join, resolve } from 'node:path';
+import { randomIds, silentProgress, systemClock, type Clock, type IdGenerator, type Progress } from '@assay/core';
+import { DockerodeRuntime, type ContainerRuntime } from '@assay/containers';
+import { Ledger, LedgerHome } from '@assay/ledger';
+import { SnapshotHome } from '@assay/snapshots';
+import { loadTaskPlan, type HostEnv, type TaskPlan } from '@assay/task-format';
+import {
+  JudgeRunner,
+  LedgerJudgeRecorder,
+  ProcessOwnerRegistry,
+  TaskImageBuilder,
+  judgeError,
+  type JudgeRecorder,
+  type OwnerRegistry,
+  type PreparedTask,
+  type TaskImages,
+} from '@assay/judge';
+import { assayRoot } from './repo-paths';
+import { SnapshotStoreAdapter } from './snapshot-store.adapter';
+
+export interface JudgeRuntimeOptions {
+  readonly home: string;
+  readonly clock?: Clock;
+  readonly ids?: IdGenerator;
+  readonly progress?: Progress;
+  /** Default: dockerode on DOCKER_HOST or /var/run/docker.sock. */
+  readonly containers?: ContainerRuntime;
+  readonly owners?: OwnerRegistry;
+  /** Default: <repository>/task-runtime/judge. */
+  readonly judgeRuntimeDir?: string;
+  readonly hostCpus?: number;
+  /** Output cap per Judge (bytes); default 1 MiB. */
+  readonly outputCapBytes?: number;
+}
+
+export interface LoadedTask {
+  readonly plan: TaskPlan;
+  readonly images: TaskImages;
+  readonly prepared: PreparedTask;
+}
+
+export function homeTag(home: string): string {
+  return createHash('sha256').update(resolve(home)).digest('hex').slice(0, 16);
+}
+
+export class JudgeRuntime {
+  private constructor(
+    readonly home: string,
+    readonly containers: ContainerRuntime,
+    readonly ledgerHome: LedgerHome,
+    readonly snapshotHome: SnapshotHome,
+    readonly snapshots: SnapshotStoreAdapter,
+    readonly recorder: JudgeRecorder,
+    readonly runner: JudgeRunner,
+    readonly images: TaskImageBuilder,
+    private readonly outputCapBytes: number | undefined,
+  ) {}
+
+  static async open(o: JudgeRuntimeOptions): Promise<JudgeRuntime> {
+    const home = resolve(o.home);
+    const clock = o.clock ?? systemClock;
+    const ids = o.ids ?? randomIds;
+    const progress = o.progress ?? silentProgress;
+    const ledgerHome = await LedgerHome.open(home, { clock, ids });
+    try {
+      const keys = ledgerHome.keys.filter((k) => k.role === 'runtime' || k.role === 'judge');
+      for (const role of ['runtime', 'judge'] as const) {
+        if (!keys.some((k) => k.role === role)) {
+          throw judgeError('JUDGE_KEYS_MISSING', `no ${role} key in ${join(home, 'keys')}; the runtime signs Judge events with the runtime and judge keys (\`assay ledger init\` creates them)`, { role });
+        }
+      }
+      const ledger = new Ledger({ store: ledgerHome.db.events, merkle: ledgerHome.db.merkleNodes, checkpoints: ledgerHome.db.checkpoints, keys, clock, ids, origin: ledgerHome.config.origin });
+      const recorder = new LedgerJudgeRecorder(ledger);
+      const snapshotHome = SnapshotHome.open(home, { clock });
+      const snapshots = new SnapshotStoreAdapter(snapshotHome);
+      const containers = o.containers ?? new DockerodeRuntime();
+      const runner = new JudgeRunner({
+        runtime: containers,
+        snapshots,
+        recorder,
+        owners: o.owners ?? new ProcessOwnerRegistry(),
+        clock,
+        ids,
+        judgesDir: join(home, 'judges'),
+        homeTag: homeTag(home),
+        hostCpus: o.hostCpus ?? availableParallelism(),
+        progress,
+      });
+      const images = new TaskImageBuilder({
+        runtime: containers,
+        snapshots,
+        recorder,
+        clock,
+        logsDir: join(home, 'images', 'logs'),
+        judgeRuntimeDir: o.judgeRuntimeDir ?? join(assayRoot(), 'task-runtime', 'judge'),
+        progress,
+      });
+      return new JudgeRuntime(home, containers, ledgerHome, snapshotHome, snapshots, recorder, runner, images, o.outputCapBytes);
+    } catch (e) {
+      await ledgerHome.close();
+      throw e;
+    }
+  }
+
+  /** Validates the task, builds (or reuses) its images, and prepares what every Judge of it shares. */
+  async loadTask(taskDir: string, o: { metric?: string | null; hostEnv?: HostEnv; forceBuild?: boolean } = {}): Promise<LoadedTask> {
+    const dir = resolve(taskDir);
+    const plan = await loadTaskPlan(dir);
+    const images = await this.images.ensure(dir, plan, { force: o.forceBuild === true });
+    const prepared = await this.runner.prepare(dir, plan, images, {
+      metric: o.metric ?? null,
+      hostEnv: o.hostEnv ?? {},
+      ...(this.outputCapBytes !== undefined ? { outputCapBytes: this.outputCapBytes } : {}),
+    });
+    return { plan, images, prepared };
+  }
+
+  /** `--snapshot`: an existing directory is snapshotted into the store first; anything else must be a CID. */
+  async resolveSnapshot(arg: string): Promise<{ cid: string; from: 'directory' | 'cid' }> {
+    if (existsSync(arg) && statSync(arg).isDirectory()) return { cid: await this.snapshots.snapshotDirectory(resolve(arg)), from: 'directory' };
+    if (!(await this.snapshots.has(arg))) {
+      throw judgeError('JUDGE_SNAPSHOT_NOT_FOUND', `--snapshot ${arg}: neither a directory nor a snapshot in ${join(this.home, 'blobs')}`, { snapshot: arg });
+    }
+    return { cid: arg, from: 'cid' };
+  }
+
+  async close(): Promise<void> {
+    await this.snapshotHome.close();
+    await this.ledgerHome.close();
+  }
+}

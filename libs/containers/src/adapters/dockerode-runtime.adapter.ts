@@ -1,0 +1,432 @@
+/**
+ * The ContainerRuntime port over the Docker Engine API, through dockerode (Docker 20.10 and later, API 1.41).
+ * Talks to the daemon's Unix socket (DOCKER_HOST or /var/run/docker.sock); never contacts a registry: images are
+ * only inspected and built locally, and builds never pull.
+ */
+import { Readable } from 'node:stream';
+import Docker from 'dockerode';
+import { isAssayError } from '@assay/core';
+import type {
+  BuildOptions,
+  ContainerInfo,
+  ContainerRuntime,
+  ContainerSpec,
+  ContainerSummary,
+  ImageInfo,
+  LabelFilter,
+  StartIo,
+  StartedContainer,
+  VolumeSummary,
+  WaitResult,
+} from '../container-runtime.port';
+import { containerError } from '../containers.errors';
+
+interface DockerHttpError {
+  statusCode?: number;
+  code?: string;
+  reason?: string;
+  json?: { message?: string } | null;
+  message?: string;
+}
+
+const statusOf = (e: unknown): number | undefined => (e as DockerHttpError | undefined)?.statusCode;
+
+function daemonMessage(e: unknown): string {
+  const d = e as DockerHttpError;
+  const m = d?.json?.message ?? d?.message ?? String(e);
+  return m.replace(/^\(HTTP code \d+\) [a-z ]+ - /, '').trim();
+}
+
+const UNREACHABLE = new Set(['ECONNREFUSED', 'ENOENT', 'EACCES', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT']);
+
+function fail(op: string, e: unknown, details: Record<string, unknown> = {}) {
+  if (isAssayError(e)) return e;
+  const code = (e as DockerHttpError | undefined)?.code;
+  if (code && UNREACHABLE.has(code)) {
+    return containerError(
+      'CONTAINER_UNAVAILABLE',
+      `the Docker daemon does not answer (${code} while trying to ${op}); start it with scripts/ensure-docker.sh (as root), or set DOCKER_HOST`,
+      details,
+      e,
+    );
+  }
+  return containerError('CONTAINER_OPERATION_FAILED', `docker could not ${op}: ${daemonMessage(e)}`, { ...details, statusCode: statusOf(e) ?? null }, e);
+}
+
+function labelFilters(filter: LabelFilter): string[] {
+  return Object.entries(filter).map(([k, v]) => (v === true ? k : `${k}=${v}`));
+}
+
+/** Splits Docker's multiplexed attach stream (8-byte headers: stream type, 3 zero bytes, big-endian length). */
+export class StreamDemuxer {
+  private buf: Buffer = Buffer.alloc(0);
+  constructor(private readonly emit: (stream: 'stdout' | 'stderr', chunk: Buffer) => void) {}
+
+  push(chunk: Buffer): void {
+    this.buf = this.buf.length === 0 ? chunk : Buffer.concat([this.buf, chunk]);
+    while (this.buf.length >= 8) {
+      const type = this.buf[0] as number;
+      const len = this.buf.readUInt32BE(4);
+      if (this.buf.length < 8 + len) return;
+      const payload = this.buf.subarray(8, 8 + len);
+      this.buf = this.buf.subarray(8 + len);
+      if (len > 0) this.emit(type === 2 ? 'stderr' : 'stdout', Buffer.from(payload));
+    }
+  }
+}
+
+export interface DockerodeRuntimeOptions {
+  /** An existing client; default: `new Docker()` (DOCKER_HOST or /var/run/docker.sock). */
+  readonly docker?: Docker;
+  readonly socketPath?: string;
+  /** Bound on a ping (ms). */
+  readonly pingTimeoutMs?: number;
+}
+
+export class DockerodeRuntime implements ContainerRuntime {
+  readonly docker: Docker;
+  private readonly pingTimeoutMs: number;
+
+  constructor(o: DockerodeRuntimeOptions = {}) {
+    this.docker = o.docker ?? (o.socketPath ? new Docker({ socketPath: o.socketPath }) : new Docker());
+    this.pingTimeoutMs = o.pingTimeoutMs ?? 5000;
+  }
+
+  async ping(): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      await Promise.race([
+        this.docker.ping(),
+        new Promise((_, reject) => {
+          timer = setTimeout(() => reject(Object.assign(new Error('ping timed out'), { code: 'ETIMEDOUT' })), this.pingTimeoutMs);
+        }),
+      ]);
+    } catch (e) {
+      const f = fail('answer a ping', e);
+      if (f.code === 'CONTAINER_UNAVAILABLE') throw f;
+      throw containerError('CONTAINER_UNAVAILABLE', `the Docker daemon does not answer: ${f.message}`, {}, e);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  async inspectImage(ref: string): Promise<ImageInfo | null> {
+    try {
+      const i = await this.docker.getImage(ref).inspect();
+      return {
+        id: i.Id,
+        tags: i.RepoTags ?? [],
+        labels: i.Config?.Labels ?? {},
+        workingDir: i.Config?.WorkingDir ?? '',
+        user: i.Config?.User ?? '',
+        sizeBytes: i.Size ?? 0,
+      };
+    } catch (e) {
+      if (statusOf(e) === 404) return null;
+      throw fail(`inspect image ${ref}`, e, { image: ref });
+    }
+  }
+
+  async buildImage(context: AsyncIterable<Uint8Array>, o: BuildOptions): Promise<{ id: string }> {
+    const abort = new AbortController();
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      abort.abort();
+    }, o.timeoutMs);
+    const tail: string[] = [];
+    const log = (line: string) => {
+      tail.push(line);
+      if (tail.length > 30) tail.shift();
+      o.onLog(line);
+    };
+    let id: string | null = null;
+    let error: string | null = null;
+    try {
+      const res = await this.docker.buildImage(Readable.from(context) as unknown as NodeJS.ReadableStream, {
+        t: o.tag,
+        labels: { ...o.labels },
+        networkmode: o.networkMode,
+        rm: true,
+        forcerm: true,
+        abortSignal: abort.signal,
+      } as Docker.ImageBuildOptions);
+      let pending = '';
+      let partial = '';
+      const handle = (text: string) => {
+        pending += text;
+        let nl: number;
+        while ((nl = pending.indexOf('\n')) >= 0) {
+          const line = pending.slice(0, nl).trim();
+          pending = pending.slice(nl + 1);
+          if (!line) continue;
+          let msg: { stream?: string; error?: string; errorDetail?: { message?: string }; aux?: { ID?: string }; status?: string };
+          try {
+            msg = JSON.parse(line) as typeof msg;
+          } catch {
+            log(line);
+            continue;
+          }
+          if (msg.stream !== undefined) {
+            partial += msg.stream;
+            let i: number;
+            while ((i = partial.indexOf('\n')) >= 0) {
+              log(partial.slice(0, i));
+              partial = partial.slice(i + 1);
+            }
+          }
+          if (msg.status) log(msg.status);
+          if (msg.aux?.ID) id = msg.aux.ID;
+          if (msg.error) {
+            error = msg.errorDetail?.message ?? msg.error;
+            log(`error: ${error}`);
+          }
+        }
+      };
+      for await (const chunk of res as unknown as AsyncIterable<Buffer>) handle(chunk.toString('utf8'));
+      handle('\n');
+      if (partial) log(partial);
+    } catch (e) {
+      if (timedOut) {
+        throw containerError('CONTAINER_BUILD_TIMEOUT', `building ${o.tag} took longer than ${Math.round(o.timeoutMs / 1000)} s (build_timeout_sec); the build was cancelled`, {
+          tag: o.tag,
+          logTail: tail,
+        });
+      }
+      throw fail(`build ${o.tag}`, e, { tag: o.tag, logTail: tail });
+    } finally {
+      clearTimeout(timer);
+    }
+    if (error !== null) {
+      throw containerError('CONTAINER_BUILD_FAILED', `building ${o.tag} failed: ${error}\n${tail.map((l) => `  | ${l}`).join('\n')}`, { tag: o.tag, logTail: tail });
+    }
+    const img = await this.inspectImage(o.tag);
+    if (!img) throw containerError('CONTAINER_BUILD_FAILED', `the build of ${o.tag} reported success but no such image exists`, { tag: o.tag });
+    if (id !== null && id !== img.id) {
+      throw containerError('CONTAINER_BUILD_FAILED', `the build of ${o.tag} produced ${id}, but the tag points at ${img.id} (a concurrent build?)`, { tag: o.tag });
+    }
+    return { id: img.id };
+  }
+
+  async createVolume(name: string, labels: Readonly<Record<string, string>>): Promise<void> {
+    try {
+      await this.docker.createVolume({ Name: name, Driver: 'local', Labels: { ...labels } });
+    } catch (e) {
+      throw fail(`create volume ${name}`, e, { volume: name });
+    }
+  }
+
+  async removeVolume(name: string): Promise<void> {
+    try {
+      await this.docker.getVolume(name).remove({ force: true });
+    } catch (e) {
+      if (statusOf(e) === 404) return;
+      throw fail(`remove volume ${name}`, e, { volume: name });
+    }
+  }
+
+  async createContainer(spec: ContainerSpec): Promise<string> {
+    const tmpfs: Record<string, string> = {};
+    const mounts: Docker.MountSettings[] = [];
+    for (const m of spec.mounts) {
+      if (m.type === 'tmpfs') {
+        tmpfs[m.target] = `rw,nosuid,nodev,exec,size=${m.sizeBytes},mode=${m.mode.toString(8).padStart(4, '0')}`;
+      } else if (m.type === 'bind') {
+        mounts.push({ Type: 'bind', Source: m.source, Target: m.target, ReadOnly: m.readOnly, BindOptions: { Propagation: 'rprivate' } });
+      } else {
+        mounts.push({ Type: 'volume', Source: m.source, Target: m.target, ReadOnly: m.readOnly, VolumeOptions: { NoCopy: true, Labels: {}, DriverConfig: { Name: 'local', Options: {} } } });
+      }
+    }
+    const opts: Docker.ContainerCreateOptions = {
+      ...(spec.name ? { name: spec.name } : {}),
+      Image: spec.image,
+      Cmd: [...spec.cmd],
+      ...(spec.entrypoint ? { Entrypoint: [...spec.entrypoint] } : {}),
+      Env: Object.entries(spec.env).map(([k, v]) => `${k}=${v}`),
+      ...(spec.workingDir ? { WorkingDir: spec.workingDir } : {}),
+      ...(spec.user ? { User: spec.user } : {}),
+      Labels: { ...spec.labels },
+      AttachStdin: spec.openStdin,
+      AttachStdout: true,
+      AttachStderr: true,
+      OpenStdin: spec.openStdin,
+      StdinOnce: spec.openStdin,
+      Tty: false,
+      NetworkDisabled: spec.networkMode === 'none',
+      HostConfig: {
+        NetworkMode: spec.networkMode === 'none' ? 'none' : 'bridge',
+        ReadonlyRootfs: spec.readOnlyRootfs,
+        CapDrop: [...spec.capDrop],
+        CapAdd: [...spec.capAdd],
+        SecurityOpt: spec.noNewPrivileges ? ['no-new-privileges'] : [],
+        PidsLimit: spec.pidsLimit,
+        ...(spec.memoryBytes !== null ? { Memory: spec.memoryBytes, MemorySwap: spec.memoryBytes } : {}),
+        ...(spec.nanoCpus !== null ? { NanoCpus: spec.nanoCpus } : {}),
+        ...(spec.shmSizeBytes !== undefined ? { ShmSize: spec.shmSizeBytes } : {}),
+        Init: spec.init,
+        Privileged: false,
+        IpcMode: 'private',
+        Tmpfs: tmpfs,
+        Mounts: mounts,
+        // Output goes through the attach stream only: nothing is kept by the daemon, so a flood cannot fill its disk.
+        LogConfig: { Type: 'none', Config: {} },
+        AutoRemove: false,
+      },
+    };
+    try {
+      const c = await this.docker.createContainer(opts);
+      return c.id;
+    } catch (e) {
+      if (statusOf(e) === 404) throw containerError('CONTAINER_IMAGE_NOT_FOUND', `no image ${spec.image} in the local Docker daemon (nothing is ever pulled)`, { image: spec.image }, e);
+      throw fail(`create a container from ${spec.image}`, e, { image: spec.image });
+    }
+  }
+
+  async start(id: string, io: StartIo): Promise<StartedContainer> {
+    const c = this.docker.getContainer(id);
+    const withStdin = io.stdin !== undefined;
+    let stream: NodeJS.ReadWriteStream;
+    try {
+      stream = await c.attach({ stream: true, stdin: withStdin, stdout: true, stderr: true, hijack: withStdin });
+    } catch (e) {
+      throw fail(`attach to container ${id.slice(0, 12)}`, e, { container: id });
+    }
+    const demux = new StreamDemuxer(io.onOutput);
+    const destroy = () => (stream as unknown as { destroy?: () => void }).destroy?.();
+    const outputEnded = new Promise<void>((resolve) => {
+      const done = () => {
+        destroy(); // a hijacked connection stays half-open otherwise
+        resolve();
+      };
+      stream.on('data', (b: Buffer) => demux.push(b));
+      stream.on('end', done);
+      stream.on('close', done);
+      stream.on('error', done);
+    });
+    try {
+      await c.start();
+    } catch (e) {
+      destroy();
+      throw fail(`start container ${id.slice(0, 12)}`, e, { container: id });
+    }
+    if (withStdin) {
+      const source = io.stdin as AsyncIterable<Uint8Array> | Uint8Array;
+      const write = async () => {
+        if (source instanceof Uint8Array) {
+          stream.end(Buffer.from(source.buffer, source.byteOffset, source.byteLength));
+          return;
+        }
+        for await (const chunk of source) {
+          if (!stream.write(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength))) {
+            await new Promise<void>((r) => stream.once('drain', () => r()));
+          }
+        }
+        stream.end();
+      };
+      await write().catch((e: unknown) => {
+        throw fail(`write to the stdin of container ${id.slice(0, 12)}`, e, { container: id });
+      });
+    }
+    return { outputEnded };
+  }
+
+  async wait(id: string, timeoutMs: number): Promise<WaitResult> {
+    const c = this.docker.getContainer(id);
+    let timer: NodeJS.Timeout | undefined;
+    const waiting = c.wait() as Promise<{ StatusCode: number }>;
+    waiting.catch(() => undefined);
+    try {
+      const r = await Promise.race([
+        waiting.then((w) => ({ exited: true as const, exitCode: w.StatusCode })),
+        new Promise<WaitResult>((resolve) => {
+          timer = setTimeout(() => resolve({ exited: false }), Math.max(0, timeoutMs));
+        }),
+      ]);
+      return r;
+    } catch (e) {
+      throw fail(`wait for container ${id.slice(0, 12)}`, e, { container: id });
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  async kill(id: string): Promise<void> {
+    try {
+      await this.docker.getContainer(id).kill({ signal: 'SIGKILL' });
+    } catch (e) {
+      const s = statusOf(e);
+      if (s === 404 || s === 409 || s === 304) return;
+      throw fail(`kill container ${id.slice(0, 12)}`, e, { container: id });
+    }
+  }
+
+  async inspectContainer(id: string): Promise<ContainerInfo | null> {
+    try {
+      const i = await this.docker.getContainer(id).inspect();
+      const hc = i.HostConfig as Docker.HostConfig;
+      return {
+        id: i.Id,
+        name: i.Name.replace(/^\//, ''),
+        imageId: i.Image,
+        labels: i.Config?.Labels ?? {},
+        running: i.State.Running,
+        exitCode: i.State.Running || i.State.Status === 'created' ? null : i.State.ExitCode,
+        oomKilled: i.State.OOMKilled,
+        networkMode: hc.NetworkMode ?? '',
+        readOnlyRootfs: hc.ReadonlyRootfs === true,
+        capAdd: (hc.CapAdd as string[] | null) ?? [],
+        capDrop: (hc.CapDrop as string[] | null) ?? [],
+        securityOpt: (hc.SecurityOpt as string[] | null) ?? [],
+        pidsLimit: hc.PidsLimit ?? null,
+        memoryBytes: hc.Memory ? hc.Memory : null,
+        nanoCpus: hc.NanoCpus ? hc.NanoCpus : null,
+        mounts: [
+          ...(hc.Mounts ?? []).map((m) => ({ type: m.Type, target: m.Target, readOnly: m.ReadOnly === true, source: m.Source })),
+          ...Object.keys(hc.Tmpfs ?? {}).map((t) => ({ type: 'tmpfs', target: t, readOnly: false, source: '' })),
+        ],
+      };
+    } catch (e) {
+      if (statusOf(e) === 404) return null;
+      throw fail(`inspect container ${id.slice(0, 12)}`, e, { container: id });
+    }
+  }
+
+  async readArchive(id: string, path: string): Promise<AsyncIterable<Uint8Array> | null> {
+    try {
+      const s = await this.docker.getContainer(id).getArchive({ path });
+      return s as unknown as AsyncIterable<Uint8Array>;
+    } catch (e) {
+      if (statusOf(e) === 404) return null;
+      throw fail(`read ${path} from container ${id.slice(0, 12)}`, e, { container: id, path });
+    }
+  }
+
+  async removeContainer(id: string): Promise<void> {
+    try {
+      await this.docker.getContainer(id).remove({ force: true, v: true });
+    } catch (e) {
+      const s = statusOf(e);
+      if (s === 404) return;
+      if (s === 409 && /already in progress/.test(daemonMessage(e))) return;
+      throw fail(`remove container ${id.slice(0, 12)}`, e, { container: id });
+    }
+  }
+
+  async listContainers(filter: LabelFilter): Promise<ContainerSummary[]> {
+    try {
+      const list = await this.docker.listContainers({ all: true, filters: { label: labelFilters(filter) } });
+      return list.map((c) => ({ id: c.Id, name: (c.Names[0] ?? '').replace(/^\//, ''), labels: c.Labels ?? {}, running: c.State === 'running' }));
+    } catch (e) {
+      throw fail('list containers', e);
+    }
+  }
+
+  async listVolumes(filter: LabelFilter): Promise<VolumeSummary[]> {
+    try {
+      const r = await this.docker.listVolumes({ filters: { label: labelFilters(filter) } } as Docker.VolumeListOptions);
+      return (r.Volumes ?? []).map((v) => ({ name: v.Name, labels: (v.Labels as Record<string, string> | null) ?? {} }));
+    } catch (e) {
+      throw fail('list volumes', e);
+    }
+  }
+}

@@ -1,0 +1,148 @@
+/**
+ * The container runtime port: the few Docker Engine operations Assay needs, in Assay's words. Adapters: dockerode
+ * (the real daemon) and an in-memory fake; one contract suite (tests/judge/container-runtime.contract.ts) runs
+ * against both. Nothing here knows about Judges: the judge lib decides what to ask for.
+ */
+
+/** Mounts, in the order given. Bind sources are host paths; volume sources are volume names. */
+export type MountSpec =
+  | { readonly type: 'bind'; readonly source: string; readonly target: string; readonly readOnly: boolean }
+  | { readonly type: 'volume'; readonly source: string; readonly target: string; readonly readOnly: boolean }
+  | { readonly type: 'tmpfs'; readonly target: string; readonly sizeBytes: number; readonly mode: number };
+
+export interface ContainerSpec {
+  /** Docker container name (unique); optional. */
+  readonly name?: string;
+  /** Image reference or id. */
+  readonly image: string;
+  readonly cmd: readonly string[];
+  /** Overrides the image's entrypoint; `[]` clears it. Absent: the image's. */
+  readonly entrypoint?: readonly string[];
+  readonly env: Readonly<Record<string, string>>;
+  readonly workingDir?: string;
+  /** `uid[:gid]` or a name known to the image. */
+  readonly user?: string;
+  readonly labels: Readonly<Record<string, string>>;
+  readonly mounts: readonly MountSpec[];
+  /** `none` (no interface but loopback) or `bridge` (the daemon's default network). */
+  readonly networkMode: 'none' | 'bridge';
+  readonly readOnlyRootfs: boolean;
+  readonly capDrop: readonly string[];
+  readonly capAdd: readonly string[];
+  readonly noNewPrivileges: boolean;
+  readonly pidsLimit: number;
+  /** Memory limit in bytes (swap disabled: memory+swap = memory), or null for none. */
+  readonly memoryBytes: number | null;
+  /** CPU limit in billionths of a CPU, or null for none. */
+  readonly nanoCpus: number | null;
+  readonly shmSizeBytes?: number;
+  /** Run a minimal init as PID 1 (reaps zombies, forwards signals). */
+  readonly init: boolean;
+  /** Keep stdin open for `start(…, {stdin})`; it is closed after the bytes given there. */
+  readonly openStdin: boolean;
+}
+
+export interface ImageInfo {
+  /** Image id, `sha256:<64 hex>`: the image's digest in Assay's records. */
+  readonly id: string;
+  readonly tags: readonly string[];
+  readonly labels: Readonly<Record<string, string>>;
+  /** The image's WORKDIR ('' when unset). */
+  readonly workingDir: string;
+  readonly user: string;
+  readonly sizeBytes: number;
+}
+
+/** What the daemon reports about a container: the configuration as applied, and its state. */
+export interface ContainerInfo {
+  readonly id: string;
+  readonly name: string;
+  /** Image id the container was created from. */
+  readonly imageId: string;
+  readonly labels: Readonly<Record<string, string>>;
+  readonly running: boolean;
+  /** Null while it has not exited. */
+  readonly exitCode: number | null;
+  readonly oomKilled: boolean;
+  readonly networkMode: string;
+  readonly readOnlyRootfs: boolean;
+  readonly capAdd: readonly string[];
+  readonly capDrop: readonly string[];
+  readonly securityOpt: readonly string[];
+  readonly pidsLimit: number | null;
+  readonly memoryBytes: number | null;
+  readonly nanoCpus: number | null;
+  readonly mounts: ReadonlyArray<{ type: string; target: string; readOnly: boolean; source: string }>;
+}
+
+export interface ContainerSummary {
+  readonly id: string;
+  readonly name: string;
+  readonly labels: Readonly<Record<string, string>>;
+  readonly running: boolean;
+}
+
+export interface VolumeSummary {
+  readonly name: string;
+  readonly labels: Readonly<Record<string, string>>;
+}
+
+export type OutputStream = 'stdout' | 'stderr';
+
+export interface StartIo {
+  /** Bytes written to the container's stdin once it starts, then stdin is closed (needs `openStdin`). */
+  readonly stdin?: AsyncIterable<Uint8Array> | Uint8Array;
+  /** Every chunk the container writes, in order. Called synchronously; keep it cheap. */
+  readonly onOutput: (stream: OutputStream, chunk: Buffer) => void;
+}
+
+export interface StartedContainer {
+  /** Resolves when the container's output has ended (after it exits) and every chunk was handed to onOutput. */
+  readonly outputEnded: Promise<void>;
+}
+
+export type WaitResult = { readonly exited: true; readonly exitCode: number } | { readonly exited: false };
+
+export interface BuildOptions {
+  /** Tag given to the result, `repo:tag`. */
+  readonly tag: string;
+  readonly labels: Readonly<Record<string, string>>;
+  /** Network of RUN steps: `none` keeps builds off the network. */
+  readonly networkMode: 'none' | 'default';
+  readonly timeoutMs: number;
+  /** Each line of the build log as it arrives. */
+  readonly onLog: (line: string) => void;
+}
+
+/** Label filter: `key` alone matches any value. */
+export type LabelFilter = Readonly<Record<string, string | true>>;
+
+export interface ContainerRuntime {
+  /** Checks the daemon answers; CONTAINER_UNAVAILABLE otherwise. */
+  ping(): Promise<void>;
+  /** Null when no such image exists locally. Never contacts a registry. */
+  inspectImage(ref: string): Promise<ImageInfo | null>;
+  /** Builds from a tar build context (Dockerfile at its root). CONTAINER_BUILD_FAILED with the log tail. */
+  buildImage(context: AsyncIterable<Uint8Array>, o: BuildOptions): Promise<{ id: string }>;
+  createVolume(name: string, labels: Readonly<Record<string, string>>): Promise<void>;
+  /** Removes a volume; a missing one is not an error. */
+  removeVolume(name: string): Promise<void>;
+  createContainer(spec: ContainerSpec): Promise<string>;
+  /** Attaches to the container's streams, then starts it. */
+  start(id: string, io: StartIo): Promise<StartedContainer>;
+  /** Waits for the container to exit, at most timeoutMs. */
+  wait(id: string, timeoutMs: number): Promise<WaitResult>;
+  /** SIGKILL; a container that is not running is not an error. */
+  kill(id: string): Promise<void>;
+  /** Null when no such container exists. */
+  inspectContainer(id: string): Promise<ContainerInfo | null>;
+  /**
+   * A tar archive of `path` in the container (running or stopped; volumes included, tmpfs not). The last path
+   * component is archived as it is (a symlink stays a symlink). Null when the path does not exist.
+   */
+  readArchive(id: string, path: string): Promise<AsyncIterable<Uint8Array> | null>;
+  /** Removes a container (killing it if needed) and its anonymous volumes; a missing one is not an error. */
+  removeContainer(id: string): Promise<void>;
+  listContainers(filter: LabelFilter): Promise<ContainerSummary[]>;
+  listVolumes(filter: LabelFilter): Promise<VolumeSummary[]>;
+}

@@ -1,0 +1,23 @@
+import { AssayError, type ErrorKind } from '@assay/core';
+
+/** Every error the container adapters raise: a stable code and the kind that decides exit code and HTTP status. */
+export const CONTAINER_ERROR_KINDS = {
+  /** The Docker daemon does not answer (not installed, not running, no permission on its socket). */
+  CONTAINER_UNAVAILABLE: 'unavailable',
+  /** The daemon refused or failed an operation (create, start, mount, ...). */
+  CONTAINER_OPERATION_FAILED: 'unavailable',
+  CONTAINER_NOT_FOUND: 'not_found',
+  CONTAINER_IMAGE_NOT_FOUND: 'not_found',
+  /** A Dockerfile step failed; the message ends with the last lines of the build log. */
+  CONTAINER_BUILD_FAILED: 'invalid_input',
+  CONTAINER_BUILD_TIMEOUT: 'refused',
+  /** An archive from the daemon (or the fake) is malformed. */
+  CONTAINER_ARCHIVE_INVALID: 'integrity',
+  CONTAINER_ARCHIVE_TOO_LARGE: 'refused',
+} as const satisfies Record<string, ErrorKind>;
+
+export type ContainerErrorCode = keyof typeof CONTAINER_ERROR_KINDS;
+
+export function containerError(code: ContainerErrorCode, message: string, details: Record<string, unknown> = {}, cause?: unknown): AssayError {
+  return new AssayError(code, CONTAINER_ERROR_KINDS[code], message, cause === undefined ? { details } : { details, cause });
+}

@@ -1,0 +1,92 @@
+/**
+ * The ledger events of one judging, as plain data (schemas in docs/events.md). Stream: `judge-<judge id>`.
+ *
+ *   JudgeLaunched   (runtime key) after the container is created and before it starts: what Docker applied
+ *   JudgeCompleted  (judge key)   status, exit code, duration, output digest and size, detail
+ *   RewardRecorded  (judge key)   only when completed: every reward, the primary metric and score
+ *   RuleViolation   (judge key)   only for submission_error: the rule, what broke it, score 0
+ */
+import type { JudgeLimits } from './judge-plan';
+import type { Rewards } from './reward';
+import type { JudgeStatus } from './verdict';
+
+export const JUDGE_STREAM_CATEGORY = 'judge';
+export const judgeStream = (judgeId: string): string => `${JUDGE_STREAM_CATEGORY}-${judgeId}`;
+
+/** Where a judging sits in a run; absent for a standalone `assay judge`. */
+export interface RunRef {
+  readonly run?: string;
+  readonly round?: number;
+}
+
+type Data = Record<string, unknown>;
+
+const runFields = (r: RunRef): Data => ({ ...(r.run !== undefined ? { run: r.run } : {}), ...(r.round !== undefined ? { round: r.round } : {}) });
+
+export const MAX_DETAIL = 4096;
+
+export function clip(text: string, max = MAX_DETAIL): string {
+  if (text.length <= max) return text;
+  return `${text.slice(0, max - 15)} [... clipped]`;
+}
+
+/** What JudgeLaunched records of the limits: what the daemon reports it applied, plus the harness's own bounds. */
+export interface LaunchedLimits {
+  readonly cpus: number;
+  readonly cpusRequested: number | null;
+  readonly memoryBytes: number | null;
+  readonly pidsLimit: number | null;
+  readonly verifierTimeoutSec: number;
+  readonly outputCapBytes: number;
+  readonly testsTmpfsBytes: number;
+  readonly readOnlyRootfs: boolean;
+  readonly capAdd: readonly string[];
+  readonly capDrop: readonly string[];
+  readonly noNewPrivileges: boolean;
+  readonly user: string;
+}
+
+export function launchedLimits(l: JudgeLimits, applied: { nanoCpus: number | null; memoryBytes: number | null; pidsLimit: number | null; readOnlyRootfs: boolean; capAdd: readonly string[]; capDrop: readonly string[]; securityOpt: readonly string[] }): LaunchedLimits {
+  return {
+    cpus: applied.nanoCpus === null ? 0 : applied.nanoCpus / 1e9,
+    cpusRequested: l.cpusRequested,
+    memoryBytes: applied.memoryBytes,
+    pidsLimit: applied.pidsLimit,
+    verifierTimeoutSec: l.verifierTimeoutSec,
+    outputCapBytes: l.outputCapBytes,
+    testsTmpfsBytes: l.testsTmpfsBytes,
+    readOnlyRootfs: applied.readOnlyRootfs,
+    capAdd: [...applied.capAdd].sort(),
+    capDrop: [...applied.capDrop].sort(),
+    noNewPrivileges: applied.securityOpt.some((o) => /^no-new-privileges(:true|=true)?$/.test(o)),
+    user: '0:0',
+  };
+}
+
+export function judgeLaunchedData(i: RunRef & { judge: string; image: string; snapshot: string; testsDigest: string; limits: LaunchedLimits; network: string }): Data {
+  return { ...runFields(i), judge: i.judge, image: i.image, snapshot: i.snapshot, testsDigest: i.testsDigest, limits: { ...i.limits, capAdd: [...i.limits.capAdd], capDrop: [...i.limits.capDrop] }, network: i.network };
+}
+
+export function judgeCompletedData(i: RunRef & { judge: string; status: JudgeStatus; exitCode: number | null; durationMs: number; outputDigest: string; outputBytes: number; detail: string | null }): Data {
+  return {
+    ...runFields(i),
+    judge: i.judge,
+    status: i.status,
+    exitCode: i.exitCode,
+    durationMs: Math.max(0, Math.round(i.durationMs)),
+    outputDigest: i.outputDigest,
+    outputBytes: i.outputBytes,
+    ...(i.detail ? { detail: clip(i.detail) } : {}),
+  };
+}
+
+export function rewardRecordedData(i: RunRef & { judge: string; rewards: Rewards; primaryMetric: string | null; primaryScore: number | null }): Data {
+  return { ...runFields(i), judge: i.judge, rewards: { ...i.rewards }, primaryMetric: i.primaryMetric, primaryScore: i.primaryScore };
+}
+
+export function ruleViolationData(i: RunRef & { rule: string; detail: string }): Data {
+  return { ...runFields(i), rule: clip(i.rule, 128), detail: clip(i.detail), score: 0 };
+}
+
+/** SHA-256 of nothing: the output digest of a Judge that never ran. */
+export const EMPTY_OUTPUT_DIGEST = 'sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';

@@ -1,0 +1,279 @@
+/**
+ * The Judge's orchestration against the in-memory container runtime, a directory-backed snapshot port and a real
+ * signing Ledger over memory stores (so every event is checked against the catalogue and signed by the right role).
+ */
+import * as fs from 'node:fs';
+import { join, resolve } from 'node:path';
+import { FakeContainerRuntime } from '@assay/containers';
+import { loadTaskPlan } from '@assay/task-format';
+import { JudgeRunner, TaskImageBuilder, type JudgeResult, type PreparedTask } from '@assay/judge';
+import { DirSnapshots, TestOwners, installFakeEntrypoint, memoryLedger, removeFakeSnapshots, tmp, writeTask, type FakeScenario, type MemoryLedger } from './judge-fakes';
+
+const JUDGE_RUNTIME = resolve(__dirname, '../../task-runtime/judge');
+
+interface World {
+  runtime: FakeContainerRuntime;
+  snapshots: DirSnapshots;
+  ml: MemoryLedger;
+  owners: TestOwners;
+  home: string;
+  runner: JudgeRunner;
+  images: TaskImageBuilder;
+}
+
+const cleanup: string[] = [];
+afterAll(() => {
+  for (const d of cleanup) fs.rmSync(d, { recursive: true, force: true });
+  removeFakeSnapshots();
+});
+
+async function world(): Promise<World> {
+  const runtime = new FakeContainerRuntime();
+  runtime.addImage({ tag: 'assay/base:bookworm' });
+  installFakeEntrypoint(runtime);
+  const snapshots = new DirSnapshots();
+  const ml = await memoryLedger();
+  const owners = new TestOwners();
+  const home = tmp('judge-unit-home-');
+  cleanup.push(home);
+  const runner = new JudgeRunner({ runtime, snapshots, recorder: ml.recorder, owners, clock: ml.clock, ids: ml.ids, judgesDir: join(home, 'judges'), homeTag: 'home1', hostCpus: 2, drainMs: 1000 });
+  const images = new TaskImageBuilder({ runtime, snapshots, recorder: ml.recorder, clock: ml.clock, logsDir: join(home, 'images', 'logs'), judgeRuntimeDir: JUDGE_RUNTIME });
+  return { runtime, snapshots, ml, owners, home, runner, images };
+}
+
+async function prepared(w: World, scenario: FakeScenario, o: { toml?: string; outputCapBytes?: number; metric?: string } = {}): Promise<PreparedTask> {
+  const dir = writeTask(tmp('judge-unit-task-'), scenario, o.toml === undefined ? {} : { toml: o.toml });
+  cleanup.push(dir);
+  const plan = await loadTaskPlan(dir);
+  const images = await w.images.ensure(dir, plan);
+  return w.runner.prepare(dir, plan, images, { ...(o.outputCapBytes ? { outputCapBytes: o.outputCapBytes } : {}), ...(o.metric ? { metric: o.metric } : {}) });
+}
+
+async function snapshot(w: World, files: Record<string, string> = { 'main.py': 'print(1)\n' }, links: Record<string, string> = {}): Promise<string> {
+  const d = tmp('judge-unit-ws-');
+  cleanup.push(d);
+  for (const [p, c] of Object.entries(files)) {
+    fs.mkdirSync(join(d, p, '..'), { recursive: true });
+    fs.writeFileSync(join(d, p), c);
+  }
+  for (const [p, t] of Object.entries(links)) fs.symlinkSync(t, join(d, p));
+  return w.snapshots.snapshotDirectory(d);
+}
+
+function leftovers(w: World, r: JudgeResult) {
+  return { work: fs.existsSync(join(r.dir, 'snapshot')), owner: fs.existsSync(join(r.dir, 'owner.json')) };
+}
+
+describe('JudgeRunner (fake runtime)', () => {
+  it('completed: JudgeLaunched by the runtime key, JudgeCompleted and RewardRecorded by the judge key; everything torn down', async () => {
+    const w = await world();
+    const t = await prepared(w, { files: { 'reward.json': '{"reward": 0.5, "acc": 0.25}' }, stdout: 'hello\n' });
+    const cid = await snapshot(w);
+    const r = await w.runner.judge(t, cid);
+    expect(r).toMatchObject({ status: 'completed', exitCode: 0, rewards: { reward: 0.5, acc: 0.25 }, primaryMetric: 'reward', primaryScore: 0.5, snapshot: cid, image: t.images.judge.id, network: 'none' });
+    expect(r.limits).toMatchObject({ pidsLimit: 1024, memoryBytes: 64 * 1048576, cpus: 1, readOnlyRootfs: true, capDrop: ['ALL'], capAdd: ['SETGID', 'SETUID'], noNewPrivileges: true });
+    const events = await w.ml.stream(r.stream);
+    expect(events.map((e) => [e.type, e.signer])).toEqual([
+      ['JudgeLaunched', 'runtime'],
+      ['JudgeCompleted', 'judge'],
+      ['RewardRecorded', 'judge'],
+    ]);
+    expect(events[0]?.data).toMatchObject({ judge: r.judge, image: t.images.judge.id, snapshot: cid, testsDigest: t.testsDigest, network: 'none' });
+    expect(events[1]?.data).toMatchObject({ status: 'completed', exitCode: 0, outputBytes: 6, outputDigest: r.output.digest });
+    expect(events[2]?.data).toEqual({ judge: r.judge, rewards: { reward: 0.5, acc: 0.25 }, primaryMetric: 'reward', primaryScore: 0.5 });
+    expect(fs.readFileSync(r.output.path, 'utf8')).toBe('hello\n');
+    expect(leftovers(w, r)).toEqual({ work: false, owner: false });
+    expect(JSON.parse(fs.readFileSync(join(r.dir, 'result.json'), 'utf8'))).toMatchObject({ status: 'completed', judge: r.judge });
+    expect(await w.runtime.listContainers({ 'org.assay.role': 'judge' })).toEqual([]);
+    expect(await w.runtime.listVolumes({ 'org.assay.role': 'judge' })).toEqual([]);
+  });
+
+  it('verifier_error for NaN, and for a reward file that is a symlink', async () => {
+    const w = await world();
+    const nan = await w.runner.judge(await prepared(w, { files: { 'reward.json': '{"reward": NaN}' } }), await snapshot(w));
+    expect(nan).toMatchObject({ status: 'verifier_error', rewards: null, detail: expect.stringContaining('NaN') });
+    expect((await w.ml.stream(nan.stream)).map((e) => e.type)).toEqual(['JudgeLaunched', 'JudgeCompleted']);
+    const link = await w.runner.judge(await prepared(w, { symlinks: { 'reward.txt': '/workspace/reward.txt' } }), await snapshot(w, { 'reward.txt': '1\n' }));
+    expect(link).toMatchObject({ status: 'verifier_error', detail: expect.stringContaining('reward.txt: is a symbolic link') });
+  });
+
+  it('verifier_timeout: killed, reward files never read', async () => {
+    const w = await world();
+    const t = await prepared(w, { files: { 'reward.txt': '1' }, sleepMs: 30_000 });
+    const r = await w.runner.judge(t, await snapshot(w));
+    expect(r).toMatchObject({ status: 'verifier_timeout', rewards: null, exitCode: null, detail: expect.stringContaining('verifier timeout of 1 s') });
+    expect(w.runtime.calls.some((c) => c.startsWith('kill '))).toBe(true);
+    expect(w.runtime.calls.some((c) => c.startsWith('readArchive'))).toBe(false);
+    expect((await w.ml.stream(r.stream)).map((e) => e.type)).toEqual(['JudgeLaunched', 'JudgeCompleted']);
+  });
+
+  it('a broken snapshot rule: RuleViolation with score 0 and submission_error, nothing runs', async () => {
+    const w = await world();
+    const t = await prepared(w, { files: { 'reward.txt': '1' } }, { toml: '[metadata.assay_judge.snapshot]\nforbidden_paths = ["logs/"]\n' });
+    const r = await w.runner.judge(t, await snapshot(w, { 'main.py': '', 'logs/verifier/reward.txt': '1' }));
+    expect(r).toMatchObject({ status: 'submission_error', primaryScore: 0, rule: { rule: 'snapshot.forbidden_path' } });
+    expect(w.runtime.calls.filter((c) => c.startsWith('create '))).toEqual([]);
+    expect(w.snapshots.materialised).toBe(0);
+    const events = await w.ml.stream(r.stream);
+    expect(events.map((e) => [e.type, e.signer])).toEqual([
+      ['RuleViolation', 'judge'],
+      ['JudgeCompleted', 'judge'],
+    ]);
+    expect(events[0]?.data).toMatchObject({ rule: 'snapshot.forbidden_path', score: 0, detail: expect.stringContaining('logs') });
+    expect(events[1]?.data).toMatchObject({ status: 'submission_error', exitCode: null });
+  });
+
+  it('Docker failures are infrastructure_error with no score, before or after launch', async () => {
+    const w = await world();
+    const t = await prepared(w, { files: { 'reward.txt': '1' } });
+    w.runtime.failNext('create', 'disk full');
+    const before = await w.runner.judge(t, await snapshot(w));
+    expect(before).toMatchObject({ status: 'infrastructure_error', primaryScore: null, rewards: null, detail: expect.stringContaining('disk full') });
+    expect((await w.ml.stream(before.stream)).map((e) => e.type)).toEqual(['JudgeCompleted']);
+    w.runtime.failNext('readArchive', 'daemon restarted');
+    const after = await w.runner.judge(t, await snapshot(w));
+    expect(after).toMatchObject({ status: 'infrastructure_error', detail: expect.stringContaining('daemon restarted') });
+    expect((await w.ml.stream(after.stream)).map((e) => e.type)).toEqual(['JudgeLaunched', 'JudgeCompleted']);
+    expect(await w.runtime.listVolumes({ 'org.assay.role': 'judge' })).toEqual([]);
+    const setup = await w.runner.judge(await prepared(w, { setupFail: 'cannot unpack the tests' }), await snapshot(w));
+    expect(setup).toMatchObject({ status: 'infrastructure_error', detail: expect.stringContaining('cannot unpack the tests') });
+  });
+
+  it('caps the output log and records the digest of what was kept and the size of everything', async () => {
+    const w = await world();
+    const r = await w.runner.judge(await prepared(w, { floodBytes: 3_000_000, files: { 'reward.txt': '1' } }, { outputCapBytes: 100_000 }), await snapshot(w));
+    expect(r.status).toBe('completed');
+    expect(r.output).toMatchObject({ totalBytes: 3_000_000, keptBytes: 100_000, truncated: true });
+    const kept = fs.readFileSync(r.output.path);
+    expect(kept.length).toBe(100_000);
+    expect(r.output.digest).toBe(`sha256:${require('node:crypto').createHash('sha256').update(kept).digest('hex')}`);
+    expect(r.detail).toContain('output truncated: kept the first 100000 of 3000000 bytes');
+  });
+
+  it('out of memory: verifier_error noting the OOM kill', async () => {
+    const w = await world();
+    const r = await w.runner.judge(await prepared(w, { oom: true }), await snapshot(w));
+    expect(r).toMatchObject({ status: 'verifier_error', exitCode: 137, detail: expect.stringContaining("out-of-memory killer") });
+  });
+
+  it('--repeat: N fresh Judges and the median of the completed primary scores', async () => {
+    const w = await world();
+    const t = await prepared(w, { files: { 'reward.json': '{"loss": 2, "reward": 1}' } }, { metric: 'loss' });
+    const rep = await w.runner.judgeRepeated(t, await snapshot(w), 3);
+    expect(rep.results.map((r) => r.primaryScore)).toEqual([2, 2, 2]);
+    expect(new Set(rep.results.map((r) => r.judge)).size).toBe(3);
+    expect(rep).toMatchObject({ median: 2, completed: 3 });
+    await expect(w.runner.judgeRepeated(t, 'nope', 0)).rejects.toMatchObject({ code: 'JUDGE_BAD_REQUEST' });
+  });
+
+  it('cancel (SIGINT): the running Judge is killed and recorded as infrastructure_error; no other starts', async () => {
+    const w = await world();
+    const t = await prepared(w, { files: { 'reward.txt': '1' }, sleepMs: 20_000 }, { toml: '[verifier]\ntimeout_sec = 60\n' });
+    const cid = await snapshot(w);
+    const running = w.runner.judgeRepeated(t, cid, 3);
+    await new Promise((r) => setTimeout(r, 200));
+    await w.runner.cancel('SIGINT');
+    const rep = await running;
+    expect(rep.results).toHaveLength(1);
+    expect(rep.results[0]).toMatchObject({ status: 'infrastructure_error', detail: expect.stringContaining('cancelled (SIGINT)') });
+    expect((await w.ml.stream(rep.results[0]?.stream as string)).map((e) => e.type)).toEqual(['JudgeLaunched', 'JudgeCompleted']);
+    expect(await w.runtime.listContainers({ 'org.assay.role': 'judge' })).toEqual([]);
+    await expect(w.runner.judge(t, cid)).rejects.toMatchObject({ code: 'JUDGE_CANCELLED' });
+  });
+
+  it('refuses what it cannot isolate honestly, and unknown snapshots', async () => {
+    const w = await world();
+    const refuse = async (toml: string, code: string, text: string) => {
+      await expect(prepared(w, {}, { toml })).rejects.toMatchObject({ code, message: expect.stringContaining(text) });
+    };
+    await refuse('[verifier]\nnetwork_mode = "allowlist"\nallowed_hosts = ["example.org"]\n', 'JUDGE_TASK_UNSUPPORTED', 'allowlist');
+    await refuse('[metadata.rsi_harness.verifier]\ngpus = 1\n', 'JUDGE_TASK_UNSUPPORTED', 'GPU');
+    await refuse('[verifier]\nuser = "1000"\n', 'JUDGE_TASK_UNSUPPORTED', 'as root');
+    await refuse('[metadata.assay_judge]\npids_limit = 1\n', 'JUDGE_TASK_SETTINGS_INVALID', 'pids_limit');
+    const t = await prepared(w, {});
+    await expect(w.runner.judge(t, 'bfakemissing')).rejects.toMatchObject({ code: 'JUDGE_SNAPSHOT_NOT_FOUND' });
+  });
+
+  it('sweep: removes what a dead owner left, records the unfinished Judge, leaves live owners alone', async () => {
+    const w = await world();
+    const t = await prepared(w, { files: { 'reward.txt': '1' } });
+    // A Judge launched by a process that then died: its stream has JudgeLaunched only.
+    const deadOwner = 'host/4242/7';
+    w.owners.dead.add(deadOwner);
+    const judgeId = '00000000-0000-4000-8000-0000000000aa';
+    await w.ml.recorder.append(`judge-${judgeId}`, [{ type: 'JudgeLaunched', data: { judge: judgeId, image: t.images.judge.id, snapshot: 'bfakex', testsDigest: t.testsDigest, limits: {}, network: 'none' } }], 'no_stream');
+    const labels = (owner: string, id: string) => ({ 'org.assay.role': 'judge', 'org.assay.judge': id, 'org.assay.owner': owner, 'org.assay.home': 'home1' });
+    await w.runtime.createVolume(`assay-judge-${judgeId}-verifier`, labels(deadOwner, judgeId));
+    await w.runtime.createContainer({ ...baseSpec(t.images.judge.id), name: `assay-judge-${judgeId}`, labels: labels(deadOwner, judgeId) });
+    const dir = join(w.home, 'judges', judgeId);
+    fs.mkdirSync(join(dir, 'snapshot'), { recursive: true });
+    fs.writeFileSync(join(dir, 'owner.json'), JSON.stringify({ owner: deadOwner, judge: judgeId, startedAt: '2026-12-01T09:59:00.000Z' }));
+    fs.writeFileSync(join(dir, 'output.log'), 'partial');
+    // A live process's Judge in flight.
+    await w.runtime.createContainer({ ...baseSpec(t.images.judge.id), name: 'assay-judge-live', labels: labels(w.owners.self, 'live') });
+
+    const rep = await w.runner.sweep();
+    expect(rep).toEqual({ containers: [`assay-judge-${judgeId}`], volumes: [`assay-judge-${judgeId}-verifier`], directories: [dir], completed: [judgeId] });
+    expect(fs.existsSync(join(dir, 'snapshot'))).toBe(false);
+    expect((await w.runtime.listContainers({ 'org.assay.role': 'judge' })).map((c) => c.name)).toEqual(['assay-judge-live']);
+    const events = await w.ml.stream(`judge-${judgeId}`);
+    expect(events.map((e) => [e.type, e.signer])).toEqual([
+      ['JudgeLaunched', 'runtime'],
+      ['JudgeCompleted', 'judge'],
+    ]);
+    expect(events[1]?.data).toMatchObject({ status: 'infrastructure_error', exitCode: null, outputBytes: 7, detail: expect.stringContaining('host/4242/7 ended before this Judge finished') });
+    expect(await w.runner.sweep()).toEqual({ containers: [], volumes: [], directories: [], completed: [] });
+  });
+});
+
+describe('TaskImageBuilder (fake runtime)', () => {
+  it('builds the work and judge images once, records each once, and reuses them', async () => {
+    const w = await world();
+    const dir = writeTask(tmp('judge-unit-task-'), {});
+    cleanup.push(dir);
+    const plan = await loadTaskPlan(dir);
+    const first = await w.images.ensure(dir, plan);
+    expect(first.work).toMatchObject({ purpose: 'work', built: true, tag: expect.stringMatching(/^assay\/task-test-fake:work-[0-9a-f]{16}$/) });
+    expect(first.judge).toMatchObject({ purpose: 'judge', built: true, tag: expect.stringMatching(/^assay\/task-test-fake:judge-[0-9a-f]{16}$/) });
+    expect(fs.readFileSync(first.work.logPath as string, 'utf8')).toContain('Step 1/2 : FROM assay/base:bookworm');
+    const builtEvents = await w.ml.stream(`image-${first.judge.id}`);
+    expect(builtEvents).toEqual([
+      { type: 'ImageBuilt', signer: 'runtime', revision: 0, data: expect.objectContaining({ image: first.judge.tag, digest: first.judge.id, purpose: 'judge', task: 'test.fake', recipeDigest: first.judge.recipeDigest, buildLogDigest: first.judge.logDigest }) },
+    ]);
+    const again = await w.images.ensure(dir, plan);
+    expect(again.work).toMatchObject({ built: false, id: first.work.id, recorded: null });
+    expect(again.judge).toMatchObject({ built: false, id: first.judge.id, recorded: null });
+    expect(w.runtime.calls.filter((c) => c.startsWith('build '))).toHaveLength(2);
+  });
+
+  it('never pulls: a missing base image or a network fetch in the Dockerfile is refused before building', async () => {
+    const w = await world();
+    const dir = writeTask(tmp('judge-unit-task-'), {});
+    cleanup.push(dir);
+    fs.writeFileSync(join(dir, 'environment', 'Dockerfile'), 'FROM python:3.12-slim\n');
+    await expect(w.images.ensure(dir, await loadTaskPlan(dir))).rejects.toMatchObject({ code: 'IMAGE_BASE_MISSING', message: expect.stringContaining('python:3.12-slim') });
+    fs.writeFileSync(join(dir, 'environment', 'Dockerfile'), 'FROM assay/base:bookworm\nADD https://example.invalid/data.tgz /data\n');
+    await expect(w.images.ensure(dir, await loadTaskPlan(dir))).rejects.toMatchObject({ code: 'IMAGE_DOCKERFILE_UNSUPPORTED' });
+    expect(w.runtime.calls.filter((c) => c.startsWith('build '))).toEqual([]);
+  });
+});
+
+function baseSpec(image: string) {
+  return {
+    image,
+    cmd: ['fake-sleep', '100'],
+    env: {},
+    labels: {},
+    mounts: [],
+    networkMode: 'none' as const,
+    readOnlyRootfs: true,
+    capDrop: ['ALL'],
+    capAdd: [],
+    noNewPrivileges: true,
+    pidsLimit: 16,
+    memoryBytes: null,
+    nanoCpus: null,
+    init: true,
+    openStdin: false,
+  };
+}
