@@ -5,7 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 
@@ -71,13 +71,19 @@ if (required && !imagePresent) {
     });
 
     function judge(workspace: string): unknown {
+      // As in a Judge: /tests and /logs/verifier are root's alone (0700), which run-as-candidate checks.
       const logs = join(work, `logs-${basename(workspace)}`);
-      mkdirSync(logs);
+      mkdirSync(logs, { mode: 0o700 });
+      const tests = join(work, `tests-${basename(workspace)}`);
+      cpSync(join(example, 'tests'), tests, { recursive: true });
+      chmodSync(tests, 0o700);
       const r = docker([
         'run', '--rm', '--network', 'none',
         '-v', `${workspace}:/workspace:ro`,
-        '-v', `${join(example, 'tests')}:/tests:ro`,
+        '-v', `${tests}:/tests:ro`,
         '-v', `${logs}:/logs/verifier`,
+        // Judge images carry run-as-candidate (docs/judge.md); the plain task image gets it the same way here.
+        '-v', `${join(REPO, 'task-runtime/judge/run-as-candidate')}:/usr/local/bin/run-as-candidate:ro`,
         image, 'bash', '/tests/test.sh',
       ]);
       expect(r.code).toBe(0);
