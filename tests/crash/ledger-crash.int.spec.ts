@@ -14,6 +14,7 @@ import { SqliteLedgerDatabase } from '../../libs/ledger/src/adapters/sqlite/sqli
 import { finished, spawnTs, type ChildResult } from '../support/child-process';
 import { assay } from '../support/cli';
 import { makeTmpDir } from '../support/ledger-fixtures';
+import { prng } from '../support/prng';
 import { deps } from '../support/ledger-home-fixtures';
 import { EVENTS_PER_BATCH, STREAMS, eventId, eventText, streamOf } from './crash-writer';
 
@@ -23,17 +24,6 @@ const KEY_EVENTS = 3;
 const KILLS = 24;
 const WRITER = 'tests/crash/crash-writer.ts';
 
-/** mulberry32: a small seeded PRNG, so a failing run can be replayed. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const sha = (b: Uint8Array): string => createHash('sha256').update(b).digest('hex');
 

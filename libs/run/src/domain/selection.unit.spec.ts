@@ -2,18 +2,8 @@ import { Sim } from '../../../../tests/run/support/run-fixtures';
 import type { JudgeStatus } from './run-events';
 import { bestRound } from './run-state';
 import { better, primaryScoreOf, selectBest, type RoundScore } from './selection';
+import { prng as rng } from '../../../../tests/support/prng';
 
-/** A small seeded PRNG (mulberry32), so failures replay: the seed is in the test name. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** The naive reference: sort by score (direction), then by round, take the first. */
 function naive(c: RoundScore[], direction: 'maximize' | 'minimize'): RoundScore | null {
