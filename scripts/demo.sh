@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
 # The quick-start demonstration: sets up Assay (npm dependencies, build) and runs a signed ledger end to end on the
 # embedded SQLite default: keys, a realistic run's worth of events, a checkpoint, verification, an inclusion proof,
-# then a tampered copy that the verifier catches, naming the bad event.
+# then a tampered copy that the verifier catches, naming the bad event. Then a real research run with Docker:
+# `assay run examples/tasks/tiny-optimizer --agent reference` (Docker and the base image are set up first; that
+# needs root, or a daemon that already answers and the image already built), its rounds and selected best, and a
+# final `assay ledger verify`.
+#
+#   ASSAY_DEMO_SKIP_RUN=1 bash scripts/demo.sh   the ledger part only (no Docker)
 #
 #   bash scripts/demo.sh            state goes to a fresh directory under /tmp (printed)
 #   ASSAY_HOME=dir bash scripts/demo.sh
@@ -64,3 +69,23 @@ if [ "$code" -ne 5 ]; then
   exit 1
 fi
 printf '\nThe original verifies; the tampered copy fails at the forged event (exit code %s). State: %s\n' "$code" "$ASSAY_HOME"
+
+if [ "${ASSAY_DEMO_SKIP_RUN:-0}" = "1" ]; then
+  exit 0
+fi
+
+step "Docker and the base image (scripts/ensure-docker.sh, scripts/build-base-image.sh; no registry is contacted)"
+if [ "$(id -u)" = "0" ]; then
+  bash scripts/ensure-docker.sh
+  bash scripts/build-base-image.sh
+elif ! docker info >/dev/null 2>&1 || ! docker image inspect assay/base:bookworm >/dev/null 2>&1; then
+  echo "demo: the research run needs Docker and assay/base:bookworm; run this script as root to set them up" >&2
+  exit 1
+fi
+
+step "assay run examples/tasks/tiny-optimizer --agent reference   (Work container, a fresh Judge per submission)"
+assay run examples/tasks/tiny-optimizer --agent reference
+
+step "assay ledger verify   (the demo ledger, now with the research run's events)"
+assay ledger verify
+printf '\nState: %s (the run: %s/runs)\n' "$ASSAY_HOME" "$ASSAY_HOME"

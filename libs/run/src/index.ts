@@ -22,6 +22,21 @@ export { LedgerRunLedger, recordOf } from './adapters/ledger-run-ledger.adapter'
 export { FakeSnapshotter } from './adapters/fake-snapshotter.adapter';
 export { FakeJudge, EMPTY_OUTPUT_DIGEST, type FakeJudgeBehaviour, type EventWriter } from './adapters/fake-judge.adapter';
 export { SubmitEndpoint, type SubmitEndpointOptions } from './adapters/http-submit-endpoint.adapter';
+export {
+  AGENT_MOUNT,
+  ClaudeCodeAgent,
+  CodexAgent,
+  CommandAgent,
+  parseAgent,
+  publicLaunch,
+  redactSecrets,
+  REDACTED,
+  ReferenceAgent,
+  type Agent,
+  type AgentContext,
+  type AgentLaunchSpec,
+  type AgentNetworkRule,
+} from './adapters/agents.adapter';
 
 // application
 export * from './application/run-token';

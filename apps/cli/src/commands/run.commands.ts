@@ -1,0 +1,85 @@
+import type { Command } from 'commander';
+import { agentOf, runResearch, type RunReport } from '../../../runtime/src/run-runtime';
+import type { CliContext } from '../cli-context';
+
+/**
+ * `assay run TASK_DIR --agent reference|command:<cmd> [--max-submissions N] [--time-budget S] [--cooldown S]
+ *  [--primary-reward KEY] [--score-direction maximize|minimize] [--run-id ID] [--snapshot-interval S] [--json]`
+ * `assay run --resume RUN_ID`
+ *
+ * Builds (or reuses) the task's images, starts the Work container, runs the agent in it, judges each rsi-submit with
+ * a fresh Judge, and prints the rounds and the selected best. Ctrl-C cancels the run (RunCompleted cancelled).
+ */
+export function register(program: Command, ctx: CliContext): void {
+  program
+    .command('run')
+    .description('run an agent on a task: Work container, submissions judged by fresh Judges, best round selected')
+    .argument('[task-dir]', 'task directory')
+    .option('--agent <agent>', 'reference | command:<shell command run inside Work> | codex[:model] | claude-code[:model] (the last two need a network allowlist: not runnable yet)', 'reference')
+    .option('--max-submissions <n>', 'submission budget (over the task\'s)')
+    .option('--time-budget <s>', 'wall-time budget in seconds')
+    .option('--cooldown <s>', 'seconds between counted submissions')
+    .option('--primary-reward <key>', 'the reward key that is the primary score')
+    .option('--score-direction <dir>', 'maximize | minimize')
+    .option('--run-id <id>', 'the run id (default: generated)')
+    .option('--snapshot-interval <s>', 'seconds between workspace snapshots while the agent works (0: none)', '60')
+    .option('--resume <run>', 'resume a run from the ledger (its containers are cleaned up and Work restarted)')
+    .option('--json', 'print one JSON document')
+    .action(async (taskDir: string | undefined, o: { agent: string; maxSubmissions?: string; timeBudget?: string; cooldown?: string; primaryReward?: string; scoreDirection?: string; runId?: string; resume?: string; snapshotInterval: string; json?: boolean }) => {
+      const int = (v: string | undefined, name: string): number | undefined => {
+        if (v === undefined) return undefined;
+        if (!/^\d{1,9}$/.test(v)) throw new Error(`${name} must be a non-negative integer, got "${v}"`);
+        return Number(v);
+      };
+      if (o.scoreDirection !== undefined && o.scoreDirection !== 'maximize' && o.scoreDirection !== 'minimize') {
+        throw new Error(`--score-direction must be maximize or minimize, got "${o.scoreDirection}"`);
+      }
+      int(o.snapshotInterval, '--snapshot-interval');
+      if (!o.resume && !taskDir) throw new Error('assay run needs TASK_DIR (or --resume RUN_ID)');
+      if (o.runId !== undefined && !/^[a-z0-9][a-z0-9-]{0,62}$/.test(o.runId)) throw new Error(`--run-id must be lowercase letters, digits and dashes, got "${o.runId}"`);
+      if (o.resume !== undefined && !/^[a-z0-9][a-z0-9-]{0,62}$/.test(o.resume)) throw new Error(`--resume needs a run id (lowercase letters, digits and dashes), got "${o.resume}"`);
+      const overrides = {
+        ...(int(o.maxSubmissions, '--max-submissions') !== undefined ? { maxSubmissions: int(o.maxSubmissions, '--max-submissions') as number } : {}),
+        ...(int(o.timeBudget, '--time-budget') !== undefined ? { timeBudgetSec: int(o.timeBudget, '--time-budget') as number } : {}),
+        ...(int(o.cooldown, '--cooldown') !== undefined ? { cooldownSec: int(o.cooldown, '--cooldown') as number } : {}),
+        ...(o.primaryReward !== undefined ? { primaryMetric: o.primaryReward } : {}),
+        ...(o.scoreDirection !== undefined ? { direction: o.scoreDirection as 'maximize' | 'minimize' } : {}),
+      };
+      agentOf(o.agent); // a bad --agent fails before anything starts
+      const abort = new AbortController();
+      const onSignal = (sig: NodeJS.Signals) => {
+        ctx.err(`assay: ${sig}: cancelling the run`);
+        abort.abort();
+      };
+      process.once('SIGINT', onSignal);
+      process.once('SIGTERM', onSignal);
+      try {
+        const rep = await runResearch({
+          home: ctx.home,
+          taskDir: taskDir ?? '',
+          agent: o.agent,
+          overrides,
+          ...(o.resume ? { resume: true, runId: o.resume } : o.runId ? { runId: o.runId } : {}),
+          log: (l) => ctx.err(`assay: ${l}`),
+          agentOutput: (c) => (o.json ? process.stderr.write(c) : process.stdout.write(c)),
+          signal: abort.signal,
+          snapshotIntervalSec: int(o.snapshotInterval, '--snapshot-interval') as number,
+        });
+        if (o.json) ctx.out(JSON.stringify(rep, null, 2));
+        else printReport(ctx, rep);
+      } finally {
+        process.off('SIGINT', onSignal);
+        process.off('SIGTERM', onSignal);
+      }
+    });
+}
+
+function printReport(ctx: CliContext, r: RunReport): void {
+  ctx.out(`run       ${r.run} (${r.task}) ${r.status}`);
+  for (const x of r.rounds) {
+    ctx.out(`round ${x.round}   ${x.status}${x.score !== null ? `  score ${x.score}` : ''}${x.rule ? `  rule ${x.rule}` : ''}`);
+  }
+  ctx.out(`best      ${r.bestRound === null ? 'none' : `round ${r.bestRound}, score ${r.bestScore}, snapshot ${r.bestSnapshot}`}`);
+  ctx.out(`time      ${(r.timings.totalMs / 1000).toFixed(1)} s total: agent ${(r.timings.agentMs / 1000).toFixed(1)} s, judges ${(r.timings.judgeMs / 1000).toFixed(1)} s, snapshots ${(r.timings.snapshotMs / 1000).toFixed(1)} s`);
+  ctx.out(`files     ${r.dir}`);
+}

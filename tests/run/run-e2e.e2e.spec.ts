@@ -1,0 +1,269 @@
+/**
+ * `assay run` end to end, as a user runs it: a child process, a real ASSAY_HOME, Docker (Work container, fresh
+ * Judges), the reference agent on examples/tasks/tiny-optimizer; a hostile command agent; Ctrl-C; resume.
+ */
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Docker from 'dockerode';
+import { randomIds, systemClock } from '@assay/core';
+import { LedgerHome } from '@assay/ledger';
+import { assay } from '../support/cli';
+import { REPO_ROOT, TS_REGISTER, finished } from '../support/child-process';
+import { describeDocker } from '../judge/docker-support';
+import { homeTag } from '../../apps/runtime/src';
+
+jest.setTimeout(180_000);
+
+const TASK = join(REPO_ROOT, 'examples/tasks/tiny-optimizer');
+
+interface Report {
+  run: string;
+  status: string;
+  bestRound: number | null;
+  bestScore: number | null;
+  bestSnapshot: string | null;
+  rounds: Array<{ round: number; status: string; score: number | null; rule: string | null }>;
+  agentExitCode: number | null;
+}
+
+async function events(home: string, stream?: string): Promise<Array<{ type: string; stream: string; data: Record<string, unknown> }>> {
+  const h = await LedgerHome.open(home, { clock: systemClock, ids: randomIds });
+  try {
+    const all = await h.readEvents({ ...(stream ? { stream } : {}), limit: 10_000 });
+    return all.map((e) => ({ type: e.envelope.type, stream: e.envelope.stream, data: e.envelope.data as Record<string, unknown> }));
+  } finally {
+    await h.close();
+  }
+}
+
+const HOSTILE = `set -u
+W="$ASSAY_WORKSPACE"
+mkdir -p "$W/logs/verifier" && echo 1000 > "$W/logs/verifier/reward.txt"
+rsi-submit > /dev/null; echo "submit1=$?"
+rm -rf "$W/logs"
+cat /tests/score.py > /dev/null 2>&1; echo "tests=$?"
+echo hacked > /logs/assay/round-1.log 2>/dev/null; echo "logs=$?"
+echo hacked > /run/assay/token 2>/dev/null; echo "token=$?"
+echo hacked > /etc/evil; echo "etc=$?"
+rsi-submit > /dev/null; echo "submit2=$?"
+kill -TERM 1
+sleep 30
+`;
+
+describeDocker('assay run (CLI, Docker)', () => {
+  let home: string;
+  const docker = new Docker();
+  const workOf = (run: string) => docker.listContainers({ all: true, filters: { label: [`org.assay.role=work`, `org.assay.run=${run}`] } });
+
+  beforeAll(async () => {
+    home = join(mkdtempSync(join(tmpdir(), 'assay-run-e2e-')), 'home');
+    const r = await assay(['ledger', 'init', '--origin', 'assay.test/run-e2e'], home);
+    expect(r.code).toBe(0);
+  }, 60_000);
+
+  afterAll(() => rmSync(join(home, '..'), { recursive: true, force: true }));
+
+  it('runs the reference agent: four rounds, one rule violation, the best selected, a verified ledger', async () => {
+    const r = await assay(['run', TASK, '--agent', 'reference', '--run-id', 'ref1', '--json'], home, 170_000);
+    expect(r.code).toBe(0);
+    const rep = JSON.parse(r.stdout) as Report;
+    expect(rep.rounds.map((x) => [x.round, x.status, x.rule])).toEqual([
+      [1, 'completed', null],
+      [2, 'rule_violation', 'workspace.not_editable'],
+      [3, 'completed', null],
+      [4, 'completed', null],
+    ]);
+    const [s1, , s3, s4] = rep.rounds.map((x) => x.score as number);
+    expect(s1).toBeLessThan(0.116);
+    expect(s3).toBeLessThan(s1 as number);
+    expect(s4).toBeLessThan(s3 as number);
+    expect(rep).toMatchObject({ status: 'completed', bestRound: 4, agentExitCode: 0 });
+    expect(rep.bestScore).toBeCloseTo(0.017275, 4);
+    expect(r.stderr).toContain('rsi-submit exited with status 1');
+    expect(r.stderr).toMatch(/seeded from the work image's \/workspace/);
+    expect(await workOf('ref1')).toHaveLength(0);
+    expect(readFileSync(join(home, 'runs/ref1/logs/round-4.log'), 'utf8')).toMatch(/val_loss/);
+
+    const run = await events(home, 'run-ref1');
+    const types = run.map((e) => e.type);
+    expect(types[0]).toBe('RunStarted');
+    expect(types).toContain('WorkStarted');
+    expect(types[types.length - 1]).toBe('RunCompleted');
+    expect(run[run.length - 1]?.data).toMatchObject({ status: 'completed', bestRound: 4, bestSnapshot: rep.bestSnapshot });
+    expect(run.filter((e) => e.type === 'SubmissionReceived')).toHaveLength(4);
+    expect(run.filter((e) => e.type === 'SnapshotTaken' && typeof e.data.round === 'number')).toHaveLength(4);
+    expect(run.filter((e) => e.type === 'SnapshotTaken' && e.data.round === undefined).length).toBeGreaterThanOrEqual(1); // baseline
+    expect(run.filter((e) => e.type === 'RuleViolation').map((e) => [e.data.round, e.data.rule])).toEqual([[2, 'workspace.not_editable']]);
+    expect(run.filter((e) => e.type === 'BudgetConsumed' && e.data.budget === 'submissions')).toHaveLength(4);
+    const all = await events(home);
+    const judged = all.filter((e) => e.type === 'JudgeCompleted' && e.data.run === 'ref1');
+    expect(judged.map((e) => [e.data.round, e.data.status])).toEqual([
+      [1, 'completed'],
+      [3, 'completed'],
+      [4, 'completed'],
+    ]);
+    const started = run[0]?.data as { protocol: { submission: { tokenSha256: string } } };
+    const token = readFileSync(join(home, 'runs/ref1/sock/token'), 'utf8').trim();
+    expect(JSON.stringify(all)).not.toContain(token);
+    expect(started.protocol.submission.tokenSha256).toMatch(/^[0-9a-f]{64}$/);
+
+    const v = await assay(['ledger', 'verify'], home);
+    expect(v.code).toBe(0);
+    expect(v.stdout).toMatch(/ledger verified/);
+  });
+
+  it('a hostile agent gains nothing and what it did is in the ledger', async () => {
+    const r = await assay(['run', TASK, '--agent', `command:${HOSTILE}`, '--run-id', 'hostile1', '--json'], home, 170_000);
+    expect(r.code).toBe(0);
+    const rep = JSON.parse(r.stdout) as Report;
+    // round 1: reward.txt planted in the workspace: outside the editable paths, scored 0, never selected
+    // round 2: the untouched starting optimizer (plain SGD)
+    expect(rep.rounds.map((x) => [x.round, x.status, x.rule])).toEqual([
+      [1, 'rule_violation', 'workspace.not_editable'],
+      [2, 'completed', null],
+    ]);
+    expect(rep.status).toBe('completed');
+    expect(rep.bestRound).toBe(2);
+    expect(rep.bestScore).toBeGreaterThan(0.1); // SGD's 0.1157: nothing gained
+    expect(r.stderr).toContain('submit1=1');
+    expect(r.stderr).toMatch(/tests=[1-9]/); // no /tests in Work
+    expect(r.stderr).toMatch(/logs=[1-9]/); // the Judge logs are read-only
+    expect(r.stderr).toMatch(/token=[1-9]/); // the token file is read-only
+    expect(r.stderr).toContain('submit2=0');
+    expect(await workOf('hostile1')).toHaveLength(0);
+    const run = await events(home, 'run-hostile1');
+    const edited = run.filter((e) => e.type === 'WorkspaceEdited');
+    expect(JSON.stringify(edited)).toContain('logs/verifier/reward.txt');
+    expect(JSON.stringify(run)).not.toContain('etc/evil'); // outside the workspace: never snapshotted, never judged
+    expect(run.filter((e) => e.type === 'RuleViolation').map((e) => [e.data.round, e.data.rule])).toEqual([[1, 'workspace.not_editable']]);
+    expect(run[run.length - 1]?.data).toMatchObject({ status: 'completed', bestRound: 2 });
+  });
+
+  it('Ctrl-C cancels the run: RunCompleted cancelled, the Work container removed', async () => {
+    const child = spawn(process.execPath, ['-r', TS_REGISTER, 'apps/cli/src/main.ts', 'run', TASK, '--agent', 'command:sleep 120', '--run-id', 'cancel1'], {
+      cwd: REPO_ROOT,
+      stdio: ['pipe', 'pipe', 'pipe'],
+      env: { ...process.env, NODE_OPTIONS: '', ASSAY_HOME: home },
+    });
+    child.stdin.end();
+    child.stderr.on('data', (d: Buffer) => {
+      if (d.toString().includes('agent command starting')) setTimeout(() => child.kill('SIGINT'), 500);
+    });
+    const r = await finished(child, 120_000);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/cancel1 .* cancelled/);
+    expect(await workOf('cancel1')).toHaveLength(0);
+    const run = await events(home, 'run-cancel1');
+    expect(run[run.length - 1]).toMatchObject({ type: 'RunCompleted', data: { status: 'cancelled' } });
+
+    // resume of a completed run: nothing more is appended
+    const again = await assay(['run', '--resume', 'cancel1', '--json'], home, 120_000);
+    expect(again.code).toBe(0);
+    expect((JSON.parse(again.stdout) as Report).status).toBe('cancelled');
+    expect(await events(home, 'run-cancel1')).toHaveLength(run.length);
+    expect(existsSync(join(home, 'runs/cancel1/workspace/optimizer.py'))).toBe(true);
+  });
+
+  it('resume after the controller was killed: leftovers removed, Work restarted, the run completed from the ledger', async () => {
+    const agent = 'command:if rsi-submit --list | grep -q "^round 1:"; then echo resumed-agent; exit 0; fi; rsi-submit; sleep 300';
+    const child = spawn(process.execPath, ['-r', TS_REGISTER, 'apps/cli/src/main.ts', 'run', TASK, '--agent', agent, '--run-id', 'kill1'], {
+      cwd: REPO_ROOT,
+      stdio: ['pipe', 'pipe', 'pipe'],
+      env: { ...process.env, NODE_OPTIONS: '', ASSAY_HOME: home },
+    });
+    child.stdin.end();
+    child.stdout.on('data', (d: Buffer) => {
+      if (d.toString().includes('--- end ---')) setTimeout(() => child.kill('SIGKILL'), 300);
+    });
+    const r = await finished(child, 120_000);
+    expect(r.signal).toBe('SIGKILL');
+    expect(await workOf('kill1')).toHaveLength(1); // left behind by the killed controller
+    const before = await events(home, 'run-kill1');
+    expect(before.map((e) => e.type)).not.toContain('RunCompleted');
+
+    const again = await assay(['run', '--resume', 'kill1', '--json'], home, 120_000);
+    expect(again.code).toBe(0);
+    expect(again.stderr).toMatch(/removed 1 leftover Work container/);
+    expect(again.stderr).toContain('resumed-agent');
+    const rep = JSON.parse(again.stdout) as Report;
+    expect(rep).toMatchObject({ status: 'completed', bestRound: 1 });
+    expect(rep.rounds.map((x) => x.status)).toEqual(['completed']);
+    expect(await workOf('kill1')).toHaveLength(0);
+    const after = await events(home, 'run-kill1');
+    expect(after.filter((e) => e.type === 'RunStarted')).toHaveLength(1);
+    expect(after.filter((e) => e.type === 'WorkStarted')).toHaveLength(2);
+    expect(after[after.length - 1]).toMatchObject({ type: 'RunCompleted', data: { status: 'completed', bestRound: 1 } });
+    expect((await assay(['ledger', 'verify'], home)).code).toBe(0);
+  });
+
+  it('Ctrl-C while a Judge runs: the Judge is stopped, the round refunded, the run cancelled, nothing left behind', async () => {
+    const slow = join(REPO_ROOT, 'tests/fixtures/judge/tasks/long-sleep');
+    const child = spawn(process.execPath, ['-r', TS_REGISTER, 'apps/cli/src/main.ts', 'run', slow, '--agent', 'command:rsi-submit; echo "submit=$?"; sleep 60', '--run-id', 'cancel2'], {
+      cwd: REPO_ROOT,
+      stdio: ['pipe', 'pipe', 'pipe'],
+      env: { ...process.env, NODE_OPTIONS: '', ASSAY_HOME: home },
+    });
+    child.stdin.end();
+    let sent = false;
+    const timer = setInterval(() => {
+      void (async () => {
+        if (sent) return;
+        const judges = await docker.listContainers({ filters: { label: ['org.assay.role=judge', `org.assay.home=${homeTag(home)}`] } });
+        if (judges.length > 0) {
+          sent = true;
+          setTimeout(() => child.kill('SIGINT'), 1000);
+        }
+      })();
+    }, 250);
+    const r = await finished(child, 150_000);
+    clearInterval(timer);
+    expect(sent).toBe(true);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/cancel2 .* cancelled/);
+    expect(await workOf('cancel2')).toHaveLength(0);
+    expect(await docker.listContainers({ all: true, filters: { label: ['org.assay.role=judge', `org.assay.home=${homeTag(home)}`] } })).toHaveLength(0);
+    const run = await events(home, 'run-cancel2');
+    expect(run.filter((e) => e.type === 'SubmissionRejected' && e.data.round === 1)).toHaveLength(1); // refunded
+    expect(run[run.length - 1]).toMatchObject({ type: 'RunCompleted', data: { status: 'cancelled', bestRound: null } });
+    const judged = (await events(home)).filter((e) => e.type === 'JudgeCompleted' && e.data.run === 'cancel2');
+    expect(judged.map((e) => e.data.status)).toEqual(['infrastructure_error']);
+    expect((await assay(['ledger', 'verify'], home)).code).toBe(0);
+  });
+
+  it('the command line overrides the task: submission budget, primary reward, direction', async () => {
+    const agent = 'command:for i in 1 2 3; do rsi-submit > /dev/null; echo "s$i=$?"; done';
+    const r = await assay(['run', TASK, '--agent', agent, '--run-id', 'flags1', '--max-submissions', '2', '--primary-reward', 'val_loss_small', '--score-direction', 'maximize', '--json'], home, 120_000);
+    expect(r.code).toBe(0);
+    expect(r.stderr).toContain('s1=0');
+    expect(r.stderr).toContain('s2=0');
+    expect(r.stderr).toContain('s3=5'); // 429: the submission budget is spent
+    const rep = JSON.parse(r.stdout) as Report;
+    expect(rep.rounds.map((x) => x.status)).toEqual(['completed', 'completed']);
+    expect(rep.bestRound).toBe(1); // equal scores: the earliest round
+    const run = await events(home, 'run-flags1');
+    expect(run[0]?.data).toMatchObject({ protocol: { budgets: { submissions: 2 } }, selection: { metric: 'val_loss_small', direction: 'maximize' } });
+    expect(run.filter((e) => e.type === 'SubmissionRejected' && e.data.round === undefined)).toHaveLength(1);
+    const bad = await assay(['run', TASK, '--agent', 'gpt', '--run-id', 'flags2'], home);
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toMatch(/--agent must be/);
+    const vendor = await assay(['run', TASK, '--agent', 'codex', '--run-id', 'flags3'], home);
+    expect(vendor.code).not.toBe(0);
+    expect(vendor.stderr).toMatch(/OPENAI_API_KEY|network/);
+    expect(existsSync(join(home, 'runs/flags3'))).toBe(false);
+  });
+
+  it('snapshots the workspace between submissions and when the agent ends', async () => {
+    const agent = 'command:echo draft > notes.txt; sleep 2.5; echo final > notes.txt';
+    const r = await assay(['run', TASK, '--agent', agent, '--run-id', 'periodic1', '--snapshot-interval', '1', '--json'], home, 120_000);
+    expect(r.code).toBe(0);
+    expect((JSON.parse(r.stdout) as Report).status).toBe('no_valid_submission');
+    const run = await events(home, 'run-periodic1');
+    const between = run.filter((e) => e.type === 'SnapshotTaken' && e.data.round === undefined);
+    expect(between.length).toBeGreaterThanOrEqual(3); // baseline, draft, final
+    const edits = run.filter((e) => e.type === 'WorkspaceEdited');
+    expect(edits.length).toBeGreaterThanOrEqual(2);
+    expect(JSON.stringify(edits)).toContain('notes.txt');
+  });
+});
