@@ -1,4 +1,4 @@
-import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Command } from 'commander';
@@ -8,11 +8,13 @@ import { register } from './task.commands';
 import type { CliContext } from '../cli-context';
 
 const EXAMPLE = join(__dirname, '../../../../examples/tasks/hello-judge');
+const HOME = mkdtempSync(join(tmpdir(), 'assay-task-home-'));
+afterAll(() => rmSync(HOME, { recursive: true, force: true }));
 
 async function run(args: string[]) {
   const out: string[] = [];
   const err: string[] = [];
-  const ctx: CliContext = { home: '/tmp/none', out: (t) => out.push(t), err: (t) => err.push(t), progress: () => silentProgress };
+  const ctx: CliContext = { home: HOME, out: (t) => out.push(t), err: (t) => err.push(t), progress: () => silentProgress };
   const program = new Command('assay').exitOverride();
   register(program, ctx);
   let code = 0;
@@ -25,6 +27,25 @@ async function run(args: string[]) {
 }
 
 describe('assay task', () => {
+  it('show --json carries the task digests, the same for a copy of the task and different after an edit', async () => {
+    const copy = mkdtempSync(join(tmpdir(), 'assay-task-copy-'));
+    try {
+      cpSync(EXAMPLE, copy, { recursive: true });
+      const a = JSON.parse((await run(['task', 'show', EXAMPLE, '--json'])).out.join('')) as { digests: Record<string, string> };
+      const b = JSON.parse((await run(['task', 'show', copy, '--json'])).out.join('')) as { digests: Record<string, string> };
+      expect(a.digests).toEqual(b.digests);
+      expect(a.digests.task).toMatch(/^bafy/);
+      expect(a.digests.instruction).toMatch(/^sha256:[0-9a-f]{64}$/);
+      writeFileSync(join(copy, 'tests', 'test.sh'), '#!/bin/bash\necho changed\n');
+      const c = JSON.parse((await run(['task', 'show', copy, '--json'])).out.join('')) as { digests: Record<string, string> };
+      expect(c.digests.tests).not.toBe(a.digests.tests);
+      expect(c.digests.task).not.toBe(a.digests.task);
+      expect(c.digests.environment).toBe(a.digests.environment);
+    } finally {
+      rmSync(copy, { recursive: true, force: true });
+    }
+  });
+
   it('validate: ok with a one-line summary', async () => {
     const r = await run(['task', 'validate', EXAMPLE]);
     expect(r).toMatchObject({ code: 0, err: [] });

@@ -1,12 +1,15 @@
 import type { Command } from 'commander';
 import { AssayError } from '@assay/core';
+import { SnapshotHome } from '@assay/snapshots';
 import {
+  computeTaskDigests,
   describePlan,
   formatProblem,
   loadTaskPlan,
   summarizePlan,
   TASK_ERROR_CODES,
   validateTaskDir,
+  type TaskDigests,
   type TaskProblem,
 } from '@assay/task-format';
 import type { CliContext } from '../cli-context';
@@ -43,8 +46,21 @@ export function register(program: Command, ctx: CliContext): void {
     .option('--json', 'print the plan as JSON')
     .action(async (dir: string, opts: { json?: boolean }) => {
       const plan = await loadTaskPlan(dir);
-      if (opts.json) ctx.out(JSON.stringify(plan, null, 2));
-      else for (const line of describePlan(plan)) ctx.out(line);
+      // Digests use the snapshot rules (content addressing, docs/snapshots-format.md); nothing is stored.
+      const snapshots = await SnapshotHome.open(ctx.home, { sink: null });
+      let digests: TaskDigests;
+      try {
+        digests = await computeTaskDigests(dir, {
+          digest: async (d: string) => (await snapshots.create(d, { dryRun: true, previous: null, label: null, useCache: false })).rootCid,
+        });
+      } finally {
+        await snapshots.close();
+      }
+      if (opts.json) ctx.out(JSON.stringify({ ...plan, digests }, null, 2));
+      else {
+        for (const line of describePlan(plan)) ctx.out(line);
+        ctx.out(`digests: task ${digests.task}, instruction ${digests.instruction}, tests ${digests.tests}, environment ${digests.environment}`);
+      }
     });
 }
 
