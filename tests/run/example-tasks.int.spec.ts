@@ -154,6 +154,13 @@ function docker(args: string[], input?: Buffer): { code: number | null; out: str
   return { code: r.status, out: r.stdout ?? '', err: r.stderr ?? '' };
 }
 const imagePresent = docker(['image', 'inspect', 'assay/base:bookworm']).code === 0;
+const required = process.env.ASSAY_REQUIRE_DOCKER === '1' || process.env.ASSAY_REQUIRE_BASE_IMAGE === '1';
+
+if (!imagePresent && required) {
+  it('needs Docker and the base image (ASSAY_REQUIRE_DOCKER / ASSAY_REQUIRE_BASE_IMAGE)', () => {
+    throw new Error('assay/base:bookworm is not available; run scripts/ensure-docker.sh and scripts/build-base-image.sh');
+  });
+}
 
 (imagePresent ? describe : describe.skip)('tiny-optimizer in a Judge-like container (Docker)', () => {
   const image = `assay/test-tiny-optimizer:${process.pid}`;
