@@ -1,6 +1,6 @@
 import { DockerodeRuntime } from '@assay/containers';
 import { containerRuntimeContract } from './container-runtime.contract';
-import { BASE_IMAGE, describeDocker } from './docker-support';
+import { BASE_IMAGE, describeDocker } from '../support/docker';
 
 describeDocker('dockerode adapter on a real daemon', () => {
   containerRuntimeContract(

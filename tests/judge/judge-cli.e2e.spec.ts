@@ -11,7 +11,7 @@ import Docker from 'dockerode';
 import { assay } from '../support/cli';
 import { REPO_ROOT, TS_REGISTER, finished } from '../support/child-process';
 import { homeTag } from '../../apps/runtime/src';
-import { describeDocker } from './docker-support';
+import { describeDocker } from '../support/docker';
 import { tmp } from './judge-fakes';
 
 const FIXTURES = join(REPO_ROOT, 'tests/fixtures/judge/tasks');

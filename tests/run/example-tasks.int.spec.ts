@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { readJudgeSettings } from '@assay/judge';
 import { readRunTaskSettings } from '@assay/run';
 import { loadTaskPlan, mergeRunSettings, validateTaskDir } from '@assay/task-format';
+import { describeDocker } from '../support/docker';
 
 jest.setTimeout(120_000);
 
@@ -153,16 +154,8 @@ function docker(args: string[], input?: Buffer): { code: number | null; out: str
   const r = spawnSync('docker', args, { encoding: 'utf8', timeout: 120_000, ...(input ? { input } : {}) });
   return { code: r.status, out: r.stdout ?? '', err: r.stderr ?? '' };
 }
-const imagePresent = docker(['image', 'inspect', 'assay/base:bookworm']).code === 0;
-const required = process.env.ASSAY_REQUIRE_DOCKER === '1' || process.env.ASSAY_REQUIRE_BASE_IMAGE === '1';
 
-if (!imagePresent && required) {
-  it('needs Docker and the base image (ASSAY_REQUIRE_DOCKER / ASSAY_REQUIRE_BASE_IMAGE)', () => {
-    throw new Error('assay/base:bookworm is not available; run scripts/ensure-docker.sh and scripts/build-base-image.sh');
-  });
-}
-
-(imagePresent ? describe : describe.skip)('tiny-optimizer in a Judge-like container (Docker)', () => {
+describeDocker('tiny-optimizer in a Judge-like container (Docker)', () => {
   const image = `assay/test-tiny-optimizer:${process.pid}`;
   beforeAll(() => {
     execFileSync('docker', ['build', '-q', '--network', 'none', '-t', image, join(OPT, 'environment')], { stdio: 'pipe', timeout: 120_000 });

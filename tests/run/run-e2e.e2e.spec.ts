@@ -11,7 +11,7 @@ import { randomIds, systemClock } from '@assay/core';
 import { LedgerHome } from '@assay/ledger';
 import { assay } from '../support/cli';
 import { REPO_ROOT, TS_REGISTER, finished } from '../support/child-process';
-import { describeDocker } from '../judge/docker-support';
+import { describeDocker } from '../support/docker';
 import { homeTag } from '../../apps/runtime/src';
 
 jest.setTimeout(180_000);

@@ -62,12 +62,16 @@ export interface RunStartInput {
 }
 
 export interface SnapshotFacts {
+  /** Root CID (CIDv1, base32, lowercase). */
   readonly root: string;
   readonly files: number;
   readonly bytes: number;
   readonly durationMs: number;
+  /** Digest of the snapshot policy (excludes, limits) it was taken under. */
   readonly policyDigest: string;
+  /** What was snapshotted (e.g. the workspace directory), for the record. */
   readonly source?: string | null;
+  /** Paths the snapshot flagged (symlinks leaving the workspace, skipped special files), at most 100. */
   readonly flagged?: readonly string[];
 }
 

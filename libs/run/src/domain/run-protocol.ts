@@ -6,11 +6,12 @@
  */
 import { RUN_ERROR_CODES, eventInvalid, runError } from '../run.errors';
 import { BUDGET_KINDS, SHA256_HEX_RE, type BudgetKind, type JsonObject } from './run-events';
+import type { Direction, RunSettings } from '@assay/task-format';
 
 export const RUN_PROTOCOL_SCHEME = 'assay.run-protocol/1';
 export const SELECTION_SCHEME = 'assay.selection/1';
 
-export type Direction = 'maximize' | 'minimize';
+export type { Direction };
 
 /** Limit per budget; null: unlimited. Seconds for the time budgets, a count for submissions. */
 export type RunBudgets = { readonly [K in BudgetKind]: number | null };
@@ -145,17 +146,10 @@ export function selectionJson(s: SelectionRule): JsonObject {
 }
 
 /**
- * Run settings as @assay/task-format merges them (structurally: this lib does not depend on that one's types).
- * `gpuBudgetHours` becomes the `gpu_seconds` budget; the agent time budget is the task's agent timeout.
+ * Run settings as @assay/task-format merges them. `gpuBudgetHours` becomes the `gpu_seconds` budget; the agent time
+ * budget is the task's agent timeout.
  */
-export interface RunSettingsLike {
-  readonly primaryMetric: string | null;
-  readonly direction: Direction;
-  readonly maxSubmissions: number | null;
-  readonly cooldownSec: number;
-  readonly timeBudgetSec: number | null;
-  readonly gpuBudgetHours: number | null;
-}
+export type RunSettingsLike = RunSettings;
 
 export interface ProtocolInput {
   readonly settings: RunSettingsLike;

@@ -4,25 +4,16 @@
  *
  * Freezing: the caller freezes Work (WorkControl) around snapshot(); implementations only read the workspace.
  */
+import type { SnapshotFacts } from '../domain/decide';
+
 export interface SnapshotRequest {
   readonly run: string;
   /** The round being submitted, or null for a periodic snapshot between submissions. */
   readonly round: number | null;
 }
 
-export interface WorkspaceSnapshot {
-  /** Root CID (CIDv1, base32, lowercase). */
-  readonly root: string;
-  readonly files: number;
-  readonly bytes: number;
-  readonly durationMs: number;
-  /** Digest of the snapshot policy (excludes, limits) it was taken under. */
-  readonly policyDigest: string;
-  /** What was snapshotted (e.g. the workspace volume), for the record. */
-  readonly source?: string | null;
-  /** Paths the snapshot flagged (symlinks leaving the workspace, skipped special files), at most 100. */
-  readonly flagged?: readonly string[];
-}
+/** What a snapshot of the workspace reports: the facts the run records in SnapshotTaken. */
+export type WorkspaceSnapshot = SnapshotFacts;
 
 export interface WorkspaceChange {
   /** Relative to the workspace, `/`-separated. */
