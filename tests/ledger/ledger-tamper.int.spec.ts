@@ -8,7 +8,17 @@ import { Ledger, LedgerHome, generateKeyPair, homePaths, toSigningKey, type Sign
 import { makeTmpDir } from '../support/ledger-fixtures';
 import { buildSampleHome, copyHome, deps, tamper, verifyHome } from '../support/ledger-home-fixtures';
 
-describe('ledger tamper evidence (SQLite)', () => {
+// Inline, and with worker threads that read the SQLite file themselves (chunks of 4, so every test spans many
+// chunks and crosses chunk boundaries): both must report the same step and first bad position.
+const MODES: Array<[string, { workers: number; chunkSize?: number }]> = [
+  ['checked on the main thread', { workers: 0 }],
+  ['checked by 2 workers reading the file themselves', { workers: 2, chunkSize: 4 }],
+];
+
+// Each verification with workers starts two threads (from TypeScript sources under jest: a few hundred ms each).
+jest.setTimeout(120_000);
+
+describe.each(MODES)('ledger tamper evidence (SQLite), %s', (_name, mode) => {
   let tmp: { dir: string; cleanup(): void };
   let pristine: string;
   let total: number;
@@ -27,13 +37,14 @@ describe('ledger tamper evidence (SQLite)', () => {
   afterAll(() => tmp.cleanup());
 
   it('verifies the untouched ledger, every step passing', async () => {
-    const r = await verifyHome(pristine);
+    const r = await verifyHome(pristine, mode);
     expect(r.failure).toBeNull();
     expect(r.ok).toBe(true);
     expect(r.events).toBe(total);
     expect(total).toBeGreaterThan(40);
     expect(r.steps.every((s) => s.ok)).toBe(true);
     expect(r.steps.find((s) => s.name === 'signatures')?.checked).toBe(total);
+    expect(r.checks).toEqual(mode.workers > 0 ? { workers: 2, readBy: 'workers' } : { workers: 0, readBy: 'main' });
   });
 
   it('reports one flipped byte in any stored event with its position', async () => {
@@ -42,33 +53,35 @@ describe('ledger tamper evidence (SQLite)', () => {
     tamper(home, (db) => {
       for (const row of db.prepare('SELECT position, bytes FROM events').all() as Array<{ position: number; bytes: Buffer }>) original.set(row.position, row.bytes);
     });
-    for (let pos = 0; pos < total; pos++) {
+    // Every position inline; with workers (each verification starts two threads) every position of the first chunks
+    // and every third one after.
+    for (let pos = 0; pos < total; pos += mode.workers > 0 && pos >= 12 ? 3 : 1) {
       const bytes = Buffer.from(original.get(pos) as Buffer);
       const at = (pos * 7919) % bytes.length; // a different offset for each event, across the whole envelope
       bytes[at] = (bytes[at] as number) ^ 0x01;
       tamper(home, (db) => db.prepare('UPDATE events SET bytes = ? WHERE position = ?').run(bytes, pos));
-      const r = await verifyHome(home);
+      const r = await verifyHome(home, mode);
       expect({ pos, ok: r.ok, position: r.failure?.position }).toEqual({ pos, ok: false, position: pos });
       tamper(home, (db) => db.prepare('UPDATE events SET bytes = ? WHERE position = ?').run(original.get(pos), pos));
     }
-    expect((await verifyHome(home)).ok).toBe(true);
+    expect((await verifyHome(home, mode)).ok).toBe(true);
   });
 
   it('reports a flipped bit in a stored hash or column', async () => {
     const home = fresh();
     tamper(home, (db) => db.prepare("UPDATE events SET hash = zeroblob(32) WHERE position = 5").run());
-    let r = await verifyHome(home);
+    let r = await verifyHome(home, mode);
     expect(r.failure).toMatchObject({ step: 'envelopes', code: 'VERIFY_HASH_MISMATCH', position: 5 });
     const home2 = fresh();
     tamper(home2, (db) => db.prepare("UPDATE events SET type = 'Note' WHERE position = 7").run());
-    r = await verifyHome(home2);
+    r = await verifyHome(home2, mode);
     expect(r.failure).toMatchObject({ step: 'envelopes', code: 'VERIFY_COLUMN_MISMATCH', position: 7 });
   });
 
   it('reports events deleted after a checkpoint', async () => {
     const home = fresh();
     tamper(home, (db) => db.prepare('DELETE FROM events WHERE position >= ?').run(total - 3));
-    const r = await verifyHome(home);
+    const r = await verifyHome(home, mode);
     expect(r.failure).toMatchObject({ step: 'merkle', code: 'VERIFY_TRUNCATED', position: total - 3 });
     expect(r.failure?.message).toContain(`covers ${total} events but only ${total - 3} are stored`);
   });
@@ -76,7 +89,7 @@ describe('ledger tamper evidence (SQLite)', () => {
   it('reports an event deleted from the middle', async () => {
     const home = fresh();
     tamper(home, (db) => db.prepare('DELETE FROM events WHERE position = 20').run());
-    const r = await verifyHome(home);
+    const r = await verifyHome(home, mode);
     expect(r.failure).toMatchObject({ step: 'envelopes', code: 'VERIFY_POSITION_GAP', position: 21 });
   });
 
@@ -92,7 +105,7 @@ describe('ledger tamper evidence (SQLite)', () => {
         put.run(a.stream, a.revision, a.id, a.type, a.bytes, a.hash, 11);
       })();
     });
-    const r = await verifyHome(home);
+    const r = await verifyHome(home, mode);
     expect(r.ok).toBe(false);
     expect(r.failure?.position).toBe(10);
     expect(r.failure?.step).toBe('envelopes');
@@ -109,7 +122,7 @@ describe('ledger tamper evidence (SQLite)', () => {
     } finally {
       await h.close();
     }
-    const r = await verifyHome(home);
+    const r = await verifyHome(home, mode);
     expect(r.failure).toMatchObject({ step: 'roles', code: 'VERIFY_WRONG_ROLE', position: total });
     expect(r.failure?.message).toMatch(/RunCompleted must be signed by a key with role controller; .* has role runtime/);
   });
@@ -127,7 +140,7 @@ describe('ledger tamper evidence (SQLite)', () => {
     } finally {
       await h.close();
     }
-    let r = await verifyHome(home);
+    let r = await verifyHome(home, mode);
     expect(r.failure).toMatchObject({ step: 'roles', code: 'VERIFY_REVOKED_SIGNER', position: revokedAt + 1 });
 
     const home2 = fresh();
@@ -139,7 +152,7 @@ describe('ledger tamper evidence (SQLite)', () => {
     } finally {
       await h2.close();
     }
-    r = await verifyHome(home2);
+    r = await verifyHome(home2, mode);
     expect(r.failure).toMatchObject({ step: 'roles', code: 'VERIFY_UNKNOWN_SIGNER', position: total });
   });
 
@@ -164,12 +177,12 @@ describe('ledger tamper evidence (SQLite)', () => {
       }
     })());
     // Supplied from elsewhere (e.g. what a witness was shown) ...
-    let r = await verifyHome(a, { externalCheckpoints: [forkNote] });
+    let r = await verifyHome(a, { ...mode, externalCheckpoints: [forkNote] });
     expect(r.failure).toMatchObject({ step: 'checkpoints', code: 'VERIFY_EQUIVOCATION' });
     expect(r.failure?.evidence).toHaveLength(2);
     // ... or planted in the database itself.
     tamper(a, (db) => db.prepare('INSERT INTO checkpoints (seq, tree_size, root_hash, note) VALUES (99, ?, ?, ?)').run(total + 1, 'x', forkNote));
-    r = await verifyHome(a);
+    r = await verifyHome(a, mode);
     expect(r.failure).toMatchObject({ step: 'checkpoints', code: 'VERIFY_EQUIVOCATION' });
   });
 

@@ -222,6 +222,12 @@ function privateKeyObject(seed: Uint8Array): KeyObject {
   );
 }
 
+/**
+ * Verification hot path: the same key array is passed for every event its signer signed, so the key's pre-check and
+ * KeyObject are remembered per array (weakly), saving the hex encoding and two map lookups per signature.
+ */
+const checkedKeys = new WeakMap<Uint8Array, { bytes: Buffer; object: KeyObject }>();
+
 export const nodeEd25519: Ed25519 = {
   name: 'node:crypto',
   sign(seed, message) {
@@ -230,10 +236,17 @@ export const nodeEd25519: Ed25519 = {
   },
   verify(pub, message, sig) {
     if (!isBytes(pub) || pub.byteLength !== ED25519_PUBLIC_KEY_BYTES) return false;
-    const hex = toHex(pub);
-    if (ed25519Problem(pub, message, sig, hex) !== null) return false;
+    if (!isBytes(message) || ed25519SignatureProblem(sig) !== null) return false;
+    let key = checkedKeys.get(pub);
+    // A cached entry is used only while the array still holds the bytes it was checked with.
+    if (key === undefined || !key.bytes.equals(pub)) {
+      const hex = toHex(pub);
+      if (ed25519PublicKeyProblem(pub, hex) !== null) return false;
+      key = { bytes: Buffer.from(pub), object: publicKeyObject(pub, hex) };
+      checkedKeys.set(pub, key);
+    }
     try {
-      return nodeVerify(null, message, publicKeyObject(pub, hex), sig);
+      return nodeVerify(null, message, key.object, sig);
     } catch {
       return false;
     }

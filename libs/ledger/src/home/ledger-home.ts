@@ -123,6 +123,8 @@ export interface VerifyDatabaseOptions {
   /** The origin every checkpoint must name (default: the first checkpoint's). */
   origin?: string;
   workers?: number;
+  /** Events per chunk handed to a worker (default 512). */
+  chunkSize?: number;
   progress?: Progress;
 }
 
@@ -136,6 +138,7 @@ function verifyDatabase(db: SqliteLedgerDatabase, opts: VerifyDatabaseOptions): 
     ...(opts.trustedRoot !== undefined ? { trustedRoot: opts.trustedRoot } : {}),
     ...(opts.externalCheckpoints ? { externalCheckpoints: opts.externalCheckpoints } : {}),
     ...(opts.workers !== undefined ? { workers: opts.workers } : {}),
+    ...(opts.chunkSize !== undefined ? { chunkSize: opts.chunkSize } : {}),
     ...(opts.progress ? { progress: opts.progress } : {}),
   });
 }

@@ -86,6 +86,12 @@ export interface SubscribeOptions {
   onError?: (err: unknown) => void;
 }
 
+/**
+ * How another thread can read this store's events by itself (parallel verification reads on its worker threads
+ * instead of shipping every row across). `sqlite`: a read-only connection to the file at `path`.
+ */
+export type ParallelReadSpec = { kind: 'sqlite'; path: string };
+
 export interface EventStore {
   /**
    * Appends atomically: all events or none.
@@ -104,6 +110,8 @@ export interface EventStore {
   streamRevision(stream: string): Promise<number | null>;
   /** Number of events in the log (= the next global position). */
   size(): Promise<number>;
+  /** Optional: how other threads can read the events themselves; absent or null when they cannot (in-memory). */
+  parallelReadSpec?(): ParallelReadSpec | null;
   /** Catch-up subscription over all events from a position, then live. */
   subscribe(opts: SubscribeOptions): Subscription;
   close(): Promise<void>;

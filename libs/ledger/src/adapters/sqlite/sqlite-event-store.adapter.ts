@@ -13,6 +13,7 @@ import type {
   AppendRequest,
   AppendResult,
   EventStore,
+  ParallelReadSpec,
   ReadAllOptions,
   ReadStreamOptions,
   RecordedEvent,
@@ -123,6 +124,11 @@ export class SqliteEventStore implements EventStore {
       all: p(`SELECT ${COLS} FROM events WHERE position >= ? AND position < ? ORDER BY position ASC LIMIT ?`),
       revision: p('SELECT max(revision) FROM events WHERE stream = ?').pluck(),
     };
+  }
+
+  /** The file, for verification workers' own read-only connections (not for an in-memory database). */
+  parallelReadSpec(): ParallelReadSpec | null {
+    return this.db.memory ? null : { kind: 'sqlite', path: this.db.name };
   }
 
   append(req: AppendRequest): Promise<AppendResult> {

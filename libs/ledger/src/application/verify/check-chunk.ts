@@ -6,9 +6,8 @@
  * Chunks cross threads in a compact form: the envelopes as one transferred buffer with offsets, and per event
  * only 96 bytes back (prev, envelope hash, leaf hash), a signer index, and sparse lists of problems.
  */
-import { createHash } from 'node:crypto';
 import { eventDataProblem } from '../../domain/catalogue';
-import { parseEnvelope } from '../../domain/envelope';
+import { parseEnvelope, sha256 } from '../../domain/envelope';
 import type { JsonObject } from '../../domain/json';
 import { leafHash } from '../../domain/merkle';
 import { nodeEd25519 } from '../../crypto/ed25519';
@@ -44,6 +43,48 @@ export interface ChunkOutput {
   unknownSigner: number[];
   /** Sparse: data of key events, which the main thread folds into the key registry. */
   keyEvents: Array<{ i: number; data: JsonObject }>;
+}
+
+/**
+ * What the ordered pass needs of a chunk a worker read by itself (the rows never reach the main thread): positions,
+ * revisions, and stream and type names interned per chunk. Past the checks, these equal the signed envelopes' fields.
+ */
+export interface ChunkMeta {
+  positions: Float64Array;
+  revisions: Float64Array;
+  streams: string[];
+  streamIndex: Uint32Array;
+  types: string[];
+  typeIndex: Uint32Array;
+}
+
+function intern(values: readonly string[]): { table: string[]; index: Uint32Array } {
+  const table: string[] = [];
+  const ids = new Map<string, number>();
+  const index = new Uint32Array(values.length);
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i] as string;
+    let k = ids.get(v);
+    if (k === undefined) {
+      k = table.push(v) - 1;
+      ids.set(v, k);
+    }
+    index[i] = k;
+  }
+  return { table, index };
+}
+
+export function chunkMeta(input: ChunkInput): ChunkMeta {
+  const streams = intern(input.streams);
+  const types = intern(input.types);
+  return {
+    positions: Float64Array.from(input.positions),
+    revisions: Float64Array.from(input.revisions),
+    streams: streams.table,
+    streamIndex: streams.index,
+    types: types.table,
+    typeIndex: types.index,
+  };
 }
 
 export function eventBytes(input: Pick<ChunkInput, 'bytes' | 'offsets'>, i: number): Buffer {
@@ -84,6 +125,11 @@ export function packChunk(
   return { positions, streams, revisions, ids, types, bytes, offsets, hashes, keys };
 }
 
+/**
+ * Two passes over the chunk: first everything but the signatures (hashes, parse, columns, schema), then the
+ * signatures in one tight loop, which keeps OpenSSL's code and tables hot in the cache the way a bare verify loop does
+ * (measurably faster than interleaving the JSON work with each verify).
+ */
 export function checkChunk(input: ChunkInput, keyCache: Map<string, Uint8Array>): ChunkOutput {
   for (const [signer, key] of input.keys) keyCache.set(signer, key);
   const n = input.positions.length;
@@ -92,10 +138,11 @@ export function checkChunk(input: ChunkInput, keyCache: Map<string, Uint8Array>)
   const signers: string[] = [];
   const signerIds = new Map<string, number>();
   const out: ChunkOutput = { digests, signerIndex, signers, problems: [], unknownSigner: [], keyEvents: [] };
+  const toVerify: Array<{ i: number; key: Uint8Array; signing: Buffer; signature: Buffer; signer: string }> = [];
   for (let i = 0; i < n; i++) {
     const position = input.positions[i] as number;
     const bytes = eventBytes(input, i);
-    const hash = createHash('sha256').update(bytes).digest();
+    const hash = sha256(bytes);
     digests.set(hash, DIGEST_STRIDE * i + 32);
     digests.set(leafHash(bytes), DIGEST_STRIDE * i + 64);
     const problem = (step: StepName, code: string, message: string): void => void out.problems.push({ i, step, code, message });
@@ -138,8 +185,13 @@ export function checkChunk(input: ChunkInput, keyCache: Map<string, Uint8Array>)
       out.unknownSigner.push(i);
       continue;
     }
-    if (!nodeEd25519.verify(key, parsed.signing, parsed.signature))
-      problem('signatures', 'VERIFY_BAD_SIGNATURE', `the signature of position ${position} does not verify with ${env.signer}`);
+    toVerify.push({ i, key, signing: parsed.signing, signature: parsed.signature, signer: env.signer });
   }
+  for (const v of toVerify) {
+    if (!nodeEd25519.verify(v.key, v.signing, v.signature))
+      out.problems.push({ i: v.i, step: 'signatures', code: 'VERIFY_BAD_SIGNATURE', message: `the signature of position ${input.positions[v.i]} does not verify with ${v.signer}` });
+  }
+  // Problems in event order, so the first one reported is the first bad event.
+  out.problems.sort((a, b) => a.i - b.i);
   return out;
 }

@@ -24,9 +24,9 @@ import { ZERO_HASH } from '../../domain/envelope';
 const ZERO_HASH_BYTES = Buffer.from(ZERO_HASH, 'hex');
 import { parseCheckpointBody } from '../../domain/checkpoint';
 import { parseNote, verifyNote } from '../../domain/note';
-import type { EventStore } from '../../ports/event-store.port';
+import type { EventStore, RecordedEvent } from '../../ports/event-store.port';
 import type { StoredCheckpoint } from '../../ports/checkpoint-store.port';
-import { DIGEST_STRIDE, checkChunk, packChunk, type ChunkInput, type ChunkOutput, type StepName } from './check-chunk';
+import { DIGEST_STRIDE, checkChunk, packChunk, type ChunkOutput, type StepName } from './check-chunk';
 import { inlineChecker, workerChecker, type ChunkChecker } from './worker-pool';
 import { nodeEd25519 } from '../../crypto/ed25519';
 
@@ -54,6 +54,8 @@ export interface VerificationReport {
   steps: Array<{ name: StepName; ok: boolean; checked: number }>;
   failure: VerifyFailure | null;
   durationMs: number;
+  /** How the per-event checks ran: worker threads (0: on the calling thread) and who read the stored events. */
+  checks: { workers: number; readBy: 'workers' | 'main' };
 }
 
 export interface VerifyOptions {
@@ -72,6 +74,20 @@ export interface VerifyOptions {
   progress?: Progress;
   /** Public key text the genesis (position 0) key must equal, when the auditor pins it. */
   trustedRoot?: string;
+}
+
+/** A checked chunk, however it was read: the checker's output and what the ordered pass needs of each event. */
+interface CheckedChunk {
+  n: number;
+  out: ChunkOutput;
+  /** The keys the checker verified signatures with. */
+  keys: ReadonlyMap<string, Uint8Array>;
+  position(i: number): number;
+  revision(i: number): number;
+  stream(i: number): string;
+  type(i: number): string;
+  /** The stored event, for the rare re-check on this thread. */
+  event(i: number): Promise<{ id: string; bytes: Uint8Array; hash: Uint8Array }>;
 }
 
 class Failed extends Error {
@@ -101,6 +117,7 @@ export async function verifyLedger(o: VerifyOptions): Promise<VerificationReport
   if (cpSizes.has(0)) rootsAt.set(0, acc.root());
   let failure: VerifyFailure | null = null;
   let checker: ChunkChecker | null = null;
+  let checks: VerificationReport['checks'] = { workers: 0, readBy: 'main' };
   const report = (): VerificationReport => {
     const failedIdx = failure ? STEPS.indexOf(failure.step) : STEPS.length;
     return {
@@ -114,6 +131,7 @@ export async function verifyLedger(o: VerifyOptions): Promise<VerificationReport
       steps: STEPS.map((name, i) => ({ name, ok: i < failedIdx, checked: counts.get(name) ?? 0 })),
       failure,
       durationMs: Date.now() - started,
+      checks,
     };
   };
 
@@ -129,20 +147,44 @@ export async function verifyLedger(o: VerifyOptions): Promise<VerificationReport
     // one pass over all events: envelopes, schemas, signatures (parallel), roles, chains, merkle (in order)
     progress.start('verifying events', total);
     const workers = o.workers ?? Math.max(1, (await import('node:os')).availableParallelism());
-    checker = workers > 0 && total > 4 * (o.chunkSize ?? 512) ? workerChecker(workers) : inlineChecker();
-    const inFlight: Array<Promise<{ input: Omit<ChunkInput, 'bytes'>; out: ChunkOutput; bytes: Array<Uint8Array> }>> = [];
-    const knownKeys = new Map<string, Uint8Array>();
+    const chunkSize = o.chunkSize ?? 512;
+    const parallel = workers > 0 && total > 4 * chunkSize;
+    const spec = parallel ? (o.store.parallelReadSpec?.() ?? null) : null;
+    const pool = parallel ? workerChecker(workers) : null;
+    checker = pool ?? inlineChecker();
+    checks = { workers: pool ? workers : 0, readBy: pool && spec ? 'workers' : 'main' };
+    const inFlight: Array<Promise<CheckedChunk>> = [];
     const maxInFlight = Math.max(2, workers * 2);
     let expectedPosition = 0;
 
+    // Keys the signature checks use: a hint, the first registration of each key id (a key id is registered once);
+    // the ordered pass below checks that the key a signature was checked with is the one registered for its signer.
+    const knownKeys = new Map<string, Uint8Array>();
+    const hintKey = (bytes: Uint8Array): void => {
+      try {
+        const data = JSON.parse(Buffer.from(bytes).toString('utf8')).data as { keyId?: unknown; publicKey?: unknown };
+        if (typeof data.publicKey === 'string' && typeof data.keyId === 'string' && !knownKeys.has(data.keyId))
+          knownKeys.set(data.keyId, o.decodeKey(data.publicKey).publicKey);
+      } catch {
+        // a malformed key event is reported by the ordered checks
+      }
+    };
+    const storeRead = async (position: number): Promise<{ id: string; bytes: Uint8Array; hash: Uint8Array }> => {
+      for await (const batch of o.store.readAll({ fromPosition: position, toPosition: position + 1 })) for (const e of batch) return e;
+      throw new Failed({ step: 'envelopes', code: 'VERIFY_POSITION_GAP', message: `position ${position} disappeared during verification`, position });
+    };
+
     const consume = async (): Promise<void> => {
-      const { input, out, bytes } = await (inFlight.shift() as (typeof inFlight)[number]);
+      const c = await (inFlight.shift() as Promise<CheckedChunk>);
+      const { out } = c;
       const problems = new Map(out.problems.map((p) => [p.i, p]));
       const unknown = new Set(out.unknownSigner);
       const keyData = new Map(out.keyEvents.map((k) => [k.i, k.data]));
+      // Per signer: does the key the checker used equal the registered one? (Decided once per chunk.)
+      const sameKey = new Map<string, boolean>();
       const d = out.digests;
-      for (let i = 0; i < input.positions.length; i++) {
-        const position = input.positions[i] as number;
+      for (let i = 0; i < c.n; i++) {
+        const position = c.position(i);
         const at = (step: StepName, code: string, message: string): never => {
           throw new Failed({ step, code, message, position });
         };
@@ -154,25 +196,40 @@ export async function verifyLedger(o: VerifyOptions): Promise<VerificationReport
         bump('envelopes');
         bump('schemas');
         // Past the checker, the stored columns equal the signed envelope's fields.
-        const type = input.types[i] as string;
-        const stream = input.streams[i] as string;
-        const revision = input.revisions[i] as number;
+        const type = c.type(i);
+        const stream = c.stream(i);
+        const revision = c.revision(i);
         const signer = out.signers[out.signerIndex[i] as number] as string;
         const data = keyData.get(i) ?? {};
         // roles (and the signature of an event whose key the checker did not have)
         const authority = registry.authorize({ type, data, signer, position });
         if (authority) at('roles', authority.code, authority.message);
-        if (unknown.has(i)) {
-          const key = position === 0 ? o.decodeKey(String(data.publicKey)).publicKey : registry.get(signer)?.publicKey;
-          const again = checkChunk(packChunk([{ position, stream, revision, id: input.ids[i] as string, type, bytes: bytes[i] as Uint8Array, hash: input.hashes.subarray(32 * i, 32 * i + 32) }], key ? [[signer, key]] : []), new Map());
+        if (position === 0 && o.trustedRoot && data.publicKey !== o.trustedRoot)
+          at('roles', 'VERIFY_UNTRUSTED_ROOT', `the ledger's root key ${String(data.publicKey)} is not the trusted root key ${o.trustedRoot}`);
+        registry.apply({ type, data, position });
+        let recheckWith: Uint8Array | null | undefined;
+        if (unknown.has(i)) recheckWith = position === 0 ? o.decodeKey(String(data.publicKey)).publicKey : (registry.get(signer)?.publicKey ?? null);
+        else {
+          let same = sameKey.get(signer);
+          if (same === undefined) {
+            const used = c.keys.get(signer);
+            const registered = registry.get(signer)?.publicKey;
+            same = used !== undefined && registered !== undefined && Buffer.from(used).equals(Buffer.from(registered));
+            sameKey.set(signer, same);
+          }
+          if (!same) recheckWith = registry.get(signer)?.publicKey ?? null;
+        }
+        if (recheckWith !== undefined) {
+          const e = await c.event(i);
+          const again = checkChunk(
+            packChunk([{ position, stream, revision, id: e.id, type, bytes: e.bytes, hash: e.hash }], recheckWith ? [[signer, recheckWith]] : []),
+            new Map(),
+          );
           const p = again.problems[0];
           if (p) at(p.step, p.code, p.message);
           if (again.unknownSigner.length > 0) at('signatures', 'VERIFY_UNKNOWN_SIGNER', `no key for ${signer}`);
         }
         bump('signatures');
-        if (position === 0 && o.trustedRoot && data.publicKey !== o.trustedRoot)
-          at('roles', 'VERIFY_UNTRUSTED_ROOT', `the ledger's root key ${String(data.publicKey)} is not the trusted root key ${o.trustedRoot}`);
-        registry.apply({ type, data, position });
         bump('roles');
         // chains
         const last = streams.get(stream);
@@ -192,23 +249,52 @@ export async function verifyLedger(o: VerifyOptions): Promise<VerificationReport
       progress.tick(acc.size, total);
     };
 
-    for await (const batch of o.store.readAll({ batchSize: o.chunkSize ?? 512 })) {
-      for (const e of batch) {
-        if (e.type === 'KeyRegistered') {
-          try {
-            const data = JSON.parse(Buffer.from(e.bytes).toString('utf8')).data as { keyId?: unknown; publicKey?: unknown };
-            if (typeof data.publicKey === 'string' && typeof data.keyId === 'string') knownKeys.set(data.keyId, o.decodeKey(data.publicKey).publicKey);
-          } catch {
-            // a malformed key event is reported by the ordered checks
-          }
-        }
+    if (pool && spec) {
+      // The workers read the rows themselves; the main thread only runs the ordered pass.
+      const readFailed = (e: unknown): never => {
+        throw new Failed({ step: 'storage', code: 'VERIFY_STORAGE_READ', message: `reading the stored events failed: ${(e as Error).message}` });
+      };
+      for (const k of await pool.keyRegistrations(spec).catch(readFailed)) hintKey(k.bytes);
+      const keys = [...knownKeys.entries()];
+      const keyMap = new Map(keys);
+      for (let from = 0; from < total; from += chunkSize) {
+        const to = Math.min(total, from + chunkSize);
+        inFlight.push(
+          pool.checkRange(spec, from, to, keys).then(
+            ({ out, meta }) => ({
+              n: meta.positions.length,
+              out,
+              keys: keyMap,
+              position: (i) => meta.positions[i] as number,
+              revision: (i) => meta.revisions[i] as number,
+              stream: (i) => meta.streams[meta.streamIndex[i] as number] as string,
+              type: (i) => meta.types[meta.typeIndex[i] as number] as string,
+              event: (i) => storeRead(meta.positions[i] as number),
+            }),
+            readFailed,
+          ),
+        );
+        if (inFlight.length >= maxInFlight) await consume();
       }
-      const input = packChunk(batch, [...knownKeys.entries()]);
-      // Keep what the ordered pass needs; the packed bytes are transferred to a worker.
-      const meta = { ...input, bytes: undefined };
-      const bytes = batch.map((e) => e.bytes);
-      inFlight.push(checker.check(input).then((out) => ({ input: meta, out, bytes })));
-      if (inFlight.length >= maxInFlight) await consume();
+    } else {
+      for await (const batch of o.store.readAll({ batchSize: chunkSize })) {
+        for (const e of batch) if (e.type === 'KeyRegistered') hintKey(e.bytes);
+        const input = packChunk(batch, [...knownKeys.entries()]);
+        const keys = new Map(knownKeys);
+        inFlight.push(
+          checker.check(input).then((out) => ({
+            n: batch.length,
+            out,
+            keys,
+            position: (i) => (batch[i] as RecordedEvent).position,
+            revision: (i) => (batch[i] as RecordedEvent).revision,
+            stream: (i) => (batch[i] as RecordedEvent).stream,
+            type: (i) => (batch[i] as RecordedEvent).type,
+            event: async (i) => batch[i] as RecordedEvent,
+          })),
+        );
+        if (inFlight.length >= maxInFlight) await consume();
+      }
     }
     while (inFlight.length > 0) await consume();
     progress.end(`${acc.size} events`);

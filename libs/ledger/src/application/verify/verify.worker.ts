@@ -1,13 +1,56 @@
-/** Worker thread entry: runs checkChunk on chunks posted by the verifier. */
+/**
+ * Worker thread entry for ledger verification. Three requests:
+ *   chunk  check events the main thread read and packed (any EventStore);
+ *   range  read events [from, to) over this worker's own read-only connection and check them (SQLite), so the rows
+ *          never cross threads; only digests and a compact summary go back;
+ *   keys   the stored KeyRegistered events, a hint for which keys to verify with (the ordered pass decides).
+ * This file is a composition root like a CLI entry: it is where the SQLite range reader is wired in.
+ */
 import { parentPort } from 'node:worker_threads';
-import { checkChunk, type ChunkInput } from './check-chunk';
+import type { ParallelReadSpec } from '../../ports/event-store.port';
+import { openRangeReader, type RangeReader } from '../../adapters/sqlite/sqlite-range-reader';
+import { checkChunk, chunkMeta, packChunk, type ChunkInput, type ChunkOutput } from './check-chunk';
 
 const keyCache = new Map<string, Uint8Array>();
+const readers = new Map<string, RangeReader>();
 
-parentPort?.on('message', (msg: { seq: number; input: ChunkInput }) => {
+function reader(spec: ParallelReadSpec): RangeReader {
+  let r = readers.get(spec.path);
+  if (!r) {
+    r = openRangeReader(spec);
+    readers.set(spec.path, r);
+  }
+  return r;
+}
+
+export type WorkerRequest =
+  | { seq: number; op: 'chunk'; input: ChunkInput }
+  | { seq: number; op: 'range'; spec: ParallelReadSpec; from: number; to: number; keys: Array<[string, Uint8Array]> }
+  | { seq: number; op: 'keys'; spec: ParallelReadSpec };
+
+function transferOf(out: ChunkOutput): ArrayBuffer[] {
+  return [out.digests.buffer as ArrayBuffer, out.signerIndex.buffer as ArrayBuffer];
+}
+
+parentPort?.on('message', (msg: WorkerRequest) => {
   try {
-    const out = checkChunk(msg.input, keyCache);
-    parentPort?.postMessage({ seq: msg.seq, out }, [out.digests.buffer as ArrayBuffer, out.signerIndex.buffer as ArrayBuffer]);
+    if (msg.op === 'chunk') {
+      const out = checkChunk(msg.input, keyCache);
+      parentPort?.postMessage({ seq: msg.seq, out }, transferOf(out));
+    } else if (msg.op === 'range') {
+      const input = packChunk(reader(msg.spec).range(msg.from, msg.to), msg.keys);
+      const out = checkChunk(input, keyCache);
+      const meta = chunkMeta(input);
+      parentPort?.postMessage({ seq: msg.seq, out, meta }, [
+        ...transferOf(out),
+        meta.positions.buffer as ArrayBuffer,
+        meta.revisions.buffer as ArrayBuffer,
+        meta.streamIndex.buffer as ArrayBuffer,
+        meta.typeIndex.buffer as ArrayBuffer,
+      ]);
+    } else {
+      parentPort?.postMessage({ seq: msg.seq, keys: reader(msg.spec).keyRegistrations() });
+    }
   } catch (e) {
     parentPort?.postMessage({ seq: msg.seq, error: e instanceof Error ? e.message : String(e) });
   }

@@ -1,11 +1,12 @@
 /**
- * A small pool of verification workers. Chunks are handed out round-robin and results come back in submission
- * order. Under ts sources (jest, ts-register) the worker is started through the repository's TypeScript hook.
+ * A small pool of verification workers. Requests are handed out round-robin and each resolves with its own reply.
+ * Under ts sources (jest, ts-register) the worker is started through the repository's TypeScript hook.
  */
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { checkChunk, type ChunkInput, type ChunkOutput } from './check-chunk';
+import type { ParallelReadSpec } from '../../ports/event-store.port';
+import { checkChunk, type ChunkInput, type ChunkMeta, type ChunkOutput } from './check-chunk';
 
 function workerEntry(): { file: string; execArgv: string[] } {
   const js = join(__dirname, 'verify.worker.js');
@@ -25,40 +26,62 @@ export interface ChunkChecker {
   close(): Promise<void>;
 }
 
+/** Workers that can also read a store by themselves (parallelReadSpec). */
+export interface RangeChecker extends ChunkChecker {
+  /** Reads and checks events [from, to) on a worker. */
+  checkRange(spec: ParallelReadSpec, from: number, to: number, keys: Array<[string, Uint8Array]>): Promise<{ out: ChunkOutput; meta: ChunkMeta }>;
+  /** The stored KeyRegistered events' bytes, read on a worker. */
+  keyRegistrations(spec: ParallelReadSpec): Promise<Array<{ position: number; bytes: Uint8Array }>>;
+}
+
 /** Runs the checks on the calling thread (small ledgers, tests). */
 export function inlineChecker(): ChunkChecker {
   const cache = new Map<string, Uint8Array>();
   return { check: async (input) => checkChunk(input, cache), close: async () => {} };
 }
 
-export function workerChecker(count: number): ChunkChecker {
+interface Reply {
+  seq: number;
+  out?: ChunkOutput;
+  meta?: ChunkMeta;
+  keys?: Array<{ position: number; bytes: Uint8Array }>;
+  error?: string;
+}
+
+export function workerChecker(count: number): RangeChecker {
   const { file, execArgv } = workerEntry();
   const workers = Array.from({ length: count }, () => new Worker(file, { execArgv }));
-  const pending = new Map<number, { resolve: (o: ChunkOutput) => void; reject: (e: Error) => void }>();
+  const pending = new Map<number, { resolve: (r: Reply) => void; reject: (e: Error) => void }>();
   let seq = 0;
   for (const w of workers) {
-    w.on('message', (m: { seq: number; out?: ChunkOutput; error?: string }) => {
+    w.on('message', (m: Reply) => {
       const p = pending.get(m.seq);
       if (!p) return;
       pending.delete(m.seq);
-      if (m.out) p.resolve(m.out);
-      else p.reject(new Error(m.error ?? 'worker failed'));
+      if (m.error === undefined) p.resolve(m);
+      else p.reject(new Error(m.error));
     });
     w.on('error', (e) => {
       for (const p of pending.values()) p.reject(e);
       pending.clear();
     });
   }
+  const post = (msg: Record<string, unknown>, transfer: ArrayBuffer[] = []): Promise<Reply> => {
+    const s = seq++;
+    const w = workers[s % workers.length] as Worker;
+    return new Promise((resolve, reject) => {
+      pending.set(s, { resolve, reject });
+      w.postMessage({ ...msg, seq: s }, transfer);
+    });
+  };
   return {
-    check(input) {
-      const s = seq++;
-      const w = workers[s % workers.length] as Worker;
-      return new Promise((resolve, reject) => {
-        pending.set(s, { resolve, reject });
-        // The envelope bytes are transferred, not copied; the caller keeps no reference to them.
-        w.postMessage({ seq: s, input }, [input.bytes.buffer as ArrayBuffer]);
-      });
+    // The envelope bytes are transferred, not copied; the caller keeps no reference to them.
+    check: async (input) => (await post({ op: 'chunk', input }, [input.bytes.buffer as ArrayBuffer])).out as ChunkOutput,
+    async checkRange(spec, from, to, keys) {
+      const r = await post({ op: 'range', spec, from, to, keys });
+      return { out: r.out as ChunkOutput, meta: r.meta as ChunkMeta };
     },
+    keyRegistrations: async (spec) => (await post({ op: 'keys', spec })).keys ?? [],
     async close() {
       await Promise.all(workers.map((w) => w.terminate()));
     },

@@ -1,0 +1,36 @@
+/**
+ * Reads a SQLite ledger's events by position range on a verification worker thread, over the worker's own read-only
+ * connection, so the rows never cross threads: the worker reads, checks and sends back only digests (see
+ * application/verify). Opened from the path the event store reports in `parallelReadSpec()`.
+ */
+import Database from 'better-sqlite3';
+import type { ParallelReadSpec } from '../../ports/event-store.port';
+
+export interface RangeRow {
+  position: number;
+  stream: string;
+  revision: number;
+  id: string;
+  type: string;
+  bytes: Buffer;
+  hash: Buffer;
+}
+
+export interface RangeReader {
+  /** Events in [from, to), in position order. */
+  range(from: number, to: number): RangeRow[];
+  /** Stored bytes of every KeyRegistered event, in position order (unverified: a hint for the signature checks). */
+  keyRegistrations(): Array<{ position: number; bytes: Buffer }>;
+  close(): void;
+}
+
+export function openRangeReader(spec: ParallelReadSpec): RangeReader {
+  const db = new Database(spec.path, { readonly: true, fileMustExist: true });
+  const range = db.prepare('SELECT position, stream, revision, id, type, bytes, hash FROM events WHERE position >= ? AND position < ? ORDER BY position');
+  const keys = db.prepare("SELECT position, bytes FROM events WHERE type = 'KeyRegistered' ORDER BY position");
+  return {
+    range: (from, to) => range.all(from, to) as RangeRow[],
+    keyRegistrations: () => keys.all() as Array<{ position: number; bytes: Buffer }>,
+    close: () => db.close(),
+  };
+}
