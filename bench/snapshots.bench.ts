@@ -5,7 +5,10 @@
  * Generates, under --dir (default the OS temp dir), (a) one file of 2 GiB x scale and (b) 20,000 x scale small files
  * totalling 500 MB x scale, measures in the same run the raw baselines over the same bytes (`openssl dgst -sha256`
  * and a bare node:crypto loop; `cp -r` into the store's file system; `tar -c DIR | sha256sum`), then runs each
- * snapshot in a child process (so its peak RSS, worker threads included, is measured alone). Baselines and snapshots
+ * snapshot in a child process (so its peak RSS, worker threads included, is measured alone). The figure of every
+ * snapshot, (a), (b) and (c) alike, is the time the child measures around the snapshot call (`SnapshotHome.create`:
+ * stat cache, index load, walk, hashing, durable commit, events), not Node's start-up and module loading; the
+ * child's whole process time is printed too. Baselines are external commands timed as processes. Baselines and snapshots
  * are interleaved and each figure is the best of --repeat runs (default 2): this machine's file-system write speed
  * varies several-fold from one minute to the next. Every measurement starts after a `sync`.
  *   (a) root CID without storing (--dry-run)     target >= 80 % of the openssl SHA-256 rate

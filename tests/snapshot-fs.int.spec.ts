@@ -314,6 +314,26 @@ describe('checkout', () => {
     await h.close();
   });
 
+  it('stores and materialises empty files, in a batch of their own and among others', async () => {
+    const h = home();
+    const alone = fresh('ws');
+    mkdirSync(alone);
+    writeFileSync(join(alone, 'main.py'), '');
+    const mixed = fresh('ws');
+    mkdirSync(join(mixed, 'd'), { recursive: true });
+    writeFileSync(join(mixed, 'd', 'empty'), '');
+    writeFileSync(join(mixed, 'full.txt'), 'x'.repeat(5000));
+    for (const ws of [alone, mixed]) {
+      const r = await h.create(ws);
+      expect((await h.verify(r.root)).files).toBeGreaterThan(0); // throws on a missing or bad blob
+      const out = fresh('out');
+      await h.checkout(r.root, out);
+      expect((await h.create(out, { dryRun: true })).rootCid).toBe(r.rootCid);
+    }
+    expect(readFileSync(join(alone, 'main.py')).length).toBe(0);
+    await h.close();
+  });
+
   it('fails on the first blob that does not match its CID, naming the path and the CID, and leaves nothing behind', async () => {
     const ws = fresh('ws');
     writeSample(ws);
@@ -324,23 +344,28 @@ describe('checkout', () => {
     for await (const b of store.list()) victims.push(b.cid.toString());
     expect(victims.length).toBeGreaterThan(8);
     for (const v of victims) {
-      const path = store.blobPath(CID.parse(v));
-      const original = readFileSync(path);
-      if (original.length === 0) continue;
-      const flipped = Buffer.from(original);
-      flipped[flipped.length >> 1] = (flipped[flipped.length >> 1] as number) ^ 0x80;
-      chmodSync(path, 0o644);
-      writeFileSync(path, flipped);
+      // Flip one byte of the blob inside its pack file.
+      const at = store.locate(CID.parse(v));
+      if (!at) throw new Error(`${v} is not in a pack`);
+      if (at.length === 0) continue;
+      const pack = readFileSync(at.path);
+      const flipped = Buffer.from(pack);
+      const i = at.offset + (at.length >> 1);
+      flipped[i] = (flipped[i] as number) ^ 0x80;
+      chmodSync(at.path, 0o644);
+      writeFileSync(at.path, flipped);
       const out = fresh('out');
       const c = await failure(h.checkout(r.root, out));
       expect(c.code).toBe('SNAPSHOT_BLOB_CORRUPT');
       expect(c.message).toContain(v);
+      expect(c.message).toContain(at.path);
       expect(existsSync(out)).toBe(false);
       expect(readdirSync(base).filter((x) => x.includes('assay-checkout'))).toEqual([]);
       const ver = await failure(h.verify(r.root));
       expect(ver.code).toBe('SNAPSHOT_BLOB_CORRUPT');
       expect(ver.message).toContain(v);
-      writeFileSync(path, original);
+      expect(ver.message).toContain(at.path);
+      writeFileSync(at.path, pack);
     }
     await expect(h.verify(r.root)).resolves.toMatchObject({ files: 7 });
     await h.close();
@@ -371,6 +396,76 @@ describe('garbage collection on disk', () => {
     const c = await h.create(ws);
     expect(c.rootCid).toBe(b.rootCid);
     await expect(h.verify(c.root)).resolves.toMatchObject({ files: 7 });
+    await h.close();
+  });
+
+  it('compacts packs: live blobs are copied out of packs holding dead ones, dead bytes are gone, small packs merge', async () => {
+    const ws = fresh('ws');
+    writeSample(ws);
+    const h = home();
+    const packBytes = () =>
+      readdirSync(join(h.home, 'blobs', 'packs'))
+        .filter((x) => x.endsWith('.pack'))
+        .map((x) => readFileSync(join(h.home, 'blobs', 'packs', x)));
+    const a = await h.create(ws);
+    const secret = 'dead-bytes-'.repeat(50);
+    writeFileSync(join(ws, 'dir/sub/c.txt'), secret);
+    const b = await h.create(ws);
+    writeFileSync(join(ws, 'dir/sub/c.txt'), 'v3');
+    const c = await h.create(ws);
+    // One pack or more per snapshot (the hashing threads write packs of their own, the batch one more).
+    const packsBefore = packBytes().length;
+    expect(packsBefore).toBeGreaterThanOrEqual(3);
+    expect(packBytes().some((p) => p.includes(secret))).toBe(true);
+    const before = packBytes().reduce((sum, p) => sum + p.length, 0);
+    expect(await h.unpin(b.root)).toBe(true);
+    // A reader in another process that loaded the index (and opened packs) before the collection.
+    const reader = SnapshotHome.open(h.home, { clock: future(), durability: 'none' });
+    await expect(reader.verify(a.root)).resolves.toMatchObject({ files: 7 });
+    const g = await h.gc({ graceMs: 0 });
+    expect(g.deleted).toBe(4); // c.txt of b, the manifests of dir/sub, dir and the root of b
+    // b's packs held only dead blobs: removed; a's and c's were small: merged into one.
+    expect(g.compaction.packsRewritten).toBeGreaterThanOrEqual(2);
+    expect(g.compaction.packsRemoved + g.stagingRemoved).toBe(packsBefore);
+    expect(g.compaction.bytesReclaimed).toBeGreaterThanOrEqual(0);
+    expect(packBytes()).toHaveLength(1);
+    expect((packBytes()[0] as Buffer).length).toBeLessThan(before - secret.length);
+    expect(packBytes().some((p) => p.includes(secret))).toBe(false);
+    await expect(h.verify(a.root)).resolves.toMatchObject({ files: 7 });
+    await expect(h.verify(c.root)).resolves.toMatchObject({ files: 7 });
+    expect((await failure(h.verify(b.root))).code).toBe('SNAPSHOT_BLOB_MISSING');
+    // The reader finds the moved blobs again (its index is stale: the packs it names are gone).
+    await expect(reader.verify(c.root)).resolves.toMatchObject({ files: 7 });
+    await h.unpin(a.root);
+    await h.gc({ graceMs: 0 });
+    await expect(reader.verify(c.root)).resolves.toMatchObject({ files: 7 });
+    await reader.close();
+    await h.close();
+  });
+
+  it('a snapshot started during a collection waits for it, then stores and dedups against what survived', async () => {
+    const ws = fresh('ws');
+    writeSample(ws);
+    const h = SnapshotHome.open(fresh('home'), { clock: future(), durability: 'batch' });
+    const first = await h.create(ws);
+    await h.unpin(first.root);
+    const lock = await h.store.lockForGc();
+    // While the lock is held a writer cannot begin; it waits, and proceeds once the collection is over.
+    const other = SnapshotHome.open(h.home, { clock: future(), durability: 'batch' });
+    const pending = other.create(ws, { useCache: false });
+    await new Promise((r) => setTimeout(r, 300));
+    for await (const x of h.store.list()) await h.store.delete(x.cid);
+    await h.store.compact();
+    await lock.release();
+    const second = await pending;
+    expect(second.rootCid).toBe(first.rootCid);
+    expect(second.newBlobs).toBeGreaterThan(8);
+    await expect(h.verify(second.root)).resolves.toMatchObject({ files: 7 });
+    // And a collection refuses to start while that writer is registered.
+    const batch = await other.store.begin();
+    expect((await failure(h.gc({ graceMs: 0 }))).code).toBe('SNAPSHOT_STORE_BUSY');
+    await batch.abort();
+    await other.close();
     await h.close();
   });
 });

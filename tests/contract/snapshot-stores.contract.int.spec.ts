@@ -1,4 +1,4 @@
-import { mkdtempSync, readdirSync, rmSync, writeFileSync, chmodSync, readFileSync } from 'node:fs';
+import { closeSync, mkdirSync, mkdtempSync, openSync, readdirSync, rmSync, writeFileSync, writeSync, chmodSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CID } from 'multiformats/cid';
@@ -71,9 +71,12 @@ const storeKits: Array<[string, () => StoreKit]> = [
         store,
         clock,
         tamper: (cid, bytes) => {
-          const path = store.blobPath(CID.parse(cid));
-          chmodSync(path, 0o644);
-          writeFileSync(path, bytes);
+          const at = store.locate(CID.parse(cid));
+          if (!at || at.length !== bytes.length) throw new Error('test: tamper needs a packed blob of the same length');
+          chmodSync(at.path, 0o644);
+          const fd = openSync(at.path, 'r+');
+          writeSync(fd, bytes, 0, bytes.length, at.offset);
+          closeSync(fd);
         },
       };
     },
@@ -145,6 +148,44 @@ describe.each(storeKits)('BlobStore contract: %s', (_name, make) => {
     expect(await store.has(a.cid)).toBe(false);
   });
 
+  it('compacts under the GC lock: deleted blobs stay gone, live ones stay readable', async () => {
+    const { store } = make();
+    const batch = await store.begin();
+    await batch.put(a);
+    await batch.put(b);
+    await batch.put(m);
+    await batch.commit();
+    const lock = await store.lockForGc();
+    expect(await store.delete(b.cid)).toBe(true);
+    const r = await store.compact();
+    expect(r.packsRewritten).toBeGreaterThanOrEqual(0);
+    expect(r.bytesReclaimed).toBeGreaterThanOrEqual(0);
+    await lock.release();
+    expect(await store.has(b.cid)).toBe(false);
+    expect(await code(store.get(b.cid))).toBe('SNAPSHOT_BLOB_MISSING');
+    expect(Buffer.from(await store.get(a.cid)).toString()).toBe('alpha');
+    expect((await store.get(m.cid)).length).toBe(m.bytes.length);
+    const listed: string[] = [];
+    for await (const x of store.list()) listed.push(x.cid.toString());
+    expect(listed.sort()).toEqual([a.cid.toString(), m.cid.toString()].sort());
+  });
+
+  it('stores raw chunks through putRawChunks where offered, deduplicating them', async () => {
+    const { store } = make();
+    const batch = await store.begin();
+    if (!batch.putRawChunks) {
+      await batch.abort();
+      return;
+    }
+    const data = new Uint8Array([...a.bytes, ...b.bytes, ...a.bytes]);
+    const digests = new Uint8Array([...a.cid.multihash.digest, ...b.cid.multihash.digest, ...a.cid.multihash.digest]);
+    expect(batch.putRawChunks(data, [a.bytes.length, b.bytes.length, a.bytes.length], digests)).toBe(a.bytes.length + b.bytes.length);
+    expect(await batch.put(a)).toBe(false);
+    expect(Buffer.from(await batch.get(b.cid)).toString()).toBe('beta');
+    await batch.commit();
+    expect(Buffer.from(await store.get(a.cid)).toString()).toBe('alpha');
+  });
+
   it('keeps garbage collection and writers apart', async () => {
     const { store } = make();
     const w = await store.begin();
@@ -159,17 +200,18 @@ describe.each(storeKits)('BlobStore contract: %s', (_name, make) => {
 });
 
 describe('FsBlobStore on disk', () => {
-  it('never shows a staged blob under its final name, and cleans up after a crashed writer', async () => {
+  it('keeps a batch in a pack of its own that the index names only after commit, and cleans up after a crashed writer', async () => {
     const dir = join(tmp(), 'blobs');
     const clock = new ManualClock('2030-01-01');
     const store = FsBlobStore.open(dir, { clock, durability: 'none' });
     const batch = await store.begin();
     const blk = rawBlock(new TextEncoder().encode('staged'));
     await batch.put(blk);
-    const shard = FsBlobStore.shardOf(blk.cid);
-    const names = readdirSync(join(dir, 'blocks', shard));
-    expect(names).toHaveLength(1);
-    expect(names[0]).toMatch(/^\.tmp\./);
+    const packs = () => readdirSync(join(dir, 'packs')).filter((n) => n.endsWith('.pack'));
+    expect(packs()).toHaveLength(1);
+    expect(store.locate(blk.cid)).toBeNull();
+    // Another process opening the store does not see it either.
+    expect(await FsBlobStore.open(dir).has(blk.cid)).toBe(false);
     // Simulate a crash: the writer record names a dead process.
     const writers = readdirSync(join(dir, 'writers'));
     expect(writers).toHaveLength(1);
@@ -178,15 +220,55 @@ describe('FsBlobStore on disk', () => {
     const lock = await store.lockForGc();
     expect(await store.cleanupStaging(Date.now() + 10_000, 0)).toBe(1);
     await lock.release();
-    expect(readdirSync(join(dir, 'blocks', shard))).toEqual([]);
+    expect(packs()).toEqual([]);
     expect(readdirSync(join(dir, 'writers'))).toEqual([]);
+  });
+
+  it('rolls over to a new pack at packMaxBytes, and a second process sees what the first committed', async () => {
+    const dir = join(tmp(), 'blobs');
+    const store = FsBlobStore.open(dir, { durability: 'none', packMaxBytes: 1 << 16 });
+    const batch = await store.begin();
+    const blocks = Array.from({ length: 6 }, (_, i) => rawBlock(new Uint8Array(30_000).fill(i + 1)));
+    for (const b of blocks) await batch.put(b);
+    await batch.commit();
+    expect(readdirSync(join(dir, 'packs')).filter((n) => n.endsWith('.pack')).length).toBeGreaterThanOrEqual(3);
+    const other = FsBlobStore.open(dir);
+    for (const b of blocks) expect(Buffer.from(await other.get(b.cid)).equals(Buffer.from(b.bytes))).toBe(true);
+    const late = rawBlock(new TextEncoder().encode('late'));
+    const b2 = await store.begin();
+    await b2.put(late);
+    await b2.commit();
+    expect(await other.has(late.cid)).toBe(true);
+  });
+
+  it('still reads, lists and deletes the loose blobs of an assay-blobs/1 store, and writes new blobs to packs', async () => {
+    const dir = join(tmp(), 'blobs');
+    const old = rawBlock(new TextEncoder().encode('from an older store'));
+    const shard = FsBlobStore.shardOf(old.cid);
+    mkdirSync(join(dir, 'blocks', shard), { recursive: true });
+    writeFileSync(join(dir, 'blocks', shard, old.cid.toString()), old.bytes);
+    writeFileSync(join(dir, 'store.json'), '{"format":"assay-blobs/1"}');
+    const store = FsBlobStore.open(dir);
+    expect(JSON.parse(readFileSync(join(dir, 'store.json'), 'utf8'))).toEqual({ format: 'assay-blobs/2' });
+    expect(Buffer.from(await store.get(old.cid)).toString()).toBe('from an older store');
+    const batch = await store.begin();
+    expect(await batch.put(old)).toBe(false);
+    const fresh = rawBlock(new TextEncoder().encode('new'));
+    expect(await batch.put(fresh)).toBe(true);
+    await batch.commit();
+    expect(store.locate(fresh.cid)).not.toBeNull();
+    const listed: string[] = [];
+    for await (const b of store.list()) listed.push(b.cid.toString());
+    expect(listed.sort()).toEqual([old.cid.toString(), fresh.cid.toString()].sort());
+    expect(await store.delete(old.cid)).toBe(true);
+    expect(await store.has(old.cid)).toBe(false);
   });
 
   it('refuses a store of another format', () => {
     const dir = join(tmp(), 'blobs');
     FsBlobStore.open(dir);
     writeFileSync(join(dir, 'store.json'), '{"format":"something-else"}');
-    expect(() => FsBlobStore.open(dir)).toThrow(/expected assay-blobs\/1/);
+    expect(() => FsBlobStore.open(dir)).toThrow(/expected assay-blobs\/2/);
   });
 });
 

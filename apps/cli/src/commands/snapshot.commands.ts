@@ -236,7 +236,8 @@ export function register(program: Command, ctx: CliContext, options: { sink?: Si
         o.json,
         r,
         `${r.dryRun ? 'would delete' : 'deleted'} ${r.deleted} blobs (${r.deletedBytes} bytes); ${r.reachable} reachable from ${r.pins} pins; ` +
-          `${r.young} unreferenced but younger than ${grace} s kept`,
+          `${r.young} unreferenced but younger than ${grace} s kept` +
+          (r.dryRun ? '' : `; ${r.compaction.packsRewritten} packs rewritten, ${r.compaction.packsRemoved + r.stagingRemoved} removed`),
       );
     });
 

@@ -4,9 +4,9 @@ import { CHUNK_SIZE, chunkCount, rawBlock } from '../domain/format';
 import type { SourceKind, SourceStat } from '../domain/stat-cache';
 import { ioError, showPath, snapshotError } from '../domain/snapshot.errors';
 import { decodeUtf8Strict } from '../domain/names';
-import type { BlobBatch, FsStaging } from '../ports/blob-store.port';
+import type { BlobBatch, PackStaging } from '../ports/blob-store.port';
 import type { ContentHasher, HashRequest, HashedFile, SourceEntry, TreeSource } from '../ports/tree-source.port';
-import { STAT_WORDS, type KernelFailure, type KernelStat, type KernelStaging } from './hash-kernel';
+import { STAT_WORDS, type KernelFailure, type KernelStat, type PackTarget, type PackedOutput, type RangeOutput } from './hash-kernel';
 import { HashPool, defaultWorkers } from './hash-pool';
 
 export function kindOf(st: fs.BigIntStats | fs.Stats): SourceKind {
@@ -46,8 +46,12 @@ export interface FsTreeSourceOptions {
   readonly workers?: number;
 }
 
-/** How many chunks one worker job hashes of a large file (32 MiB: long sequential reads, fine load balance). */
+/**
+ * How many chunks one worker job hashes of a large file (32 MiB: long sequential reads, fine load balance); 16
+ * when the job also returns the bytes for the store (bounds the memory held by jobs in flight).
+ */
 const RANGE_CHUNKS = 32;
+const RANGE_CHUNKS_STORED = 16;
 /** Small files are sent to workers in batches of at most this many files / bytes. */
 const SMALL_BATCH_FILES = 128;
 const SMALL_BATCH_BYTES = 8 << 20;
@@ -200,8 +204,8 @@ class FsHasher implements ContentHasher {
   private flushQueued = false;
   private inflight = 0;
   private waiters: Array<() => void> = [];
-  private readonly staging: FsStaging | null;
-  private readonly kstaging: KernelStaging | null;
+  /** The batch's raw-chunk fast path: the threads return the bytes they hashed, stored here without rehashing. */
+  private readonly sink: ((data: Uint8Array, lengths: readonly number[], digests: Uint8Array, release?: () => void) => number) | null;
 
   constructor(
     private readonly src: FsTreeSource,
@@ -209,20 +213,23 @@ class FsHasher implements ContentHasher {
     private readonly batch: BlobBatch | null,
     private readonly procCheck: boolean,
   ) {
-    this.staging = batch ? batch.fsStaging() : null;
-    this.kstaging = this.staging ? { blocksDir: this.staging.blocksDir, tempPrefix: this.staging.tempPrefix } : null;
-    this.staging?.setPublisher((from, to) => this.publish(from, to));
+    this.sink = batch?.putRawChunks ? batch.putRawChunks.bind(batch) : null;
+    this.packs = batch?.packStaging ? batch.packStaging() : null;
   }
 
-  /** The renames of a commit, spread over the hashing threads. */
-  private async publish(from: string[], to: string[]): Promise<void> {
-    const parts = Math.max(1, this.pool.parallelism * 2);
-    const per = Math.ceil(from.length / parts);
-    const jobs: Array<Promise<unknown>> = [];
-    for (let i = 0; i < from.length; i += per) {
-      jobs.push(this.pool.run('publish', { from: from.slice(i, i + per), to: to.slice(i, i + per) }, 0));
-    }
-    await Promise.all(jobs);
+  /** The pack store's thread fast path: threads append what they hash to packs of their own. */
+  private readonly packs: PackStaging | null;
+  private target: PackTarget | null = null;
+
+  /** Where a job of this cost should write, if it runs on a worker thread (the dedup table is built then, once). */
+  private packTarget(cost: number): PackTarget | null {
+    if (!this.packs || !this.pool.wouldUseWorkers(cost)) return null;
+    this.target ??= { dir: this.packs.dir, batch: this.packs.batch, maxBytes: this.packs.maxBytes, table: this.packs.table() };
+    return this.target;
+  }
+
+  private adopt(p: PackedOutput | null | undefined): void {
+    if (p && this.packs && (p.written.length > 0 || p.newPacks.length > 0)) this.packs.adopt(p.newPacks, p.written, p.digests);
   }
 
   async ready(): Promise<void> {
@@ -257,7 +264,7 @@ class FsHasher implements ContentHasher {
 
   private once(rel: string, stat: SourceStat): Promise<HashedFile | KernelFailure> {
     const abs = this.src.abs(rel);
-    if (this.batch && !this.staging) return this.viaBatch(abs, stat, this.batch);
+    if (this.batch && !this.sink) return this.viaBatch(abs, stat, this.batch);
     if (stat.size <= CHUNK_SIZE) {
       return new Promise((resolve, reject) => {
         this.small.push({ abs, rel, stat, resolve, reject });
@@ -289,10 +296,39 @@ class FsHasher implements ContentHasher {
       expect[b + 4] = f.stat.mtimeNs;
       expect[b + 5] = f.stat.ctimeNs;
     });
-    const job = { paths: files.map((f) => f.abs), expect, chunkSize: CHUNK_SIZE, staging: this.kstaging, procCheck: this.procCheck };
-    this.pool.run('hashSmallFiles', job, bytes + files.length * 4096).then(
+    const cost = bytes + files.length * 4096;
+    const job = {
+      paths: files.map((f) => f.abs),
+      expect,
+      chunkSize: CHUNK_SIZE,
+      collect: this.sink !== null,
+      pack: this.packTarget(cost),
+      procCheck: this.procCheck,
+    };
+    this.pool.run('hashSmallFiles', job, cost).then(
       (out) => {
-        if (this.staging && out.staged.length > 0) this.staging.register(out.staged, out.stagedBytes);
+        try {
+          this.adopt(out.packed);
+        } catch (e) {
+          for (const f of files) f.reject(e);
+          return;
+        }
+        // Every file read successfully is stored, an empty one too (no bytes, one empty chunk).
+        if (this.sink && out.status.some((st: number) => st === 0)) {
+          const lengths: number[] = [];
+          const digests = new Uint8Array(files.length * 32);
+          for (let i = 0; i < files.length; i++) {
+            if (out.status[i] !== 0) continue;
+            digests.set(out.digests.subarray(i * 32, i * 32 + 32), lengths.length * 32);
+            lengths.push(Number(out.stats[i * STAT_WORDS + 2]));
+          }
+          try {
+            this.sink(out.data, lengths, digests);
+          } catch (e) {
+            for (const f of files) f.reject(e);
+            return;
+          }
+        }
         files.forEach((f, i) => {
           const status = out.status[i];
           if (status !== 0) {
@@ -326,23 +362,26 @@ class FsHasher implements ContentHasher {
 
   private async large(abs: string, stat: SourceStat): Promise<HashedFile | KernelFailure> {
     const n = chunkCount(stat.size);
-    const jobs: Array<Promise<import('./hash-kernel').RangeOutput>> = [];
-    for (let start = 0; start < n; start += RANGE_CHUNKS) {
-      const end = Math.min(n, start + RANGE_CHUNKS);
-      const job = { abs, expect: kstat(stat), start, end, chunkSize: CHUNK_SIZE, staging: this.kstaging, procCheck: this.procCheck };
-      jobs.push(this.pool.run('hashRange', job, Math.min(stat.size - start * CHUNK_SIZE, (end - start) * CHUNK_SIZE)));
+    const jobs: Array<Promise<RangeOutput>> = [];
+    const per = this.sink ? RANGE_CHUNKS_STORED : RANGE_CHUNKS;
+    for (let start = 0; start < n; start += per) {
+      const end = Math.min(n, start + per);
+      const cost = Math.min(stat.size - start * CHUNK_SIZE, (end - start) * CHUNK_SIZE);
+      const job = { abs, expect: kstat(stat), start, end, chunkSize: CHUNK_SIZE, collect: this.sink !== null, pack: this.packTarget(cost), procCheck: this.procCheck };
+      const run = this.pool.run('hashRange', job, cost);
+      // Each range's bytes go to the store as soon as they arrive, so at most the ranges in flight are held.
+      jobs.push(this.sink || this.packs ? run.then((o) => this.storeRange(o, stat.size, start, end)) : run);
     }
     const outs = await Promise.all(jobs);
     const digests = new Uint8Array(n * 32);
     let last: KernelStat | null = null;
     let fail: KernelFailure | null = null;
     outs.forEach((o, i) => {
-      if (this.staging && o.staged.length > 0) this.staging.register(o.staged, o.stagedBytes);
       if (!o.ok) {
         fail ??= o;
         return;
       }
-      digests.set(o.digests, i * RANGE_CHUNKS * 32);
+      digests.set(o.digests, i * per * 32);
       last = o.stat;
     });
     if (fail) return fail;
@@ -350,7 +389,18 @@ class FsHasher implements ContentHasher {
     return { size: stat.size, digests, stat: toSourceStat(last) };
   }
 
-  /** For stores without a file-system staging area: read here, put each chunk through the batch. */
+  private storeRange(o: RangeOutput, size: number, start: number, end: number): RangeOutput {
+    this.adopt(o.packed);
+    if (!o.ok || !this.sink || o.data.length === 0) return o;
+    const lengths: number[] = [];
+    for (let i = start; i < end; i++) lengths.push(Math.min(CHUNK_SIZE, size - i * CHUNK_SIZE));
+    const data = o.data;
+    const whole = data.byteOffset === 0 && data.byteLength === data.buffer.byteLength;
+    this.sink(data, lengths, o.digests, whole ? () => this.pool.recycle(data.buffer as ArrayBuffer) : undefined);
+    return { ...o, data: new Uint8Array(0) };
+  }
+
+  /** For stores without the raw-chunk fast path: read here, put each chunk through the batch. */
   private async viaBatch(abs: string, stat: SourceStat, batch: BlobBatch): Promise<HashedFile | KernelFailure> {
     let fh: fs.promises.FileHandle;
     try {
@@ -389,7 +439,6 @@ class FsHasher implements ContentHasher {
   }
 
   async close(): Promise<void> {
-    this.staging?.setPublisher(null);
     const left = this.small.splice(0);
     for (const f of left) f.reject(snapshotError('SNAPSHOT_IO', 'the hasher was closed'));
     await this.pool.close();

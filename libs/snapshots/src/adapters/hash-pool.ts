@@ -4,21 +4,20 @@ import { snapshotError } from '../domain/snapshot.errors';
 import {
   createHashKernel,
   type HashKernel,
-  type PublishJob,
   type RangeJob,
   type RangeOutput,
   type SmallFileJob,
   type SmallFilesOutput,
 } from './hash-kernel';
 
-type Op = 'hashSmallFiles' | 'hashRange' | 'publish';
-type JobOf<O extends Op> = O extends 'hashSmallFiles' ? SmallFileJob : O extends 'hashRange' ? RangeJob : PublishJob;
-type OutOf<O extends Op> = O extends 'hashSmallFiles' ? SmallFilesOutput : O extends 'hashRange' ? RangeOutput : { renamed: number };
+type Op = 'hashSmallFiles' | 'hashRange' | 'closePacks';
+type JobOf<O extends Op> = O extends 'hashSmallFiles' ? SmallFileJob : O extends 'hashRange' ? RangeJob : Record<string, never>;
+type OutOf<O extends Op> = O extends 'hashSmallFiles' ? SmallFilesOutput : O extends 'hashRange' ? RangeOutput : { closed: number };
 
 interface Task {
   id: number;
   op: Op;
-  job: SmallFileJob | RangeJob | PublishJob;
+  job: SmallFileJob | RangeJob | Record<string, never>;
   resolve(v: unknown): void;
   reject(e: unknown): void;
 }
@@ -31,8 +30,9 @@ interface Slot {
 
 const WORKER_SOURCE = (kernelSource: string) => `
 const { parentPort } = require('node:worker_threads');
-const kernel = (${kernelSource})();
+const kernel = (${kernelSource})(true);
 parentPort.on('message', (m) => {
+  if (m.op === 'recycle') return kernel.recycle(m.job);
   Promise.resolve()
     .then(() => kernel[m.op](m.job))
     .then(
@@ -82,7 +82,7 @@ export class HashPool {
       const k = this.inlineKernel;
       try {
         if (op === 'hashSmallFiles') return Promise.resolve(k.hashSmallFiles(job as SmallFileJob) as OutOf<O>);
-        if (op === 'publish') return Promise.resolve(k.publish(job as PublishJob) as OutOf<O>);
+        if (op === 'closePacks') return Promise.resolve(k.closePacks() as OutOf<O>);
         return k.hashRange(job as RangeJob) as Promise<OutOf<O>>;
       } catch (e) {
         return Promise.reject(e);
@@ -94,6 +94,47 @@ export class HashPool {
       this.dispatch();
     });
   }
+
+  /**
+   * Would a job of this cost run on the worker threads (started, or about to be)? The caller then prepares what
+   * only workers use (e.g. the table of blobs already stored).
+   */
+  wouldUseWorkers(costBytes: number): boolean {
+    return this.started || (this.workers > 0 && this.inlineBytes + costBytes > this.inlineLimitBytes);
+  }
+
+  /** Has every thread close its pack files (end of a batch); resolves when they did. */
+  async closePacks(): Promise<void> {
+    this.inlineKernel?.closePacks();
+    if (!this.started || this.closed) return;
+    await Promise.all(
+      this.slots
+        .filter((s) => !s.dead)
+        .map(
+          (slot) =>
+            new Promise<void>((resolve) => {
+              const id = this.nextId++;
+              slot.inflight.set(id, { id, op: 'closePacks', job: {}, resolve: () => resolve(), reject: () => resolve() });
+              slot.worker.postMessage({ id, op: 'closePacks', job: {} });
+            }),
+        ),
+    );
+  }
+
+  /** Hands a buffer a `collect` job returned back to a thread for reuse (moved, not copied). */
+  recycle(buf: ArrayBuffer): void {
+    if (this.closed || buf.byteLength === 0) return;
+    if (!this.started) {
+      this.inlineKernel?.recycle(buf);
+      return;
+    }
+    const live = this.slots.filter((s) => !s.dead);
+    if (live.length === 0) return;
+    this.recycled = (this.recycled + 1) % live.length;
+    (live[this.recycled] as Slot).worker.postMessage({ op: 'recycle', job: buf }, [buf]);
+  }
+
+  private recycled = 0;
 
   /** Starts the worker threads now (they boot in the background); a no-op with 0 workers. */
   start(): void {
@@ -153,6 +194,7 @@ export class HashPool {
 
   async close(): Promise<void> {
     if (this.closed) return;
+    await this.closePacks().catch(() => undefined);
     this.closed = true;
     for (const t of this.queue.splice(0)) t.reject(snapshotError('SNAPSHOT_IO', 'the hashing pool was closed'));
     const slots = this.slots;

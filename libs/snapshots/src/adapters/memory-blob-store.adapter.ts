@@ -2,7 +2,7 @@ import type { CID } from 'multiformats/cid';
 import { systemClock, type Clock } from '@assay/core';
 import { bytesEqual, cidFromDigest, sha256, type Block } from '../domain/format';
 import { snapshotError } from '../domain/snapshot.errors';
-import type { BlobBatch, BlobStore, FsStaging, PinRecord, StoredBlob } from '../ports/blob-store.port';
+import type { BlobBatch, BlobStore, CompactReport, FsStaging, PinRecord, StoredBlob } from '../ports/blob-store.port';
 
 export function checkBlob(cid: CID, bytes: Uint8Array, where: string): void {
   const actual = cidFromDigest(cid.code as 0x55 | 0x71, sha256(bytes));
@@ -128,6 +128,10 @@ export class MemoryBlobStore implements BlobStore {
         this.gcHeld = false;
       },
     };
+  }
+
+  async compact(): Promise<CompactReport> {
+    return { packsRewritten: 0, packsRemoved: 0, bytesReclaimed: 0 };
   }
 
   async cleanupStaging(): Promise<number> {

@@ -46,7 +46,7 @@ const KIND_IN = { file: 'f', dir: 'd', symlink: 'l' } as const;
  * a wrong CID (every entry is checked against a fresh lstat), so it runs with WAL and synchronous=NORMAL.
  */
 export class SqliteStatCache implements StatCache {
-  private readonly get: Database.Statement<[string, string], Omit<Row, 'entries'>>;
+  private readonly all: Database.Statement<[string], Omit<Row, 'entries'> & { dir: string }>;
   private readonly getEntries: Database.Statement<[string, string], { entries: string }>;
   private readonly put: Database.Statement;
   private readonly dirs: Database.Statement<[string], { dir: string }>;
@@ -55,8 +55,8 @@ export class SqliteStatCache implements StatCache {
 
   private constructor(private readonly db: Database.Database) {
     // The entries (kilobytes per directory) are only read when a directory changed.
-    this.get = db.prepare('SELECT manifest, size, stored, all_clean, files_key, dirs_key FROM snapshot_dirs WHERE scope = ? AND dir = ?');
     this.getEntries = db.prepare('SELECT entries FROM snapshot_dirs WHERE scope = ? AND dir = ?');
+    this.all = db.prepare('SELECT dir, manifest, size, stored, all_clean, files_key, dirs_key FROM snapshot_dirs WHERE scope = ?');
     this.put = db.prepare(
       `INSERT INTO snapshot_dirs (scope, dir, manifest, size, stored, all_clean, files_key, dirs_key, entries)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -83,8 +83,19 @@ export class SqliteStatCache implements StatCache {
     }
   }
 
+  /**
+   * The rows of one scope (entries aside), read in one query when a walk starts (its first lookup is the root,
+   * `''`): a few hundred indexed reads become one scan. Read again at every root lookup and dropped on commit.
+   */
+  private preloaded: { scope: string; rows: Map<string, Omit<Row, 'entries'>> } | null = null;
+
   async lookupDir(scope: string, dir: string): Promise<DirCacheRecord | null> {
-    const row = this.get.get(scope, dir);
+    if (dir === '' || this.preloaded?.scope !== scope) {
+      const rows = new Map<string, Omit<Row, 'entries'>>();
+      for (const r of this.all.all(scope)) rows.set(r.dir, r);
+      this.preloaded = { scope, rows };
+    }
+    const row = this.preloaded.rows.get(dir);
     if (!row) return null;
     let parsed: Map<string, CachedEntry> | null = null;
     return {
@@ -99,6 +110,7 @@ export class SqliteStatCache implements StatCache {
   }
 
   async commit(scope: string, update: StatCacheUpdate): Promise<void> {
+    this.preloaded = null;
     this.db.transaction(() => {
       for (const { dir } of this.dirs.all(scope)) if (!update.visitedDirs.has(dir)) this.drop.run(scope, dir);
       for (const { dir, record } of update.upserts) {
@@ -120,6 +132,7 @@ export class SqliteStatCache implements StatCache {
   }
 
   async forgetStored(): Promise<void> {
+    this.preloaded = null;
     this.unstore.run();
   }
 

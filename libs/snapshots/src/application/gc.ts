@@ -2,7 +2,7 @@ import type { CID } from 'multiformats/cid';
 import { silentProgress, type Clock, type Progress } from '@assay/core';
 import { DAG_CBOR_CODE, parseCid } from '../domain/format';
 import { snapshotError } from '../domain/snapshot.errors';
-import type { BlobStore } from '../ports/blob-store.port';
+import type { BlobStore, CompactReport } from '../ports/blob-store.port';
 import type { StatCache } from '../ports/stat-cache.port';
 import { NodeReader } from './node-reader';
 
@@ -27,8 +27,10 @@ export interface GcReport {
   readonly deletedBytes: number;
   /** Unreachable blobs spared because they are younger than the grace period. */
   readonly young: number;
-  /** Abandoned staging directories of crashed writers removed. */
+  /** Abandoned staging (packs, files) of crashed writers removed. */
   readonly stagingRemoved: number;
+  /** Space reclaimed after the deletions (pack stores rewrite packs holding dead blobs); zeros on a dry run. */
+  readonly compaction: CompactReport;
   readonly dryRun: boolean;
 }
 
@@ -41,7 +43,8 @@ export interface GcReport {
  *    e.g. an older version, and clock skew between the blob's mtime and the clock).
  * If any pinned snapshot cannot be fully read, nothing is deleted (SNAPSHOT_GC_MARK_FAILED): a missing manifest
  * would hide what it references. Manifests and file nodes are deleted before raw chunks, so an interrupted
- * collection never leaves a node whose chunks are gone.
+ * collection never leaves a node whose chunks are gone. Then the store compacts: a pack store rewrites the packs
+ * that hold deleted blobs (and merges small packs), still under the lock.
  */
 export async function collectGarbage(store: BlobStore, options: GcOptions): Promise<GcReport> {
   const graceMs = options.graceMs ?? DEFAULT_GC_GRACE_MS;
@@ -115,7 +118,17 @@ export async function collectGarbage(store: BlobStore, options: GcOptions): Prom
       deletedBytes = victims.reduce((s, v) => s + v.size, 0);
     }
     const stagingRemoved = options.dryRun ? 0 : await store.cleanupStaging(now, graceMs);
-    return { pins: pins.length, reachable: reachable.size, deleted, deletedBytes, young, stagingRemoved, dryRun: options.dryRun === true };
+    const compaction = options.dryRun ? { packsRewritten: 0, packsRemoved: 0, bytesReclaimed: 0 } : await store.compact();
+    return {
+      pins: pins.length,
+      reachable: reachable.size,
+      deleted,
+      deletedBytes,
+      young,
+      stagingRemoved,
+      compaction,
+      dryRun: options.dryRun === true,
+    };
   } finally {
     await lock.release();
   }

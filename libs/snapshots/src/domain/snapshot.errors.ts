@@ -20,6 +20,7 @@ export const SNAPSHOT_ERROR_KINDS = {
   SNAPSHOT_TOO_LARGE: 'refused',
   SNAPSHOT_TOO_DEEP: 'refused',
   SNAPSHOT_PATH_ESCAPE: 'refused',
+  SNAPSHOT_TAR_INVALID: 'integrity',
   SNAPSHOT_FILE_CHANGED: 'conflict',
   SNAPSHOT_TREE_CHANGED: 'conflict',
   SNAPSHOT_NOT_FOUND: 'not_found',

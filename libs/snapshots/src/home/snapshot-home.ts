@@ -13,6 +13,7 @@ import { takeSnapshot, type SnapshotResult } from '../application/take-snapshot'
 import { verifySnapshot, type VerifyReport } from '../application/verify';
 import { diffSnapshots, listSnapshot, summarizeSnapshots, type Listing } from '../application/browse';
 import { collectGarbage, type GcReport } from '../application/gc';
+import { ingestTar, type IngestTarOptions } from '../application/tar-ingest';
 import type { PinRecord } from '../ports/blob-store.port';
 
 export interface SnapshotHomeOptions {
@@ -78,6 +79,11 @@ export class SnapshotHome {
         ...(o.policy ? { policy: o.policy } : {}),
       },
     );
+  }
+
+  /** Ingests a tar stream (e.g. `docker export`) as one snapshot: the same root CID as the same tree on disk. */
+  ingestTar(source: AsyncIterable<Uint8Array>, o: IngestTarOptions & { progress?: Progress } = {}): Promise<SnapshotResult> {
+    return ingestTar({ store: this.store, clock: this.clock, sink: this.options.sink ?? null, ...(o.progress ? { progress: o.progress } : {}) }, source, o);
   }
 
   verify(root: CID, progress?: Progress): Promise<VerifyReport> {

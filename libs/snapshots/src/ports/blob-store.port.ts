@@ -21,10 +21,9 @@ export interface StoredBlob {
 }
 
 /**
- * Fast path for the file-system store: hashing workers write chunk blobs straight into the store, each under a
- * temporary name `<blocksDir>/<shard>/<tempPrefix><cid>` (O_EXCL) next to its final name `<blocksDir>/<shard>/<cid>`,
- * skipping any CID whose final file exists, and report what they staged through `register` (even when a job
- * fails, so an abort can remove it).
+ * The loose-file fast path of the earlier file-system store layout (hashing workers writing chunk blobs straight
+ * into the store). No built-in store offers it any more (`fsStaging()` returns null); kept so that callers written
+ * against it keep compiling. Use `BlobBatch.putRawChunks` instead.
  */
 export interface FsStaging {
   readonly blocksDir: string;
@@ -32,6 +31,26 @@ export interface FsStaging {
   register(cids: readonly string[], bytes: number): void;
   /** Lets the hasher's threads do the renames of `commit` in parallel (each pair: staged path, final path). */
   setPublisher(publish: ((from: string[], to: string[]) => Promise<void>) | null): void;
+}
+
+/**
+ * Fast path of the file-system pack store: hashing threads append the raw chunks they hash to pack files of
+ * their own in `dir` (docs/snapshots-format.md, section 9), skipping the chunks in `table()` (the raw blobs
+ * stored when the batch began: 32-byte digests, open addressing on the digest's first 4 bytes, little endian),
+ * and hand the batch what they wrote through `adopt` (also what a failed job wrote: its bytes are intact).
+ */
+export interface PackStaging {
+  readonly dir: string;
+  /** Identifies the batch to the threads (a new batch starts new packs). */
+  readonly batch: string;
+  readonly maxBytes: number;
+  /** The table of stored raw blobs, built on first call and shared with the threads. */
+  table(): SharedArrayBuffer;
+  /**
+   * Chunks written by a thread: `written` holds (pack number, offset of the bytes, length, 0) per chunk and
+   * `digests` their sha2-256 digests; `newPacks` the pack files the job created.
+   */
+  adopt(newPacks: readonly number[], written: readonly number[], digests: Uint8Array): void;
 }
 
 /**
@@ -46,13 +65,31 @@ export interface BlobBatch {
   put(block: Block): Promise<boolean>;
   /** Reads a staged or stored blob, checked against its CID. */
   get(cid: CID): Promise<Uint8Array>;
-  /** The file-system fast path, or null for stores without one. */
+  /** The earlier loose-file fast path: null for every built-in store. */
   fsStaging(): FsStaging | null;
+  /**
+   * Optional fast path for raw chunks hashed by the caller from these very bytes (the hashing threads), so the
+   * store does not hash them again: `data` holds the chunks back to back, `lengths[i]` is chunk i's size and
+   * `digests` their sha2-256 digests (32 bytes each). Stores each chunk not already present; returns the bytes added.
+   * The store may keep using `data` after returning; `release`, when given, is called once it no longer does.
+   */
+  putRawChunks?(data: Uint8Array, lengths: readonly number[], digests: Uint8Array, release?: () => void): number;
+  /** Optional: the pack store's fast path for hashing threads (see PackStaging), or null. */
+  packStaging?(): PackStaging | null;
   /** Blobs and bytes this batch added. */
   readonly added: { blobs: number; bytes: number };
   commit(opts?: { pins?: readonly PinRecord[]; heads?: ReadonlyArray<{ source: string; cid: string }> }): Promise<void>;
   /** Drops everything staged. Idempotent. */
   abort(): Promise<void>;
+}
+
+export interface CompactReport {
+  /** Files rewritten with their live blobs only. */
+  readonly packsRewritten: number;
+  /** Files removed (rewritten ones, and ones holding no live blob). */
+  readonly packsRemoved: number;
+  /** Disk space given back, net of what the rewrites wrote. */
+  readonly bytesReclaimed: number;
 }
 
 /**
@@ -76,6 +113,11 @@ export interface BlobStore {
   /** The last snapshot committed for a source, or null. */
   head(source: string): Promise<string | null>;
   lockForGc(): Promise<{ release(): Promise<void> }>;
+  /**
+   * Reclaims the space of deleted blobs (for stores that keep blobs in shared files, e.g. packs). Only while
+   * holding the GC lock. Never makes a present blob unreadable.
+   */
+  compact(): Promise<CompactReport>;
   /** Removes staging left by crashed writers older than `olderThanMs`; returns how many were removed. */
   cleanupStaging(nowMs: number, olderThanMs: number): Promise<number>;
   close(): Promise<void>;

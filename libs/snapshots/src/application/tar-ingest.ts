@@ -1,0 +1,501 @@
+/**
+ * Snapshot ingestion from a tar stream (docs/snapshots-format.md, "Ingesting a tar stream"): reads an archive such
+ * as `docker export` writes and stores the same snapshot that `takeSnapshot` stores for the same tree on disk with
+ * the same policy (same root CID).
+ *
+ * - File content is cut into CHUNK_SIZE pieces as it streams and each piece is stored through the BlobStore port
+ *   (never a whole file in memory); directories are kept as metadata only and encoded into manifests, with the
+ *   format's own encoder, once the archive has ended.
+ * - Symlinks are recorded as they are; hard links (type '1') share the content CID of the file they name, which
+ *   must come earlier in the archive; only the execute bit of a mode counts.
+ * - The policy applies as on disk: exclusions (an excluded directory excludes everything beneath it), limits on
+ *   entries, bytes, single-file size and depth (the error names the offending path), device files and fifos
+ *   refused or skipped, symlinks pointing outside flagged or refused.
+ * - The archive is hostile: absolute names and `..` components are refused (SNAPSHOT_PATH_ESCAPE), so is a path
+ *   given twice, a path beneath a non-directory, a name that is not UTF-8, a bad header checksum, a truncated
+ *   archive or an unsupported entry type (SNAPSHOT_TAR_INVALID).
+ */
+import type { CID } from 'multiformats/cid';
+import { createHash } from 'node:crypto';
+import { silentProgress, type Clock, type Progress } from '@assay/core';
+import {
+  CHUNK_SIZE,
+  FORMAT_ID,
+  MAX_NODE_BYTES,
+  MODE_DIR,
+  MODE_SYMLINK,
+  cidFromDigest,
+  cidString,
+  encodeDirManifest,
+  fileContent,
+  normaliseFileMode,
+  parseCid,
+  RAW_CODE,
+  validateSymlinkTarget,
+  type Entry,
+} from '../domain/format';
+import { decodeUtf8Strict, displayBytes, findNfcCollision, validateEntryName } from '../domain/names';
+import { policyDigest, policyDocument, resolvePolicy, type SnapshotPolicy } from '../domain/policy';
+import { compileExcludes, type ExcludeMatcher } from '../domain/exclude';
+import { outsideSymlinks } from '../domain/symlinks';
+import { joinRel, snapshotError } from '../domain/snapshot.errors';
+import { boundedPaths, type SnapshotEventSink, type SnapshotTakenData, type WorkspaceEditedData } from '../domain/events';
+import { summarizeDiff } from '../domain/diff';
+import type { BlobBatch, BlobStore } from '../ports/blob-store.port';
+import { NodeReader } from './node-reader';
+import type { SnapshotResult } from './take-snapshot';
+import { TarReader, tarInvalid, type TarEntryHeader } from './tar-reader';
+
+/**
+ * What full-rootfs mode leaves out of a container's file system (docs/run.md, "Full-rootfs mode"): the kernel's
+ * and Docker's per-container mounts, and Assay's own mounts and injected files, which the Judge gets fresh.
+ * Anchored patterns without a trailing `/`, so they match whatever kind of entry the agent left there.
+ */
+export const ROOTFS_EXCLUDES: readonly string[] = Object.freeze([
+  '/proc',
+  '/sys',
+  '/dev',
+  '/tmp',
+  '/.dockerenv',
+  '/etc/hostname',
+  '/etc/hosts',
+  '/etc/resolv.conf',
+  '/run/assay',
+  '/logs/assay',
+  '/logs/verifier',
+  '/tests',
+  '/usr/local/bin/rsi-submit',
+  '/usr/local/bin/assay-egress-forward',
+  '/usr/local/bin/run-as-candidate',
+  '/opt/assay',
+]);
+
+/** A policy for full-rootfs snapshots: the given one with ROOTFS_EXCLUDES added in front of its exclusions. */
+export function rootfsPolicy(p: Partial<SnapshotPolicy> = {}): Partial<SnapshotPolicy> {
+  const own = p.exclude ?? [];
+  return { ...p, exclude: [...ROOTFS_EXCLUDES, ...own.filter((x) => !ROOTFS_EXCLUDES.includes(x))] };
+}
+
+export interface IngestTarDeps {
+  readonly store: BlobStore;
+  readonly clock: Clock;
+  readonly sink?: SnapshotEventSink | null;
+  readonly progress?: Progress;
+}
+
+export interface IngestTarOptions {
+  readonly policy?: Partial<SnapshotPolicy>;
+  /** What was ingested (e.g. `container:<id>`), recorded in the event and used to find the previous snapshot. */
+  readonly label?: string | null;
+  /** As for takeSnapshot: a CID, 'auto' (default: the last snapshot committed for the label) or null. */
+  readonly previous?: CID | string | 'auto' | null;
+}
+
+interface TFile {
+  readonly kind: 'file';
+  readonly mode: 0o644 | 0o755;
+  readonly size: number;
+  readonly cid: CID;
+}
+interface TLink {
+  readonly kind: 'symlink';
+  readonly target: string;
+  readonly size: number;
+}
+interface TDir {
+  readonly kind: 'dir';
+  readonly children: Map<string, TNode>;
+  explicit: boolean;
+}
+type TNode = TFile | TLink | TDir;
+
+class Ingest {
+  readonly root: TDir = { kind: 'dir', children: new Map(), explicit: false };
+  files = 0;
+  directories = 0;
+  symlinks = 0;
+  entries = 0;
+  bytes = 0;
+  newChunks = 0;
+  readonly links = new Map<string, string>();
+  readonly skipped: string[] = [];
+  private readonly excludedDirs = new Set<string>();
+  private readonly keptDirs = new Set<string>();
+
+  constructor(
+    readonly policy: SnapshotPolicy,
+    readonly excluded: ExcludeMatcher,
+    readonly batch: BlobBatch,
+    readonly progress: Progress,
+  ) {}
+
+  countEntry(rel: string): void {
+    this.entries += 1;
+    if (this.entries > this.policy.maxFiles) {
+      throw snapshotError('SNAPSHOT_TOO_MANY_FILES', `${rel}: the snapshot has more than ${this.policy.maxFiles} entries (policy maxFiles=${this.policy.maxFiles})`, {
+        path: rel,
+        limit: this.policy.maxFiles,
+      });
+    }
+  }
+
+  countBytes(rel: string, size: number): void {
+    if (size > this.policy.maxFileBytes) {
+      throw snapshotError('SNAPSHOT_FILE_TOO_LARGE', `${rel} is ${size} bytes, over the limit of ${this.policy.maxFileBytes} (policy maxFileBytes)`, {
+        path: rel,
+        size,
+        limit: this.policy.maxFileBytes,
+      });
+    }
+    this.bytes += size;
+    if (this.bytes > this.policy.maxTotalBytes) {
+      throw snapshotError(
+        'SNAPSHOT_TOO_LARGE',
+        `${rel} (${size} bytes) brings the snapshot to ${this.bytes} bytes, over the limit of ${this.policy.maxTotalBytes} (policy maxTotalBytes)`,
+        { path: rel, size, total: this.bytes, limit: this.policy.maxTotalBytes },
+      );
+    }
+  }
+
+  /** Is `segs` (or a directory above it) excluded by the policy? */
+  isExcluded(segs: readonly string[], isDir: boolean): boolean {
+    let rel = '';
+    for (let i = 0; i < segs.length - 1; i++) {
+      rel = joinRel(rel, segs[i] as string);
+      if (this.keptDirs.has(rel)) continue;
+      if (this.excludedDirs.has(rel) || this.excluded(rel, true)) {
+        this.excludedDirs.add(rel);
+        return true;
+      }
+      this.keptDirs.add(rel);
+    }
+    return this.excluded(segs.join('/'), isDir);
+  }
+
+  /** The directory holding `segs`' last component, created (and counted) where the archive did not list it. */
+  parentOf(segs: readonly string[]): TDir {
+    let dir = this.root;
+    let rel = '';
+    for (let i = 0; i < segs.length - 1; i++) {
+      const name = segs[i] as string;
+      rel = joinRel(rel, name);
+      const child = dir.children.get(name);
+      if (child === undefined) {
+        const d: TDir = { kind: 'dir', children: new Map(), explicit: false };
+        this.addDir(rel, i + 1);
+        dir.children.set(name, d);
+        dir = d;
+      } else if (child.kind !== 'dir') {
+        throw tarInvalid(`${segs.join('/')}: the archive puts it beneath ${rel}, which is a ${child.kind}`, { path: segs.join('/') });
+      } else dir = child;
+    }
+    return dir;
+  }
+
+  addDir(rel: string, depth: number): void {
+    this.countEntry(rel);
+    if (depth > this.policy.maxDepth) {
+      throw snapshotError('SNAPSHOT_TOO_DEEP', `${rel} is nested ${depth} levels deep, over the limit of ${this.policy.maxDepth} (policy maxDepth)`, {
+        path: rel,
+        limit: this.policy.maxDepth,
+      });
+    }
+    this.directories += 1;
+  }
+
+  lookup(segs: readonly string[]): TNode | undefined {
+    let node: TNode = this.root;
+    for (const s of segs) {
+      if (node.kind !== 'dir') return undefined;
+      const next: TNode | undefined = node.children.get(s);
+      if (next === undefined) return undefined;
+      node = next;
+    }
+    return node;
+  }
+
+  /** Streams a file's content into the batch, one chunk at a time, and returns its content CID. */
+  async content(r: TarReader, rel: string, size: number): Promise<CID> {
+    const digests = Buffer.allocUnsafe(Math.max(1, Math.ceil(size / CHUNK_SIZE)) * 32);
+    let n = 0;
+    let got = 0;
+    if (size === 0) {
+      const digest = createHash('sha256').digest();
+      digest.copy(digests, 0);
+      if (await this.batch.put({ cid: cidFromDigest(RAW_CODE, digest), bytes: new Uint8Array(0) })) this.newChunks += 1;
+      n = 1;
+    }
+    for (;;) {
+      const piece = await r.read(CHUNK_SIZE);
+      if (piece === null) break;
+      got += piece.length;
+      const digest = createHash('sha256').update(piece).digest();
+      digest.copy(digests, n * 32);
+      n += 1;
+      if (await this.batch.put({ cid: cidFromDigest(RAW_CODE, digest), bytes: piece })) this.newChunks += 1;
+    }
+    if (got !== size) throw new Error(`internal: read ${got} of ${size} bytes of ${rel}`);
+    const c = fileContent(size, digests.subarray(0, n * 32));
+    if (c.node) await this.batch.put(c.node);
+    return c.cid;
+  }
+
+  async entry(r: TarReader, h: TarEntryHeader): Promise<void> {
+    const segs = entryPath(h.name);
+    if (segs === null) {
+      // the archive's root ('.', './')
+      if (h.kind !== 'dir') throw tarInvalid(`the archive's root entry "${displayBytes(h.name)}" is a ${h.kind}, not a directory`, { path: '.' });
+      if (this.root.explicit) throw tarInvalid('the archive lists its root directory twice', { path: '.' });
+      this.root.explicit = true;
+      return;
+    }
+    const rel = segs.join('/');
+    if (this.isExcluded(segs, h.kind === 'dir')) {
+      await r.skip();
+      return;
+    }
+    const parent = this.parentOf(segs);
+    const name = segs[segs.length - 1] as string;
+    const existing = parent.children.get(name);
+    if (existing !== undefined) {
+      if (h.kind === 'dir' && existing.kind === 'dir' && !existing.explicit) {
+        existing.explicit = true;
+        return;
+      }
+      throw tarInvalid(`${rel} appears twice in the archive; duplicate entries are refused`, { path: rel });
+    }
+    switch (h.kind) {
+      case 'dir': {
+        this.addDir(rel, segs.length);
+        parent.children.set(name, { kind: 'dir', children: new Map(), explicit: true });
+        return;
+      }
+      case 'file': {
+        this.countEntry(rel);
+        this.countBytes(rel, h.size);
+        this.files += 1;
+        const cid = await this.content(r, rel, h.size);
+        parent.children.set(name, { kind: 'file', mode: normaliseFileMode(h.mode), size: h.size, cid });
+        if (this.files % 256 === 0) this.progress.tick(this.files);
+        return;
+      }
+      case 'hardlink': {
+        const tsegs = entryPath(h.link);
+        const target = tsegs === null ? undefined : this.lookup(tsegs);
+        const shown = displayBytes(h.link);
+        if (target === undefined || target.kind !== 'file') {
+          throw tarInvalid(
+            `${rel} is a hard link to "${shown}", which is not a file earlier in the archive${target === undefined ? ' (or is excluded by the policy)' : ''}`,
+            { path: rel, target: shown },
+          );
+        }
+        this.countEntry(rel);
+        this.countBytes(rel, target.size);
+        this.files += 1;
+        parent.children.set(name, target);
+        return;
+      }
+      case 'symlink': {
+        this.countEntry(rel);
+        const target = decodeUtf8Strict(h.link);
+        if (target === null) {
+          throw snapshotError('SNAPSHOT_SYMLINK_TARGET_INVALID', `${rel}: the symlink target "${displayBytes(h.link)}" is not valid UTF-8`, { path: rel });
+        }
+        const problem = validateSymlinkTarget(target);
+        if (problem) throw snapshotError('SNAPSHOT_SYMLINK_TARGET_INVALID', `${rel}: the symlink ${problem}`, { path: rel });
+        this.symlinks += 1;
+        this.links.set(rel, target);
+        parent.children.set(name, { kind: 'symlink', target, size: h.link.length });
+        return;
+      }
+      default: {
+        const what = h.kind === 'fifo' ? 'fifo' : h.kind === 'chardev' ? 'character device' : 'block device';
+        if (this.policy.specialFiles === 'skip') {
+          this.skipped.push(rel);
+          return;
+        }
+        throw snapshotError('SNAPSHOT_SPECIAL_FILE', `${rel} is a ${what}; device files, sockets and fifos are refused (policy specialFiles="refuse")`, {
+          path: rel,
+          kind: h.kind,
+        });
+      }
+    }
+  }
+
+  /** Encodes and stores a directory's manifest after its subdirectories' (post-order). */
+  async manifest(dir: TDir, rel: string): Promise<{ cid: CID; size: number }> {
+    const names = [...dir.children.keys()];
+    const collision = findNfcCollision(names);
+    if (collision) {
+      const [a, b] = collision.map((n) => joinRel(rel, n));
+      throw snapshotError('SNAPSHOT_NAME_COLLISION', `${a} and ${b} are different names that are equal under Unicode NFC; such pairs are refused`, {
+        path: a,
+        other: b,
+      });
+    }
+    const entries: Entry[] = [];
+    let size = 0;
+    for (const [name, node] of dir.children) {
+      if (node.kind === 'dir') {
+        const sub = await this.manifest(node, joinRel(rel, name));
+        size += sub.size;
+        entries.push({ name, kind: 'dir', mode: MODE_DIR, size: sub.size, cid: sub.cid });
+      } else if (node.kind === 'file') {
+        size += node.size;
+        entries.push({ name, kind: 'file', mode: node.mode, size: node.size, cid: node.cid });
+      } else {
+        entries.push({ name, kind: 'symlink', mode: MODE_SYMLINK, size: node.size, target: node.target });
+      }
+    }
+    const block = encodeDirManifest(entries);
+    if (block.bytes.length > MAX_NODE_BYTES) {
+      throw snapshotError(
+        'SNAPSHOT_TOO_MANY_FILES',
+        `${rel === '' ? '.' : rel}: ${entries.length} entries make a manifest of ${block.bytes.length} bytes, over the format's limit of ${MAX_NODE_BYTES} bytes per directory`,
+        { path: rel, entries: entries.length, limit: MAX_NODE_BYTES },
+      );
+    }
+    await this.batch.put(block);
+    return { cid: block.cid, size };
+  }
+}
+
+/**
+ * An entry name as path segments: `./` prefixes and one trailing `/` dropped; null for the root itself. Absolute
+ * names, `..`, `.` and empty components are refused, and so is a name that is not UTF-8.
+ */
+function entryPath(raw: Uint8Array): string[] | null {
+  const text = decodeUtf8Strict(raw);
+  const shown = displayBytes(raw);
+  if (text === null) throw snapshotError('SNAPSHOT_NAME_NOT_UTF8', `${shown}: the name is not valid UTF-8; such names are refused`, { path: shown });
+  if (text.startsWith('/')) throw snapshotError('SNAPSHOT_PATH_ESCAPE', `${shown}: absolute names are refused in a snapshot archive`, { path: shown });
+  let s = text;
+  while (s.startsWith('./')) s = s.slice(2);
+  if (s.endsWith('/')) s = s.slice(0, -1);
+  if (s === '' || s === '.') return null;
+  const segs = s.split('/');
+  for (const seg of segs) {
+    if (seg === '..') throw snapshotError('SNAPSHOT_PATH_ESCAPE', `${shown}: names with ".." components are refused in a snapshot archive`, { path: shown });
+    const why = validateEntryName(seg);
+    if (why) throw snapshotError('SNAPSHOT_NAME_INVALID', `${shown}: the component ${JSON.stringify(seg)} ${why}`, { path: shown });
+  }
+  return segs;
+}
+
+/**
+ * Ingests a tar stream into the store as one snapshot: stores its blobs in one batch, commits it, pins the root,
+ * and emits SnapshotTaken (and WorkspaceEdited against the previous snapshot) through the sink, like takeSnapshot.
+ * The source is read to its end marker and then released; on any error the batch is aborted.
+ */
+export async function ingestTar(deps: IngestTarDeps, source: AsyncIterable<Uint8Array>, options: IngestTarOptions = {}): Promise<SnapshotResult> {
+  const policy = resolvePolicy(options.policy ?? {});
+  const excluded = compileExcludes(policy.exclude);
+  const started = deps.clock.now();
+  const progress = deps.progress ?? silentProgress;
+  const label = options.label ?? null;
+  const store = deps.store;
+
+  let previous: CID | null = null;
+  const p = options.previous === undefined ? 'auto' : options.previous;
+  if (p === 'auto') {
+    const h = label ? await store.head(label) : null;
+    const cid = h ? parseCid(h) : null;
+    previous = cid && (await store.has(cid)) ? cid : null;
+  } else if (p !== null) {
+    previous = typeof p === 'string' ? parseCid(p) : p;
+    if (!(await store.has(previous))) {
+      throw snapshotError('SNAPSHOT_NOT_FOUND', `the previous snapshot ${previous.toString()} is not in the store`, { cid: previous.toString() });
+    }
+  }
+
+  const t0 = performance.now();
+  const batch = await store.begin();
+  const reader = new TarReader(source);
+  progress.start('snapshot (tar): files');
+  let ing: Ingest;
+  let root: { cid: CID; size: number };
+  let t1 = t0;
+  try {
+    ing = new Ingest(policy, excluded, batch, progress);
+    for (;;) {
+      const h = await reader.next();
+      if (h === null) break;
+      await ing.entry(reader, h);
+    }
+    root = await ing.manifest(ing.root, '');
+    const outside = outsideSymlinks(ing.links);
+    if (outside.length > 0 && policy.outsideSymlinks === 'refuse') {
+      const first = outside[0] ?? '';
+      throw snapshotError('SNAPSHOT_SYMLINK_OUTSIDE', `${first} -> ${ing.links.get(first) ?? ''} points outside the snapshot (policy outsideSymlinks="refuse")`, {
+        path: first,
+        target: ing.links.get(first),
+        count: outside.length,
+      });
+    }
+    t1 = performance.now();
+    await batch.commit({
+      pins: [{ cid: cidString(root.cid), createdAt: started.toISOString(), source: label, origin: 'snapshot' }],
+      heads: label ? [{ source: label, cid: cidString(root.cid) }] : [],
+    });
+  } catch (e) {
+    await batch.abort().catch(() => undefined);
+    progress.end();
+    throw e;
+  } finally {
+    await reader.close().catch(() => undefined);
+  }
+  const t2 = performance.now();
+  const finished = deps.clock.now();
+  const outside = outsideSymlinks(ing.links);
+  const doc = policyDocument(policy);
+  const rootCid = cidString(root.cid);
+  const base = {
+    rootCid,
+    files: ing.files,
+    directories: ing.directories,
+    symlinks: ing.symlinks,
+    bytes: ing.bytes,
+    newBlobs: batch.added.blobs,
+    newBytes: batch.added.bytes,
+    durationMs: Math.max(0, finished.getTime() - started.getTime()),
+    startedAt: started.toISOString(),
+    policyDigest: policyDigest(doc),
+    cache: { hits: 0, hashed: ing.files },
+  };
+  progress.end(`${rootCid} (${base.files} files, ${base.bytes} bytes)`);
+  const taken: SnapshotTakenData = {
+    ...base,
+    format: FORMAT_ID,
+    chunkSize: CHUNK_SIZE,
+    policy: doc,
+    source: label,
+    outsideSymlinks: boundedPaths(outside),
+    skippedSpecialFiles: boundedPaths(ing.skipped),
+  };
+  const warnings: string[] = [];
+  let edited: WorkspaceEditedData | null = null;
+  if (previous && !previous.equals(root.cid)) {
+    try {
+      edited = await summarizeDiff(new NodeReader(store), previous, root.cid);
+    } catch (e) {
+      warnings.push(`no WorkspaceEdited event: the previous snapshot ${previous.toString()} cannot be read (${(e as Error).message})`);
+    }
+  }
+  if (deps.sink) {
+    await deps.sink.snapshotTaken(taken);
+    if (edited) await deps.sink.workspaceEdited(edited);
+  }
+  const t3 = performance.now();
+  return {
+    ...base,
+    warnings,
+    phases: { walkMs: t1 - t0, commitMs: t2 - t1, cacheMs: 0, eventsMs: t3 - t2 },
+    root: root.cid,
+    dryRun: false,
+    policy: doc,
+    outsideSymlinks: outside,
+    skippedSpecialFiles: [...ing.skipped].sort(),
+    taken,
+    edited,
+  };
+}
