@@ -175,6 +175,66 @@ export function containerRuntimeContract(name: string, setup: () => Promise<Cont
       expect((await s.runtime.listVolumes({ 'org.assay.test': tag })).map((x) => x.name)).not.toContain(v);
     }, timeoutMs);
 
+    it('hands GPUs over as an nvidia device request with explicit ids (created and inspected, never started: no GPU here)', async () => {
+      const id = await s.runtime.createContainer(spec(s.programs.exit(0), { gpus: { driver: 'nvidia', deviceIds: ['1', 'GPU-8f2c1d3e-0000-4a5b-9c7d-123456789abc'] } }));
+      created.push(id);
+      const info = await s.runtime.inspectContainer(id);
+      expect(info?.deviceRequests).toEqual([{ driver: 'nvidia', deviceIds: ['1', 'GPU-8f2c1d3e-0000-4a5b-9c7d-123456789abc'], capabilities: ['gpu'] }]);
+      await s.runtime.removeContainer(id);
+      const plain = await s.runtime.createContainer(spec(s.programs.exit(0)));
+      created.push(plain);
+      expect((await s.runtime.inspectContainer(plain))?.deviceRequests).toEqual([]);
+    }, timeoutMs);
+
+    it('refuses a GPU request it would not hand to Docker: junk ids, duplicates, another driver', async () => {
+      const before = (await s.runtime.listContainers({ 'org.assay.test': tag })).length;
+      for (const deviceIds of [['0', '0'], ['--all'], ['all'], ['0,1'], [' 0'], ['GPU-'], ['1'.repeat(5)]]) {
+        await expect(s.runtime.createContainer(spec(s.programs.exit(0), { gpus: { driver: 'nvidia', deviceIds } }))).rejects.toMatchObject({ code: 'CONTAINER_INVALID_SPEC', kind: 'invalid_input' });
+      }
+      await expect(s.runtime.createContainer(spec(s.programs.exit(0), { gpus: { driver: 'amd' as 'nvidia', deviceIds: ['0'] } }))).rejects.toMatchObject({ code: 'CONTAINER_INVALID_SPEC' });
+      expect(await s.runtime.listContainers({ 'org.assay.test': tag })).toHaveLength(before); // nothing was created
+    }, timeoutMs);
+
+    it("exports a container's whole file system (not its mounts) and imports it as a labelled image with the given config", async () => {
+      const v = await volume();
+      const w = await run(spec(s.programs.write('/root/agent.txt', 'left by the agent'), { readOnlyRootfs: false, mounts: [{ type: 'volume', source: v, target: '/data', readOnly: false }] }));
+      expect(w.w).toEqual({ exited: true, exitCode: 0 });
+      const names = new Map<string, string | null>();
+      for await (const r of readTar(await s.runtime.exportContainer(w.id), { maxArchiveBytes: 4 * 2 ** 30, keep: (h) => (h.path.includes('agent') ? 1 << 16 : false) })) {
+        names.set(r.header.path.replace(/^\.\//, '').replace(/\/$/, ''), r.content?.toString('utf8') ?? null);
+      }
+      expect(names.get('root/agent.txt')).toBe('left by the agent');
+      expect([...names.keys()].some((n) => n.startsWith('data/'))).toBe(false);
+
+      const imageTag = `assay/contract-import:${tag}`;
+      const imported = await s.runtime.importImage(await s.runtime.exportContainer(w.id), {
+        tag: imageTag,
+        labels,
+        env: ['PATH=/usr/local/bin:/usr/bin:/bin', 'GREETING=hello world'],
+        workingDir: '/root',
+        cmd: ['sleep', '1'],
+        user: '0:0',
+        timeoutMs: 120_000,
+      });
+      try {
+        const info = await s.runtime.inspectImage(imageTag);
+        expect(info).toMatchObject({ id: imported.id, workingDir: '/root', user: '0:0', labels: expect.objectContaining(labels) });
+        expect(info?.env).toEqual(expect.arrayContaining(['GREETING=hello world']));
+        expect(info?.cmd).toEqual(['sleep', '1']);
+        expect((await s.runtime.listImages(labels)).map((i) => i.id)).toContain(imported.id);
+        const c = await s.runtime.createContainer(spec(s.programs.exit(0), { image: imported.id }));
+        created.push(c);
+        const files = await collect(s.runtime, c, '/root/agent.txt');
+        expect(files?.get('agent.txt')?.content).toBe('left by the agent');
+        await s.runtime.removeContainer(c);
+      } finally {
+        await s.runtime.removeImage(imported.id);
+      }
+      expect(await s.runtime.inspectImage(imageTag)).toBeNull();
+      await s.runtime.removeImage(imported.id); // idempotent
+      await expect(s.runtime.exportContainer('0'.repeat(64))).rejects.toMatchObject({ code: 'CONTAINER_NOT_FOUND' });
+    }, timeoutMs * 4);
+
     it('never pulls: a missing image is not found', async () => {
       const missing = `assay/does-not-exist:${tag}`;
       expect(await s.runtime.inspectImage(missing)).toBeNull();

@@ -4,7 +4,7 @@
  */
 import * as fs from 'node:fs';
 import { join, resolve } from 'node:path';
-import { FakeContainerRuntime } from '@assay/containers';
+import { FakeContainerRuntime, readTar, tarHeader, tarPadding, type ContainerSpec, type ImportImageOptions } from '@assay/containers';
 import { loadTaskPlan } from '@assay/task-format';
 import { JudgeRunner, TaskImageBuilder, type JudgeResult, type PreparedTask } from '@assay/judge';
 import { DirSnapshots, TestOwners, installFakeEntrypoint, memoryLedger, removeFakeSnapshots, tmp, writeTask, type FakeScenario, type MemoryLedger } from './judge-fakes';
@@ -63,6 +63,87 @@ async function snapshot(w: World, files: Record<string, string> = { 'main.py': '
 function leftovers(w: World, r: JudgeResult) {
   return { work: fs.existsSync(join(r.dir, 'snapshot')), owner: fs.existsSync(join(r.dir, 'owner.json')) };
 }
+
+/** DirSnapshots that can also stream a snapshot as tar entries (what full-rootfs Judges need). */
+class ArchiveSnapshots extends DirSnapshots {
+  async *archive(cid: string, skip: (path: string) => boolean): AsyncIterable<Uint8Array> {
+    const root = this.dirs.get(cid) as string;
+    const rec = function* (d: string, rel: string): Generator<Buffer> {
+      for (const n of fs.readdirSync(d).sort()) {
+        const p = join(d, n);
+        const r = rel ? `${rel}/${n}` : n;
+        if (skip(r)) continue;
+        const st = fs.lstatSync(p);
+        if (st.isDirectory()) {
+          yield tarHeader({ path: r, type: 'dir', mode: 0o755 });
+          yield* rec(p, r);
+        } else if (st.isFile()) {
+          const b = fs.readFileSync(p);
+          yield tarHeader({ path: r, type: 'file', mode: 0o644, size: b.length });
+          yield b;
+          yield tarPadding(b.length);
+        }
+      }
+    };
+    yield* rec(root, '');
+  }
+}
+
+describe('JudgeRunner, full-rootfs task (fake runtime)', () => {
+  it('judges from an image imported from the snapshot, with the harness injected fresh and no snapshot mount; the image is removed', async () => {
+    const w = await world();
+    const snapshots = new ArchiveSnapshots();
+    const runner = new JudgeRunner({ runtime: w.runtime, snapshots, recorder: w.ml.recorder, owners: w.owners, clock: w.ml.clock, ids: w.ml.ids, judgesDir: join(w.home, 'judges'), homeTag: 'home1', hostCpus: 2, drainMs: 1000, judgeRuntimeDir: JUDGE_RUNTIME });
+    const dir = writeTask(tmp('judge-unit-task-'), { files: { 'reward.txt': '0.75' } });
+    cleanup.push(dir);
+    fs.writeFileSync(join(dir, 'task.toml'), fs.readFileSync(join(dir, 'task.toml'), 'utf8').replace('workdir = "/workspace"', 'workdir = "/"'));
+    const plan = await loadTaskPlan(dir);
+    const t = await runner.prepare(dir, plan, await w.images.ensure(dir, plan));
+    expect([t.rootfs, t.workdir]).toEqual([true, '/']);
+    // without a store that can stream a snapshot, such a task is refused up front
+    await expect(w.runner.prepare(dir, plan, t.images)).rejects.toMatchObject({ code: 'JUDGE_TASK_UNSUPPORTED' });
+
+    const ws = tmp('judge-unit-rootfs-');
+    cleanup.push(ws);
+    fs.mkdirSync(join(ws, 'etc'));
+    fs.writeFileSync(join(ws, 'etc', 'answer'), '42');
+    fs.mkdirSync(join(ws, 'opt/assay/judge'), { recursive: true });
+    fs.writeFileSync(join(ws, 'opt/assay/judge/entrypoint'), 'planted by the agent');
+    const cid = await snapshots.snapshotDirectory(ws);
+
+    const imported: Array<{ o: ImportImageOptions; files: Map<string, string> }> = [];
+    const specs: ContainerSpec[] = [];
+    const importImage = w.runtime.importImage.bind(w.runtime);
+    w.runtime.importImage = async (rootfs, o) => {
+      const chunks: Buffer[] = [];
+      for await (const c of rootfs) chunks.push(Buffer.from(c));
+      const files = new Map<string, string>();
+      for await (const r of readTar((async function* () { yield Buffer.concat(chunks); })(), { maxArchiveBytes: 1 << 26, keep: () => 1 << 20 })) files.set(r.header.path, r.content?.toString('utf8') ?? `<${r.header.type}>`);
+      imported.push({ o, files });
+      return importImage((async function* () { yield Buffer.concat(chunks); })(), o);
+    };
+    const createContainer = w.runtime.createContainer.bind(w.runtime);
+    w.runtime.createContainer = async (spec) => {
+      specs.push(spec);
+      return createContainer(spec);
+    };
+
+    const r = await runner.judge(t, cid);
+    expect([r.status, r.primaryScore]).toEqual(['completed', 0.75]);
+    expect(imported).toHaveLength(1);
+    const im = imported[0] as { o: ImportImageOptions; files: Map<string, string> };
+    expect(im.files.get('etc/answer')).toBe('42');
+    expect(im.files.get('opt/assay/judge/entrypoint')).toBe(fs.readFileSync(join(JUDGE_RUNTIME, 'entrypoint'), 'utf8'));
+    expect(im.files.get('usr/local/bin/run-as-candidate')).toBe(fs.readFileSync(join(JUDGE_RUNTIME, 'run-as-candidate'), 'utf8'));
+    expect([...im.files.keys()].filter((k) => k.startsWith('opt'))).toEqual(['opt/', 'opt/assay/', 'opt/assay/judge/', 'opt/assay/judge/entrypoint', 'opt/assay/judge/run-as-candidate']);
+    expect(im.o.labels).toMatchObject({ 'org.assay.role': 'judge-rootfs', 'org.assay.judge': r.judge, 'org.assay.owner': w.owners.self, 'org.assay.snapshot': cid });
+    const spec = specs[0] as ContainerSpec;
+    expect(spec.image).not.toBe(t.images.judge.id);
+    expect(spec.mounts.map((m) => m.target)).toEqual(['/tests', '/logs/verifier', '/tmp']);
+    expect(await w.runtime.listImages({ 'org.assay.role': 'judge-rootfs' })).toEqual([]);
+    expect(w.runtime.calls).toContain(`removeImage ${spec.image}`);
+  });
+});
 
 describe('JudgeRunner (fake runtime)', () => {
   it('completed: JudgeLaunched by the runtime key, JudgeCompleted and RewardRecorded by the judge key; everything torn down', async () => {
@@ -209,11 +290,17 @@ describe('JudgeRunner (fake runtime)', () => {
     fs.mkdirSync(join(dir, 'snapshot'), { recursive: true });
     fs.writeFileSync(join(dir, 'owner.json'), JSON.stringify({ owner: deadOwner, judge: judgeId, startedAt: '2026-12-01T09:59:00.000Z' }));
     fs.writeFileSync(join(dir, 'output.log'), 'partial');
+    // A full-rootfs Judge image it made from a snapshot, and one of a live process.
+    const imported = async (owner: string, id: string) =>
+      (await w.runtime.importImage((async function* () {})(), { tag: `assay/judge-rootfs:${id}`, labels: { ...labels(owner, id), 'org.assay.role': 'judge-rootfs' }, env: [], workingDir: '/', cmd: null, user: '', timeoutMs: 1000 })).id;
+    await imported(deadOwner, judgeId);
+    const liveImage = await imported(w.owners.self, 'live');
     // A live process's Judge in flight.
     await w.runtime.createContainer({ ...baseSpec(t.images.judge.id), name: 'assay-judge-live', labels: labels(w.owners.self, 'live') });
 
     const rep = await w.runner.sweep();
-    expect(rep).toEqual({ containers: [`assay-judge-${judgeId}`], volumes: [`assay-judge-${judgeId}-verifier`], directories: [dir], completed: [judgeId] });
+    expect(rep).toEqual({ containers: [`assay-judge-${judgeId}`], volumes: [`assay-judge-${judgeId}-verifier`], images: [`assay/judge-rootfs:${judgeId}`], directories: [dir], completed: [judgeId] });
+    expect((await w.runtime.listImages({ 'org.assay.role': 'judge-rootfs' })).map((i) => i.id)).toEqual([liveImage]);
     expect(fs.existsSync(join(dir, 'snapshot'))).toBe(false);
     expect((await w.runtime.listContainers({ 'org.assay.role': 'judge' })).map((c) => c.name)).toEqual(['assay-judge-live']);
     const events = await w.ml.stream(`judge-${judgeId}`);
@@ -222,7 +309,7 @@ describe('JudgeRunner (fake runtime)', () => {
       ['JudgeCompleted', 'judge'],
     ]);
     expect(events[1]?.data).toMatchObject({ status: 'infrastructure_error', exitCode: null, outputBytes: 7, detail: expect.stringContaining('host/4242/7 ended before this Judge finished') });
-    expect(await w.runner.sweep()).toEqual({ containers: [], volumes: [], directories: [], completed: [] });
+    expect(await w.runner.sweep()).toEqual({ containers: [], volumes: [], images: [], directories: [], completed: [] });
   });
 });
 

@@ -40,6 +40,18 @@ export interface ContainerSpec {
   readonly init: boolean;
   /** Keep stdin open for `start(…, {stdin})`; it is closed after the bytes given there. */
   readonly openStdin: boolean;
+  /**
+   * Host GPUs handed to the container: a Docker device request with driver `nvidia`, these device ids (host
+   * indices such as `0` or UUIDs such as `GPU-…`) and capability `gpu`. Absent or empty: no GPU.
+   */
+  readonly gpus?: GpuRequest | null;
+}
+
+/** A GPU device request (Docker `HostConfig.DeviceRequests[]`): driver `nvidia`, explicit device ids. */
+export interface GpuRequest {
+  readonly driver: 'nvidia';
+  /** Host GPU indices (`0`) or UUIDs (`GPU-…`), at least one. */
+  readonly deviceIds: readonly string[];
 }
 
 export interface ImageInfo {
@@ -51,6 +63,28 @@ export interface ImageInfo {
   readonly workingDir: string;
   readonly user: string;
   readonly sizeBytes: number;
+  /** The image's Env (`KEY=value` lines) and Cmd, where the adapter reports them (carried over by importImage). */
+  readonly env?: readonly string[];
+  readonly cmd?: readonly string[] | null;
+}
+
+/** An image made from a root file system tar (`docker import`), with the configuration given here. */
+export interface ImportImageOptions {
+  /** Tag given to the result, `repo:tag`. */
+  readonly tag: string;
+  readonly labels: Readonly<Record<string, string>>;
+  /** Image configuration: Env (`KEY=value`), WorkingDir, Cmd, User, as `docker import --change` sets them. */
+  readonly env: readonly string[];
+  readonly workingDir: string;
+  readonly cmd: readonly string[] | null;
+  readonly user: string;
+  readonly timeoutMs: number;
+}
+
+export interface ImageSummary {
+  readonly id: string;
+  readonly tags: readonly string[];
+  readonly labels: Readonly<Record<string, string>>;
 }
 
 /** What the daemon reports about a container: the configuration as applied, and its state. */
@@ -73,6 +107,8 @@ export interface ContainerInfo {
   readonly memoryBytes: number | null;
   readonly nanoCpus: number | null;
   readonly mounts: ReadonlyArray<{ type: string; target: string; readOnly: boolean; source: string }>;
+  /** The GPU device requests as applied (driver and device ids); empty without GPUs. */
+  readonly deviceRequests?: ReadonlyArray<{ readonly driver: string; readonly deviceIds: readonly string[]; readonly capabilities: readonly string[] }>;
 }
 
 export interface ContainerSummary {
@@ -145,4 +181,14 @@ export interface ContainerRuntime {
   removeContainer(id: string): Promise<void>;
   listContainers(filter: LabelFilter): Promise<ContainerSummary[]>;
   listVolumes(filter: LabelFilter): Promise<VolumeSummary[]>;
+  /**
+   * The container's whole file system as a tar stream (`docker export`): its root file system with every layer
+   * flattened; volumes, bind mounts and tmpfs mounts are not included. CONTAINER_NOT_FOUND when it does not exist.
+   */
+  exportContainer(id: string): Promise<AsyncIterable<Uint8Array>>;
+  /** Makes an image from a root file system tar (`docker import`); returns its id. Never contacts a registry. */
+  importImage(rootfs: AsyncIterable<Uint8Array>, o: ImportImageOptions): Promise<{ id: string }>;
+  /** Removes an image (by id or tag, forced: its tags go with it); a missing one is not an error. */
+  removeImage(ref: string): Promise<void>;
+  listImages(filter: LabelFilter): Promise<ImageSummary[]>;
 }

@@ -14,6 +14,8 @@ export const CONTAINER_ERROR_KINDS = {
   /** An archive from the daemon (or the fake) is malformed. */
   CONTAINER_ARCHIVE_INVALID: 'integrity',
   CONTAINER_ARCHIVE_TOO_LARGE: 'refused',
+  /** A container spec Assay itself would never send (a GPU request with a junk device id or another driver). */
+  CONTAINER_INVALID_SPEC: 'invalid_input',
 } as const satisfies Record<string, ErrorKind>;
 
 export type ContainerErrorCode = keyof typeof CONTAINER_ERROR_KINDS;

@@ -23,3 +23,4 @@ export { readRewardFiles, MAX_VERIFIER_ARCHIVE_BYTES } from './application/rewar
 export { dirTar, dirTarBuffer, type DirTarLimits, type DirTarStats } from './application/dir-tar';
 export * from './application/task-images';
 export * from './application/judge-runner';
+export { importRootfsImage, rootfsImageTag, ROOTFS_IMAGE_ROLE, ROOTFS_HARNESS_PATHS } from './application/rootfs-image';

@@ -13,6 +13,8 @@ import type {
   ContainerSpec,
   ContainerSummary,
   ImageInfo,
+  ImageSummary,
+  ImportImageOptions,
   LabelFilter,
   StartIo,
   StartedContainer,
@@ -20,6 +22,7 @@ import type {
   WaitResult,
 } from '../container-runtime.port';
 import { containerError } from '../containers.errors';
+import { dockerDeviceRequests } from '../gpu-request';
 
 interface DockerHttpError {
   statusCode?: number;
@@ -51,6 +54,21 @@ function fail(op: string, e: unknown, details: Record<string, unknown> = {}) {
     );
   }
   return containerError('CONTAINER_OPERATION_FAILED', `docker could not ${op}: ${daemonMessage(e)}`, { ...details, statusCode: statusOf(e) ?? null }, e);
+}
+
+/** `docker import --change` lines for an image's configuration (JSON forms, so nothing is shell-parsed). */
+export function importChanges(o: Pick<ImportImageOptions, 'env' | 'workingDir' | 'cmd' | 'user' | 'labels'>): string[] {
+  const out: string[] = [];
+  for (const e of o.env) {
+    const eq = e.indexOf('=');
+    if (eq <= 0 || /[\n\r]/.test(e)) continue;
+    out.push(`ENV ${e.slice(0, eq)}=${JSON.stringify(e.slice(eq + 1))}`);
+  }
+  if (o.workingDir) out.push(`WORKDIR ${o.workingDir}`);
+  if (o.cmd && o.cmd.length) out.push(`CMD ${JSON.stringify(o.cmd)}`);
+  if (o.user) out.push(`USER ${o.user}`);
+  for (const [k, v] of Object.entries(o.labels)) out.push(`LABEL ${JSON.stringify(k)}=${JSON.stringify(v)}`);
+  return out;
 }
 
 function labelFilters(filter: LabelFilter): string[] {
@@ -120,6 +138,8 @@ export class DockerodeRuntime implements ContainerRuntime {
         workingDir: i.Config?.WorkingDir ?? '',
         user: i.Config?.User ?? '',
         sizeBytes: i.Size ?? 0,
+        env: i.Config?.Env ?? [],
+        cmd: i.Config?.Cmd ?? null,
       };
     } catch (e) {
       if (statusOf(e) === 404) return null;
@@ -226,6 +246,7 @@ export class DockerodeRuntime implements ContainerRuntime {
   }
 
   async createContainer(spec: ContainerSpec): Promise<string> {
+    const deviceRequests = dockerDeviceRequests(spec);
     const tmpfs: Record<string, string> = {};
     const mounts: Docker.MountSettings[] = [];
     for (const m of spec.mounts) {
@@ -268,6 +289,7 @@ export class DockerodeRuntime implements ContainerRuntime {
         IpcMode: 'private',
         Tmpfs: tmpfs,
         Mounts: mounts,
+        ...(deviceRequests.length ? { DeviceRequests: deviceRequests } : {}),
         // Output goes through the attach stream only: nothing is kept by the daemon, so a flood cannot fill its disk.
         LogConfig: { Type: 'none', Config: {} },
         AutoRemove: false,
@@ -384,6 +406,11 @@ export class DockerodeRuntime implements ContainerRuntime {
           ...(hc.Mounts ?? []).map((m) => ({ type: m.Type, target: m.Target, readOnly: m.ReadOnly === true, source: m.Source })),
           ...Object.keys(hc.Tmpfs ?? {}).map((t) => ({ type: 'tmpfs', target: t, readOnly: false, source: '' })),
         ],
+        deviceRequests: ((hc as { DeviceRequests?: Docker.DeviceRequest[] | null }).DeviceRequests ?? []).map((r) => ({
+          driver: r.Driver ?? '',
+          deviceIds: r.DeviceIDs ?? [],
+          capabilities: (r.Capabilities ?? []).flat(),
+        })),
       };
     } catch (e) {
       if (statusOf(e) === 404) return null;
@@ -418,6 +445,78 @@ export class DockerodeRuntime implements ContainerRuntime {
       return list.map((c) => ({ id: c.Id, name: (c.Names[0] ?? '').replace(/^\//, ''), labels: c.Labels ?? {}, running: c.State === 'running' }));
     } catch (e) {
       throw fail('list containers', e);
+    }
+  }
+
+  async exportContainer(id: string): Promise<AsyncIterable<Uint8Array>> {
+    try {
+      const s = await this.docker.getContainer(id).export();
+      return s as unknown as AsyncIterable<Uint8Array>;
+    } catch (e) {
+      if (statusOf(e) === 404) throw containerError('CONTAINER_NOT_FOUND', `no container ${id.slice(0, 12)} to export`, { container: id }, e);
+      throw fail(`export container ${id.slice(0, 12)}`, e, { container: id });
+    }
+  }
+
+  async importImage(rootfs: AsyncIterable<Uint8Array>, o: ImportImageOptions): Promise<{ id: string }> {
+    const abort = new AbortController();
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      abort.abort();
+    }, o.timeoutMs);
+    const colon = o.tag.lastIndexOf(':');
+    const repo = colon > 0 ? o.tag.slice(0, colon) : o.tag;
+    const tag = colon > 0 ? o.tag.slice(colon + 1) : 'latest';
+    let error: string | null = null;
+    let source: Readable | null = null;
+    try {
+      source = Readable.from(rootfs);
+      const res = await this.docker.importImage(source as unknown as NodeJS.ReadableStream, {
+        repo,
+        tag,
+        changes: importChanges(o),
+        abortSignal: abort.signal,
+      } as unknown as Record<string, unknown>);
+      let text = '';
+      for await (const chunk of res as unknown as AsyncIterable<Buffer>) text += chunk.toString('utf8');
+      for (const line of text.split('\n')) {
+        if (!line.trim()) continue;
+        try {
+          const m = JSON.parse(line) as { error?: string; errorDetail?: { message?: string } };
+          if (m.error) error = m.errorDetail?.message ?? m.error;
+        } catch {
+          /* progress text */
+        }
+      }
+    } catch (e) {
+      source?.destroy();
+      if (timedOut) throw containerError('CONTAINER_OPERATION_FAILED', `importing ${o.tag} took longer than ${Math.round(o.timeoutMs / 1000)} s; it was cancelled`, { tag: o.tag });
+      throw fail(`import ${o.tag}`, e, { tag: o.tag });
+    } finally {
+      clearTimeout(timer);
+    }
+    if (error !== null) throw containerError('CONTAINER_OPERATION_FAILED', `docker could not import ${o.tag}: ${error}`, { tag: o.tag });
+    const img = await this.inspectImage(o.tag);
+    if (!img) throw containerError('CONTAINER_OPERATION_FAILED', `the import of ${o.tag} reported success but no such image exists`, { tag: o.tag });
+    return { id: img.id };
+  }
+
+  async removeImage(ref: string): Promise<void> {
+    try {
+      await this.docker.getImage(ref).remove({ force: true, noprune: false });
+    } catch (e) {
+      if (statusOf(e) === 404) return;
+      throw fail(`remove image ${ref}`, e, { image: ref });
+    }
+  }
+
+  async listImages(filter: LabelFilter): Promise<ImageSummary[]> {
+    try {
+      const list = await this.docker.listImages({ filters: { label: labelFilters(filter) } } as Docker.ListImagesOptions);
+      return list.map((i) => ({ id: i.Id, tags: (i.RepoTags ?? []).filter((t) => t !== '<none>:<none>'), labels: i.Labels ?? {} }));
+    } catch (e) {
+      throw fail('list images', e);
     }
   }
 

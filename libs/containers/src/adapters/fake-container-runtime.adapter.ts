@@ -14,6 +14,8 @@ import type {
   ContainerSpec,
   ContainerSummary,
   ImageInfo,
+  ImageSummary,
+  ImportImageOptions,
   LabelFilter,
   MountSpec,
   OutputStream,
@@ -23,6 +25,7 @@ import type {
   WaitResult,
 } from '../container-runtime.port';
 import { containerError } from '../containers.errors';
+import { dockerDeviceRequests } from '../gpu-request';
 import { packTarSync, readTar, type TarEntryInput } from '../tar/tar';
 
 export type FakeNode = { readonly kind: 'file'; readonly data: Buffer; readonly mode: number } | { readonly kind: 'dir' } | { readonly kind: 'symlink'; readonly target: string };
@@ -144,6 +147,8 @@ export class FakeContainerRuntime implements ContainerRuntime {
   private readonly volumes = new Map<string, FakeVolume>();
   private readonly programs = new Map<string, FakeProgram>(Object.entries(FAKE_BUILTINS));
   private readonly failures = new Map<FailOp, string>();
+  /** Env and Cmd of imported images (built and added images have none). */
+  private readonly imageConfig = new Map<string, { env: string[]; cmd: string[] | null }>();
   private seq = 0;
   /** Every call, for assertions: `op target`. */
   readonly calls: string[] = [];
@@ -197,7 +202,8 @@ export class FakeContainerRuntime implements ContainerRuntime {
     this.injected('ping');
     const i = this.findImage(ref);
     if (!i) return null;
-    return { id: i.id, tags: [...i.tags], labels: { ...i.labels }, workingDir: i.workingDir, user: i.user, sizeBytes: 1024 };
+    const cfg = this.imageConfig.get(i.id);
+    return { id: i.id, tags: [...i.tags], labels: { ...i.labels }, workingDir: i.workingDir, user: i.user, sizeBytes: 1024, env: cfg?.env ?? [], cmd: cfg?.cmd ?? null };
   }
 
   async buildImage(context: AsyncIterable<Uint8Array>, o: BuildOptions): Promise<{ id: string }> {
@@ -272,6 +278,7 @@ export class FakeContainerRuntime implements ContainerRuntime {
   async createContainer(spec: ContainerSpec): Promise<string> {
     this.calls.push(`create ${spec.name ?? ''}`);
     this.injected('create');
+    dockerDeviceRequests(spec); // the same refusals as the real adapter
     const image = this.findImage(spec.image);
     if (!image) throw containerError('CONTAINER_IMAGE_NOT_FOUND', `no image ${spec.image} in the local Docker daemon (nothing is ever pulled)`, { image: spec.image });
     for (const m of spec.mounts) {
@@ -491,6 +498,7 @@ export class FakeContainerRuntime implements ContainerRuntime {
       memoryBytes: s.memoryBytes,
       nanoCpus: s.nanoCpus,
       mounts: s.mounts.map((m) => ({ type: m.type, target: m.target, readOnly: m.type === 'tmpfs' ? false : m.readOnly, source: m.type === 'tmpfs' ? '' : m.source })),
+      deviceRequests: dockerDeviceRequests(s).map((r) => ({ driver: r.Driver, deviceIds: [...r.DeviceIDs], capabilities: r.Capabilities.flat() })),
     };
   }
 
@@ -561,6 +569,67 @@ export class FakeContainerRuntime implements ContainerRuntime {
   async listVolumes(filter: LabelFilter): Promise<VolumeSummary[]> {
     this.injected('ping');
     return [...this.volumes.entries()].filter(([, v]) => matches(v.labels, filter)).map(([name, v]) => ({ name, labels: { ...v.labels } }));
+  }
+
+  async exportContainer(id: string): Promise<AsyncIterable<Uint8Array>> {
+    this.calls.push(`export ${id.slice(0, 12)}`);
+    this.injected('readArchive');
+    const c = this.containers.get(id);
+    if (!c) throw containerError('CONTAINER_NOT_FOUND', `no container ${id.slice(0, 12)} to export`, { container: id });
+    // The container's own file system only: like `docker export`, nothing of its mounts.
+    const entries: Array<TarEntryInput & { content?: Buffer }> = [];
+    for (const [k, n] of [...c.rootfs.entries()].sort(([a], [b]) => (a < b ? -1 : 1))) {
+      const name = k.replace(/^\/+/, '');
+      if (!name) continue;
+      if (n.kind === 'file') entries.push({ path: name, type: 'file', mode: n.mode, content: n.data });
+      else if (n.kind === 'dir') entries.push({ path: `${name}/`, type: 'dir', mode: 0o755 });
+      else entries.push({ path: name, type: 'symlink', mode: 0o777, linkTarget: n.target });
+    }
+    const tar = packTarSync(entries);
+    return (async function* () {
+      for (let i = 0; i < tar.length; i += 4096) yield tar.subarray(i, i + 4096);
+    })();
+  }
+
+  async importImage(rootfs: AsyncIterable<Uint8Array>, o: ImportImageOptions): Promise<{ id: string }> {
+    this.calls.push(`import ${o.tag}`);
+    this.injected('build');
+    const hash = createHash('sha256');
+    const files = new Map<string, FakeNode>();
+    const hashed = (async function* () {
+      for await (const c of rootfs) {
+        hash.update(c);
+        yield c;
+      }
+    })();
+    for await (const r of readTar(hashed, { maxArchiveBytes: 1 << 30, keep: (h) => (h.type === 'file' ? 1 << 26 : false) })) {
+      const rel = norm(r.header.path.replace(/^\.\//, ''));
+      if (rel === '/') continue;
+      if (r.header.type === 'file' && r.content) files.set(rel, { kind: 'file', data: r.content, mode: r.header.mode });
+      else if (r.header.type === 'dir') files.set(rel, { kind: 'dir' });
+      else if (r.header.type === 'symlink') files.set(rel, { kind: 'symlink', target: r.header.linkTarget });
+    }
+    hash.update(JSON.stringify([o.env, o.workingDir, o.cmd, o.user, o.labels]));
+    const id = `sha256:${hash.digest('hex')}`;
+    const img: FakeImage = this.images.get(id) ?? { id, tags: new Set(), labels: { ...o.labels }, workingDir: o.workingDir, user: o.user, files };
+    this.untag(o.tag);
+    img.tags.add(o.tag);
+    this.images.set(id, img);
+    this.imageConfig.set(id, { env: [...o.env], cmd: o.cmd ? [...o.cmd] : null });
+    return { id };
+  }
+
+  async removeImage(ref: string): Promise<void> {
+    this.calls.push(`removeImage ${ref}`);
+    const i = this.findImage(ref);
+    if (!i) return;
+    this.images.delete(i.id);
+    this.imageConfig.delete(i.id);
+  }
+
+  async listImages(filter: LabelFilter): Promise<ImageSummary[]> {
+    this.injected('ping');
+    return [...this.images.values()].filter((i) => matches(i.labels, filter)).map((i) => ({ id: i.id, tags: [...i.tags], labels: { ...i.labels } }));
   }
 
   /** Test helper: the files of a volume. */

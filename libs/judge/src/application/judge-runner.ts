@@ -52,6 +52,7 @@ import { dirTarBuffer } from './dir-tar';
 import { OutputCapture, type CapturedOutput } from './output-capture';
 import { readRewardFiles } from './reward-files';
 import type { TaskImages } from './task-images';
+import { importRootfsImage, ROOTFS_IMAGE_ROLE } from './rootfs-image';
 
 export const LABELS = {
   role: 'org.assay.role',
@@ -70,6 +71,8 @@ export interface PreparedTask {
   /** tests/ as a tar, streamed into each Judge. */
   readonly tests: Buffer;
   readonly workdir: string;
+  /** Full-rootfs mode (workdir `/`): the Judge runs from an image made from the snapshot (rootfs-image.ts). */
+  readonly rootfs: boolean;
   readonly network: 'none' | 'bridge';
   readonly env: Readonly<Record<string, string>>;
   readonly limits: JudgeLimits;
@@ -109,6 +112,8 @@ export interface RepeatedResult {
 export interface SweepReport {
   readonly containers: string[];
   readonly volumes: string[];
+  /** Full-rootfs Judge images (made from a snapshot) whose owner is gone. */
+  readonly images: string[];
   readonly directories: string[];
   /** Judges whose process died after JudgeLaunched: JudgeCompleted (infrastructure_error) recorded now. */
   readonly completed: string[];
@@ -129,6 +134,8 @@ export interface JudgeRunnerDeps {
   readonly progress?: Progress;
   /** Bound on waiting for the output stream to drain after the container exits (ms). */
   readonly drainMs?: number;
+  /** task-runtime/judge (entrypoint, run-as-candidate): injected fresh into full-rootfs Judge images. */
+  readonly judgeRuntimeDir?: string;
 }
 
 export interface PrepareOptions {
@@ -138,6 +145,17 @@ export interface PrepareOptions {
   readonly hostEnv?: HostEnv;
   /** Bound on the injected output cap (tests use a small one); default 1 MiB. */
   readonly outputCapBytes?: number;
+  /**
+   * The caller hands each Judge its verifier GPUs (`judge(…, {gpus})`, from a GPU pool such as `assay run --gpus`).
+   * Without it a task whose verifier needs GPUs is refused here.
+   */
+  readonly gpusFromPool?: boolean;
+}
+
+/** Per-Judge options. */
+export interface JudgeOptions {
+  /** Host GPU device ids for this Judge: exactly `verifier.gpus` of them when the verifier needs GPUs. */
+  readonly gpus?: readonly string[];
 }
 
 const SNAPSHOT_LIMIT_CODES = new Set(['SNAPSHOT_TOO_MANY_FILES', 'SNAPSHOT_FILE_TOO_LARGE', 'SNAPSHOT_TOO_LARGE', 'SNAPSHOT_TOO_DEEP']);
@@ -175,7 +193,7 @@ export class JudgeRunner {
     if (v.network.mode === 'allowlist') {
       throw unsupported(`the verifier's network is an allowlist (${v.network.allowedHosts.join(', ')}); Assay cannot yet confine a Judge to named hosts, and will not pretend to by opening the whole network`);
     }
-    if (v.gpus > 0) throw unsupported(`the verifier needs ${v.gpus} GPU(s) (metadata.rsi_harness.verifier.gpus); GPU Judges are not supported yet`);
+    if (v.gpus > 0 && o.gpusFromPool !== true) throw unsupported(`the verifier needs ${v.gpus} GPU(s) (metadata.rsi_harness.verifier.gpus); only \`assay run --gpus LIST\` hands Judges GPUs`);
     if (v.user !== null && !['root', '0', '0:0'].includes(v.user)) {
       throw unsupported(`verifier.user = ${JSON.stringify(v.user)}: the Judge runs test.sh as root so that /tests and /logs/verifier stay out of reach of candidate code, which test.sh runs with run-as-candidate`);
     }
@@ -184,7 +202,9 @@ export class JudgeRunner {
 
     let workdir = plan.environment.workdir;
     if (workdir === null) workdir = (await this.d.runtime.inspectImage(images.judge.id))?.workingDir || null;
-    if (!workdir || workdir === '/') {
+    const rootfs = plan.environment.workdir === '/';
+    if (rootfs && !this.d.snapshots.archive) throw unsupported('the workdir is "/" (full-rootfs mode), and this snapshot store cannot stream a snapshot as a tar');
+    if (!rootfs && (!workdir || workdir === '/')) {
       throw judgeError('JUDGE_WORKDIR_UNSUPPORTED', `${plan.name}: the snapshot would be mounted at "${workdir ?? ''}"; set environment.workdir (e.g. "/workspace") or WORKDIR in the Dockerfile`, { task: plan.name });
     }
     const testsDir = join(taskDir, 'tests');
@@ -211,7 +231,8 @@ export class JudgeRunner {
       images,
       testsDigest,
       tests: tar,
-      workdir,
+      workdir: workdir ?? '/',
+      rootfs,
       network: v.network.mode === 'public' ? 'bridge' : 'none',
       env,
       limits,
@@ -233,8 +254,10 @@ export class JudgeRunner {
   }
 
   /** Checks that the daemon applied what was asked; a Judge never runs with weaker isolation than planned. */
-  private appliedProblems(info: ContainerInfo, t: PreparedTask): string[] {
+  private appliedProblems(info: ContainerInfo, t: PreparedTask, gpus: readonly string[]): string[] {
     const p: string[] = [];
+    const appliedGpus = (info.deviceRequests ?? []).flatMap((r) => r.deviceIds);
+    if (appliedGpus.join(',') !== gpus.join(',')) p.push(`GPUs [${appliedGpus.join(',')}], expected [${gpus.join(',')}]`);
     if (info.networkMode !== t.network) p.push(`network mode ${info.networkMode}, expected ${t.network}`);
     if (info.readOnlyRootfs !== t.limits.readOnlyRootfs) p.push(`read-only root file system ${String(info.readOnlyRootfs)}`);
     if (!info.capDrop.map((c) => c.toUpperCase()).some((c) => c === 'ALL' || c === 'CAP_ALL')) p.push('capabilities not dropped');
@@ -258,8 +281,12 @@ export class JudgeRunner {
   }
 
   /** One fresh Judge on a snapshot. Statuses are results; only misuse and an unwritable ledger throw. */
-  async judge(t: PreparedTask, snapshot: string, ref: RunRef = {}): Promise<JudgeResult> {
+  async judge(t: PreparedTask, snapshot: string, ref: RunRef = {}, opts: JudgeOptions = {}): Promise<JudgeResult> {
     if (this.cancelled !== null) throw judgeError('JUDGE_CANCELLED', `judging was cancelled (${this.cancelled})`);
+    const gpus = [...(opts.gpus ?? [])];
+    if (gpus.length !== t.plan.verifier.gpus) {
+      throw judgeError('JUDGE_BAD_REQUEST', `the verifier needs ${t.plan.verifier.gpus} GPU(s) (metadata.rsi_harness.verifier.gpus), but ${gpus.length} were handed to this Judge`, { gpus });
+    }
     if (!(await this.d.snapshots.has(snapshot))) {
       throw judgeError('JUDGE_SNAPSHOT_NOT_FOUND', `snapshot ${snapshot} is not in the store; judge a directory with --snapshot DIR, or import the snapshot first`, { snapshot });
     }
@@ -300,15 +327,18 @@ export class JudgeRunner {
     }
     if (finding) return finishRule(finding);
 
-    // 2. materialise
+    // 2. materialise (full-rootfs: an image made from the snapshot instead of a directory)
     const work = join(dir, 'snapshot');
     const r = t.settings.snapshot;
+    let rootfsImage: string | null = null;
     try {
-      await this.d.snapshots.materialise(snapshot, work, { maxFiles: r.maxFiles, maxFileBytes: r.maxFileBytes, maxTotalBytes: r.maxBytes, maxDepth: r.maxDepth });
+      if (t.rootfs) rootfsImage = await importRootfsImage({ runtime, snapshots: this.d.snapshots, judgeRuntimeDir: this.d.judgeRuntimeDir }, image, snapshot, judgeId, this.labels(judgeId));
+      else await this.d.snapshots.materialise(snapshot, work, { maxFiles: r.maxFiles, maxFileBytes: r.maxFileBytes, maxTotalBytes: r.maxBytes, maxDepth: r.maxDepth });
     } catch (e) {
       fs.rmSync(work, { recursive: true, force: true });
       if (isAssayError(e) && SNAPSHOT_LIMIT_CODES.has(e.code)) return finishRule({ rule: 'snapshot.limits', detail: e.message });
-      return this.finishInfra(t, { dir, ownerFile, judgeId, stream, base, snapshot, capture, events, elapsed }, `materialising the snapshot failed: ${message(e)}`, null);
+      if (rootfsImage) await runtime.removeImage(rootfsImage).catch(() => undefined);
+      return this.finishInfra(t, { dir, ownerFile, judgeId, stream, base, snapshot, capture, events, elapsed }, `${t.rootfs ? 'making the Judge image from the snapshot' : 'materialising the snapshot'} failed: ${message(e)}`, null);
     }
 
     // 3..5. create, launch, run, collect
@@ -322,19 +352,19 @@ export class JudgeRunner {
     try {
       const labels = this.labels(judgeId);
       await runtime.createVolume(volume, labels);
-      const spec = judgeContainerSpec({ judgeId, imageId: image, workdir: t.workdir, snapshotHostDir: work, verifierVolume: volume, command: t.plan.verifier.command, env: t.env, network: t.network, limits: t.limits, labels });
-      containerId = await runtime.createContainer(spec);
+      const spec = judgeContainerSpec({ judgeId, imageId: rootfsImage ?? image, workdir: t.workdir, snapshotHostDir: t.rootfs ? null : work, verifierVolume: volume, command: t.plan.verifier.command, env: t.env, network: t.network, limits: t.limits, labels });
+      containerId = await runtime.createContainer(gpus.length ? { ...spec, gpus: { driver: 'nvidia', deviceIds: gpus } } : spec);
       this.active.add(containerId);
       applied = await runtime.inspectContainer(containerId);
       if (!applied) throw new Error('the container vanished right after it was created');
-      const problems = this.appliedProblems(applied, t);
+      const problems = this.appliedProblems(applied, t, gpus);
       if (problems.length) throw new Error(`the daemon did not apply the Judge's isolation (${problems.join('; ')}); refusing to run it`);
       try {
         events.push(
           ...(await recorder.append(stream, [{ type: 'JudgeLaunched', data: judgeLaunchedData({ ...base, image, snapshot, testsDigest: t.testsDigest, limits: launchedLimits(t.limits, applied), network: applied.networkMode }) }], 'no_stream')),
         );
       } catch (e) {
-        await this.teardown(containerId, volume, work, notes);
+        await this.teardown(containerId, volume, work, notes, rootfsImage);
         throw judgeError('JUDGE_RECORD_FAILED', `recording JudgeLaunched failed, so the Judge was not started: ${message(e)}`, { judge: judgeId }, e);
       }
       launched = true;
@@ -364,7 +394,7 @@ export class JudgeRunner {
     }
 
     // 6. tear down
-    await this.teardown(containerId, volume, work, notes);
+    await this.teardown(containerId, volume, work, notes, rootfsImage);
 
     // 7. verdict and record
     if (run.kind === 'infrastructure' && !launched) {
@@ -452,11 +482,12 @@ export class JudgeRunner {
     return r;
   }
 
-  private async teardown(containerId: string | null, volume: string, work: string, notes: string[]): Promise<void> {
+  private async teardown(containerId: string | null, volume: string, work: string, notes: string[], rootfsImage: string | null = null): Promise<void> {
     const { runtime } = this.d;
     if (containerId) this.active.delete(containerId);
     if (containerId) await runtime.removeContainer(containerId).catch((e: unknown) => notes.push(`teardown: ${message(e)} (left for the next sweep)`));
     await runtime.removeVolume(volume).catch((e: unknown) => notes.push(`teardown: ${message(e)} (left for the next sweep)`));
+    if (rootfsImage) await runtime.removeImage(rootfsImage).catch((e: unknown) => notes.push(`teardown: ${message(e)} (left for the next sweep)`));
     try {
       fs.rmSync(work, { recursive: true, force: true });
     } catch (e) {
@@ -471,7 +502,7 @@ export class JudgeRunner {
    */
   async sweep(): Promise<SweepReport> {
     const { runtime, owners } = this.d;
-    const report: SweepReport = { containers: [], volumes: [], directories: [], completed: [] };
+    const report: SweepReport = { containers: [], volumes: [], directories: [], completed: [], images: [] };
     const orphans = new Map<string, { owner: string; startedAt: string | null }>();
     const dead = (labels: Readonly<Record<string, string>>): boolean => {
       const owner = labels[LABELS.owner];
@@ -490,6 +521,11 @@ export class JudgeRunner {
       report.volumes.push(v.name);
       const j = v.labels[LABELS.judge];
       if (j && v.labels[LABELS.home] === this.d.homeTag && !orphans.has(j)) orphans.set(j, { owner: v.labels[LABELS.owner] as string, startedAt: null });
+    }
+    for (const i of await runtime.listImages({ [LABELS.role]: ROOTFS_IMAGE_ROLE })) {
+      if (!dead(i.labels)) continue;
+      await runtime.removeImage(i.id);
+      report.images.push(i.tags[0] ?? i.id);
     }
     if (fs.existsSync(this.d.judgesDir)) {
       for (const name of fs.readdirSync(this.d.judgesDir)) {

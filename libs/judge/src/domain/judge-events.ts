@@ -44,9 +44,15 @@ export interface LaunchedLimits {
   readonly capDrop: readonly string[];
   readonly noNewPrivileges: boolean;
   readonly user: string;
+  /** Host GPUs handed to the Judge (nvidia device ids, as Docker applied them); absent without GPUs. */
+  readonly gpus?: readonly string[];
 }
 
-export function launchedLimits(l: JudgeLimits, applied: { nanoCpus: number | null; memoryBytes: number | null; pidsLimit: number | null; readOnlyRootfs: boolean; capAdd: readonly string[]; capDrop: readonly string[]; securityOpt: readonly string[] }): LaunchedLimits {
+export function launchedLimits(
+  l: JudgeLimits,
+  applied: { nanoCpus: number | null; memoryBytes: number | null; pidsLimit: number | null; readOnlyRootfs: boolean; capAdd: readonly string[]; capDrop: readonly string[]; securityOpt: readonly string[]; deviceRequests?: ReadonlyArray<{ readonly deviceIds: readonly string[] }> },
+): LaunchedLimits {
+  const gpus = (applied.deviceRequests ?? []).flatMap((r) => r.deviceIds);
   return {
     cpus: applied.nanoCpus === null ? 0 : applied.nanoCpus / 1e9,
     cpusRequested: l.cpusRequested,
@@ -60,11 +66,12 @@ export function launchedLimits(l: JudgeLimits, applied: { nanoCpus: number | nul
     capDrop: [...applied.capDrop].sort(),
     noNewPrivileges: applied.securityOpt.some((o) => /^no-new-privileges(:true|=true)?$/.test(o)),
     user: '0:0',
+    ...(gpus.length ? { gpus } : {}),
   };
 }
 
 export function judgeLaunchedData(i: RunRef & { judge: string; image: string; snapshot: string; testsDigest: string; limits: LaunchedLimits; network: string }): Data {
-  return { ...runFields(i), judge: i.judge, image: i.image, snapshot: i.snapshot, testsDigest: i.testsDigest, limits: { ...i.limits, capAdd: [...i.limits.capAdd], capDrop: [...i.limits.capDrop] }, network: i.network };
+  return { ...runFields(i), judge: i.judge, image: i.image, snapshot: i.snapshot, testsDigest: i.testsDigest, limits: { ...i.limits, capAdd: [...i.limits.capAdd], capDrop: [...i.limits.capDrop], ...(i.limits.gpus ? { gpus: [...i.limits.gpus] } : {}) }, network: i.network };
 }
 
 export function judgeCompletedData(i: RunRef & { judge: string; status: JudgeStatus; exitCode: number | null; durationMs: number; outputDigest: string; outputBytes: number; detail: string | null }): Data {

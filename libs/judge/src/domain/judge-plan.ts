@@ -85,7 +85,8 @@ export interface JudgeContainerInput {
   readonly judgeId: string;
   readonly imageId: string;
   readonly workdir: string;
-  readonly snapshotHostDir: string;
+  /** The materialised snapshot, bind-mounted read-only at the workdir; null in full-rootfs mode (it is the image). */
+  readonly snapshotHostDir: string | null;
   readonly verifierVolume: string;
   /** The verifier command of the plan (`/bin/bash /tests/test.sh`). */
   readonly command: readonly string[];
@@ -115,7 +116,7 @@ export function judgeContainerSpec(i: JudgeContainerInput): ContainerSpec {
     user: '0:0',
     labels: { ...i.labels },
     mounts: [
-      { type: 'bind', source: i.snapshotHostDir, target: i.workdir, readOnly: true },
+      ...(i.snapshotHostDir === null ? [] : [{ type: 'bind' as const, source: i.snapshotHostDir, target: i.workdir, readOnly: true }]),
       { type: 'tmpfs', target: TESTS_PATH, sizeBytes: l.testsTmpfsBytes, mode: 0o700 },
       { type: 'volume', source: i.verifierVolume, target: VERIFIER_PATH, readOnly: false },
       { type: 'tmpfs', target: '/tmp', sizeBytes: l.tmpBytes, mode: 0o1777 },

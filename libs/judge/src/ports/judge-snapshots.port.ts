@@ -23,6 +23,13 @@ export interface JudgeSnapshots {
    * store's errors (SNAPSHOT_TOO_MANY_FILES, SNAPSHOT_BLOB_CORRUPT, ...).
    */
   materialise(cid: string, dest: string, limits: MaterialiseLimits): Promise<{ files: number; bytes: number }>;
+  /**
+   * The snapshot as tar entries, parents before children, without the end-of-archive marker (the caller appends
+   * to it): every block checked against its CID as it is read, files streamed a chunk at a time. Paths (relative,
+   * `/`-separated) for which `skip` is true are left out with everything beneath them. Needed for full-rootfs
+   * Judges only (workdir `/`); stores without it cannot judge those.
+   */
+  archive?(cid: string, skip: (path: string) => boolean): AsyncIterable<Uint8Array>;
   /** The content digest (root CID) of a directory, without storing it: how tests/ and environment/ are named. */
   digestDirectory(dir: string): Promise<string>;
 }
