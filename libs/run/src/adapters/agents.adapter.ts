@@ -8,8 +8,8 @@
  *
  * Secrets are taken from the operator's environment by name and listed in `secretEnv`: whatever is recorded or
  * logged goes through `publicLaunch` / `redactSecrets`, which never let their values through. The network rule is
- * data: `assay run` applies `none` and refuses an allowlist (Work has no network; confining it to named hosts is not
- * built yet).
+ * data: `assay run` keeps Work at network `none` either way; an allowlist is served by the controller's egress proxy
+ * through the in-Work forwarder (agent-egress.adapter.ts, egress-proxy.adapter.ts).
  */
 import { AssayError } from '@assay/core';
 

@@ -53,6 +53,9 @@ async function clearStale(path: string): Promise<void> {
   fs.unlinkSync(path);
 }
 
+/** The same stale-socket rule for the run's other sockets (the egress proxy). */
+export { clearStale as clearStaleSocket };
+
 export class SubmitEndpoint {
   private constructor(
     private readonly server: http.Server,
