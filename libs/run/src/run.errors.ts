@@ -18,6 +18,10 @@ export const RUN_ERROR_CODES = {
   CONCURRENT_WRITER: 'RUN_CONCURRENT_WRITER',
   /** The submission socket path is in use by a live server, or is not a socket. */
   SOCKET_IN_USE: 'RUN_SOCKET_IN_USE',
+  /** `--gpus LIST` is malformed (junk, duplicates, empty items). */
+  GPUS_INVALID: 'RUN_GPUS_INVALID',
+  /** The task needs more GPUs (Work, Judge) than `--gpus` gives the run, even with a hand-over. */
+  GPUS_INSUFFICIENT: 'RUN_GPUS_INSUFFICIENT',
 } as const;
 
 /** Codes of the rejections the submission endpoint answers with (also recorded in SubmissionRejected.reason). */

@@ -30,7 +30,7 @@ export const TOKEN = '0123456789abcdef'.repeat(4);
 export const TOKEN_SHA = tokenSha256(TOKEN);
 export const BEARER = `Bearer ${TOKEN}`;
 
-export const SETTINGS: RunSettingsLike = { primaryMetric: null, direction: 'maximize', maxSubmissions: null, cooldownSec: 0, timeBudgetSec: null, gpuBudgetHours: null };
+export const SETTINGS: RunSettingsLike = { primaryMetric: null, direction: 'maximize', maxSubmissions: null, cooldownSec: 0, timeBudgetSec: null, gpuBudgetSec: null };
 
 export function startInput(run = 'r1', o: { settings?: Partial<RunSettingsLike>; agentTimeoutSec?: number | null; editablePaths?: string[] | null; tokenSha?: string } = {}): RunStartInput {
   const { protocol, selection } = buildRunRules({

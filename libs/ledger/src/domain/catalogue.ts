@@ -220,6 +220,10 @@ const specs: EventTypeSpec[] = [
       amount: { kind: 'number', min: 0 },
       remaining: finite(false, true),
       round: round(true),
+      /** gpu_seconds only: who held the GPUs (`work` or `judge`), which host devices, and for how long (amount = devices × heldSec). */
+      holder: { kind: 'string', max: 16, enum: ['work', 'judge'], optional: true },
+      gpus: { kind: 'array', of: { kind: 'string', max: 128, min: 1 }, max: 64, optional: true },
+      heldSec: { kind: 'number', min: 0, optional: true },
     },
   },
   {

@@ -19,7 +19,7 @@
  */
 import { isAssayError, type Clock, type ErrorKind, type IdGenerator } from '@assay/core';
 import { changesOutside, notEditableDetail, type PathChange } from '../domain/editable';
-import { decide, type Decision, type Rejection, type RunCommand, type RunStartInput, type WorkspaceEditFacts } from '../domain/decide';
+import { decide, type Decision, type GpuHolding, type Rejection, type RunCommand, type RunStartInput, type WorkspaceEditFacts } from '../domain/decide';
 import { formatHistory, historyJson, rejectionFooter, roundFooter, type RoundView, type RoundViewStatus } from '../domain/feedback';
 import { RUN_RULES, type BudgetKind, type JsonObject } from '../domain/run-events';
 import { foldRun, initialRunState, openRound, type RunState } from '../domain/run-state';
@@ -317,17 +317,19 @@ export class SubmissionService implements SubmissionGateway {
       }
 
       let gpuSeconds = 0;
+      let gpu: GpuHolding | null = null;
       let failure: string | null = null;
       try {
         const out = await judge.judge({ run, round, snapshot: snap.root, signal: this.abort.signal });
         this.logs.set(round, out.log);
         gpuSeconds = Number.isFinite(out.gpuSeconds) && out.gpuSeconds > 0 ? out.gpuSeconds : 0;
+        gpu = gpuSeconds > 0 && out.gpu ? out.gpu : null;
       } catch (e) {
         failure = `the Judge could not judge the snapshot: ${describe(e)}`;
       } finally {
         await thaw();
       }
-      await this.apply({ kind: 'settle', round, gpuSeconds, infrastructure: failure });
+      await this.apply({ kind: 'settle', round, gpuSeconds, gpu, infrastructure: failure });
     } finally {
       await thaw();
     }
@@ -408,8 +410,8 @@ export class SubmissionService implements SubmissionGateway {
   }
 
   /** Records consumption of a time or GPU budget (Work's GPUs, agent time); going over closes submissions. */
-  async consume(budget: Exclude<BudgetKind, 'submissions'>, amount: number, round: number | null = null): Promise<void> {
-    await this.apply({ kind: 'consume', budget, amount, round });
+  async consume(budget: Exclude<BudgetKind, 'submissions'>, amount: number, round: number | null = null, gpu: GpuHolding | null = null): Promise<void> {
+    await this.apply({ kind: 'consume', budget, amount, round, gpu });
   }
 
   /** Records the wall time used since the last tick (at most up to the budget). */

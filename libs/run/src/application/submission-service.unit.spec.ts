@@ -141,7 +141,7 @@ describe('SubmissionService', () => {
   });
 
   it('budgets: Work GPU time and agent time through consume, wall time through tick', async () => {
-    const { w, svc } = await started({ start: { settings: { gpuBudgetHours: 0.001, timeBudgetSec: 10 } } });
+    const { w, svc } = await started({ start: { settings: { gpuBudgetSec: 3.6, timeBudgetSec: 10 } } });
     await svc.workStarted('work-1', 'sha256:w', { cpus: 1 });
     await svc.consume('gpu_seconds', 3);
     await svc.consume('gpu_seconds', 1);

@@ -89,6 +89,18 @@ export interface WorkspaceEditFacts {
   readonly truncated: boolean;
 }
 
+/** GPUs held by Work or a Judge: the detail recorded with a `gpu_seconds` BudgetConsumed. */
+export interface GpuHolding {
+  readonly holder: 'work' | 'judge';
+  /** Host device ids (indices or UUIDs), at most 64. */
+  readonly devices: readonly string[];
+  /** Seconds they were held; the amount is devices × heldSec. */
+  readonly heldSec: number;
+}
+
+/** GPU-seconds of a holding. */
+export const gpuSecondsOf = (h: GpuHolding): number => h.devices.length * h.heldSec;
+
 export interface RuleBroken {
   readonly rule: string;
   readonly detail: string;
@@ -113,12 +125,14 @@ export type RunCommand =
       readonly round: number;
       /** GPU-seconds the round's Judge held. */
       readonly gpuSeconds?: number;
+      /** Which GPUs the Judge held and for how long (recorded with the BudgetConsumed). */
+      readonly gpu?: GpuHolding | null;
       /** A rule the round broke before judging (workspace not editable, snapshot limits). */
       readonly violation?: RuleBroken | null;
       /** The round could not be judged for a reason that is not the candidate's: refund it. */
       readonly infrastructure?: string | null;
     }
-  | { readonly kind: 'consume'; readonly budget: Exclude<BudgetKind, 'submissions'>; readonly amount: number; readonly round?: number | null }
+  | { readonly kind: 'consume'; readonly budget: Exclude<BudgetKind, 'submissions'>; readonly amount: number; readonly round?: number | null; readonly gpu?: GpuHolding | null }
   | { readonly kind: 'tick' }
   | { readonly kind: 'recover' }
   | { readonly kind: 'complete'; readonly status?: 'cancelled' | 'failed'; readonly reason?: string };
@@ -245,10 +259,15 @@ function decideStart(s: RunState, i: RunStartInput): Decision {
   return ok([{ type: 'RunStarted', data }]);
 }
 
-function budgetEvent(s: RunState, kind: BudgetKind, amount: number, consumedBefore: number, round: number | null): RunEventDraft {
+function budgetEvent(s: RunState, kind: BudgetKind, amount: number, consumedBefore: number, round: number | null, gpu: GpuHolding | null = null): RunEventDraft {
   const limit = s.started?.protocol.budgets[kind] ?? null;
   const data: JsonObject = { run: s.run, budget: kind, amount, remaining: limit === null ? null : limit - (consumedBefore + amount) };
   if (round !== null) data.round = round;
+  if (kind === 'gpu_seconds' && gpu) {
+    data.holder = gpu.holder;
+    data.gpus = gpu.devices.slice(0, 64).map((d) => clipText(d, 128));
+    data.heldSec = gpu.heldSec;
+  }
   return { type: 'BudgetConsumed', data };
 }
 
@@ -270,7 +289,7 @@ function over(s: RunState, kind: BudgetKind, consumedAfter: number): boolean {
 }
 
 /** Settles an open round whose Judge result (or pre-judging violation) is known: it counts. */
-function countRound(s: RunState, r: RoundState, gpuSeconds: number, broken: RuleBroken | null): RunEventDraft[] {
+function countRound(s: RunState, r: RoundState, gpuSeconds: number, broken: RuleBroken | null, gpu: GpuHolding | null = null): RunEventDraft[] {
   const events: RunEventDraft[] = [];
   let hasViolation = r.violation !== null;
   const addViolation = (rule: string, detail: string) => {
@@ -278,7 +297,7 @@ function countRound(s: RunState, r: RoundState, gpuSeconds: number, broken: Rule
     hasViolation = true;
   };
   if (gpuSeconds > 0) {
-    events.push(budgetEvent(s, 'gpu_seconds', gpuSeconds, s.consumed.gpu_seconds, r.round));
+    events.push(budgetEvent(s, 'gpu_seconds', gpuSeconds, s.consumed.gpu_seconds, r.round, gpu));
     if (over(s, 'gpu_seconds', s.consumed.gpu_seconds + gpuSeconds))
       addViolation(RUN_RULES.budget('gpu_seconds'), `round ${r.round}'s Judge brought GPU use to ${fmt(s.consumed.gpu_seconds + gpuSeconds)} s, over the budget of ${fmt(s.started?.protocol.budgets.gpu_seconds ?? 0)} s`);
   }
@@ -294,8 +313,10 @@ function countRound(s: RunState, r: RoundState, gpuSeconds: number, broken: Rule
 function decideSettle(s: RunState, c: Extract<RunCommand, { kind: 'settle' }>): Decision {
   const r = roundOf(s, c.round);
   if (!r || r.outcome !== 'open') return misuse(RUN_ERROR_CODES.CONFLICT, `round ${c.round} is not open`);
-  const gpu = c.gpuSeconds ?? 0;
+  const gpu = c.gpuSeconds ?? (c.gpu ? gpuSecondsOf(c.gpu) : 0);
   if (!Number.isFinite(gpu) || gpu < 0) return misuse(RUN_ERROR_CODES.INVALID_INPUT, 'gpuSeconds must be a finite number >= 0');
+  const holdingWhy = c.gpu ? gpuHoldingProblem(c.gpu) : null;
+  if (holdingWhy) return misuse(RUN_ERROR_CODES.INVALID_INPUT, holdingWhy);
   if (c.infrastructure) return ok([refund(s, r.round, `infrastructure failure: ${c.infrastructure}; the round is refunded (no submission used, no cooldown)`)]);
   const broken = c.violation ?? null;
   if (!broken && r.violation === null) {
@@ -303,7 +324,15 @@ function decideSettle(s: RunState, c: Extract<RunCommand, { kind: 'settle' }>): 
     if (r.judge.status === 'infrastructure_error')
       return ok([refund(s, r.round, `the Judge failed for reasons outside the submission (infrastructure_error${r.judge.detail ? `: ${r.judge.detail}` : ''}); the round is refunded (no submission used, no cooldown)`)]);
   }
-  return ok(countRound(s, r, gpu, broken));
+  return ok(countRound(s, r, gpu, broken, c.gpu ?? null));
+}
+
+function gpuHoldingProblem(h: GpuHolding): string | null {
+  if (h.holder !== 'work' && h.holder !== 'judge') return 'gpu.holder must be "work" or "judge"';
+  if (!Array.isArray(h.devices) || h.devices.length === 0 || h.devices.length > 64 || h.devices.some((d) => typeof d !== 'string' || d.length === 0 || d.length > 128))
+    return 'gpu.devices must be 1 to 64 device ids';
+  if (typeof h.heldSec !== 'number' || !Number.isFinite(h.heldSec) || h.heldSec < 0) return 'gpu.heldSec must be a finite number >= 0';
+  return null;
 }
 
 function decideConsume(s: RunState, c: Extract<RunCommand, { kind: 'consume' }>): Decision {
@@ -313,8 +342,9 @@ function decideConsume(s: RunState, c: Extract<RunCommand, { kind: 'consume' }>)
   if (typeof c.amount !== 'number' || !Number.isFinite(c.amount) || c.amount < 0) return misuse(RUN_ERROR_CODES.INVALID_INPUT, 'amount must be a finite number >= 0');
   const round = c.round ?? null;
   if (round !== null && !roundOf(s, round)) return misuse(RUN_ERROR_CODES.CONFLICT, `round ${round} does not exist`);
+  if (c.gpu && (c.budget !== 'gpu_seconds' || gpuHoldingProblem(c.gpu))) return misuse(RUN_ERROR_CODES.INVALID_INPUT, c.budget !== 'gpu_seconds' ? 'a GPU holding goes with the gpu_seconds budget only' : (gpuHoldingProblem(c.gpu) as string));
   if (c.amount === 0) return ok([]);
-  const events = [budgetEvent(s, c.budget, c.amount, s.consumed[c.budget], round)];
+  const events = [budgetEvent(s, c.budget, c.amount, s.consumed[c.budget], round, c.gpu ?? null)];
   const after = s.consumed[c.budget] + c.amount;
   const rule = RUN_RULES.budget(c.budget);
   if (over(s, c.budget, after) && (round !== null || !s.violations.some((v) => v.rule === rule && v.round === null))) {

@@ -201,7 +201,7 @@ describe('settle', () => {
   });
 
   it("a Judge's GPU-seconds are consumed for its round; over the budget the round scores zero and submissions close", () => {
-    const s = new Sim('r1', { settings: { gpuBudgetHours: 0.01 } }); // 36 s
+    const s = new Sim('r1', { settings: { gpuBudgetSec: 36 } });
     s.submit();
     s.snapshot(1, 'bafy1');
     s.judge(1, 'completed', { reward: 0.9 });
@@ -412,5 +412,44 @@ describe('evolve', () => {
     const d = decide(s.state, { kind: 'record_snapshot', round: 3, snapshot: { root: 'bafy', files: 0, bytes: 0, durationMs: 0, policyDigest: 'p' }, edit: null }, s.date);
     expect(d.rejection?.code).toBe('RUN_CONFLICT');
     expect(decide(s.state, { kind: 'record_snapshot', round: null, snapshot: { root: 'NOT A CID', files: 0, bytes: 0, durationMs: 0, policyDigest: 'p' }, edit: null }, s.date).rejection?.code).toBe('RUN_INVALID_INPUT');
+  });
+});
+
+describe('GPU-seconds with who held which GPUs', () => {
+  it('records holder, devices and holding time; Work use exhausts the budget (429) and over it is the run\'s violation, once; a fold of the events alone gives the same use', () => {
+    const s = new Sim('r1', { settings: { gpuBudgetSec: 100 } });
+    s.ok({ kind: 'consume', budget: 'gpu_seconds', amount: 60, gpu: { holder: 'work', devices: ['0', '1'], heldSec: 30 } });
+    expect(last(s).data).toEqual({ run: 'r1', budget: 'gpu_seconds', amount: 60, remaining: 40, holder: 'work', gpus: ['0', '1'], heldSec: 30 });
+    s.submit();
+    s.snapshot(1, 'bafy1');
+    s.judge(1, 'completed', { reward: 1 });
+    const n = s.records.length;
+    s.ok({ kind: 'settle', round: 1, gpu: { holder: 'judge', devices: ['1'], heldSec: 40 } }); // amount from the holding: 40
+    expect(s.records[n]?.data).toEqual({ run: 'r1', budget: 'gpu_seconds', amount: 40, remaining: 0, round: 1, holder: 'judge', gpus: ['1'], heldSec: 40 });
+    expect(types(s, n)).toEqual(['BudgetConsumed', 'BudgetConsumed']); // exactly at the limit: no violation, the round counts
+    expect(s.submit().rejection).toMatchObject({ code: 'SUBMIT_BUDGET_EXHAUSTED', reason: 'GPU budget exhausted (100 s of 100 s used)' });
+    s.ok({ kind: 'consume', budget: 'gpu_seconds', amount: 2, gpu: { holder: 'work', devices: ['0', '1'], heldSec: 1 } });
+    s.ok({ kind: 'consume', budget: 'gpu_seconds', amount: 2, gpu: { holder: 'work', devices: ['0', '1'], heldSec: 1 } });
+    expect(s.records.filter((r) => r.type === 'RuleViolation').map((r) => r.data)).toEqual([expect.objectContaining({ rule: 'budget.gpu_seconds', score: 0 })]);
+    expect(s.records.filter((r) => r.type === 'RuleViolation')[0]?.data).not.toHaveProperty('round');
+    const rebuilt = foldRun('r1', s.records);
+    expect(rebuilt.consumed.gpu_seconds).toBe(104);
+    expect(rebuilt.overBudget).toBe('budget.gpu_seconds');
+    expect(remainingBudgets(rebuilt, s.date).gpu_seconds).toBe(0);
+    expect(bestRound(rebuilt)).toMatchObject({ round: 1 }); // judged within the budget: keeps its score
+  });
+
+  it('refuses malformed holdings', () => {
+    const s = new Sim('r1', { settings: { gpuBudgetSec: 100 } });
+    const bad = [
+      { holder: 'agent', devices: ['0'], heldSec: 1 },
+      { holder: 'work', devices: [], heldSec: 1 },
+      { holder: 'work', devices: [''], heldSec: 1 },
+      { holder: 'work', devices: ['0'], heldSec: -1 },
+      { holder: 'work', devices: ['0'], heldSec: Number.POSITIVE_INFINITY },
+    ] as const;
+    for (const gpu of bad) expect(s.do({ kind: 'consume', budget: 'gpu_seconds', amount: 1, gpu: gpu as never }).rejection?.code).toBe('RUN_INVALID_INPUT');
+    expect(s.do({ kind: 'consume', budget: 'agent_time', amount: 1, gpu: { holder: 'work', devices: ['0'], heldSec: 1 } }).rejection?.code).toBe('RUN_INVALID_INPUT');
+    expect(s.records).toHaveLength(1);
   });
 });

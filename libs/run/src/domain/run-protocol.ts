@@ -146,7 +146,7 @@ export function selectionJson(s: SelectionRule): JsonObject {
 }
 
 /**
- * Run settings as @assay/task-format merges them. `gpuBudgetHours` becomes the `gpu_seconds` budget; the agent time
+ * Run settings as @assay/task-format merges them. `gpuBudgetSec` is the `gpu_seconds` budget; the agent time
  * budget is the task's agent timeout.
  */
 export type RunSettingsLike = RunSettings;
@@ -169,7 +169,7 @@ export function buildRunRules(i: ProtocolInput): { protocol: RunProtocol; select
       submissions: s.maxSubmissions,
       wall_time: s.timeBudgetSec,
       agent_time: i.agentTimeoutSec,
-      gpu_seconds: s.gpuBudgetHours === null ? null : s.gpuBudgetHours * 3600,
+      gpu_seconds: s.gpuBudgetSec,
     },
     cooldownSec: s.cooldownSec,
     editablePaths: i.editablePaths === null ? null : [...i.editablePaths],

@@ -2,7 +2,7 @@ import { buildRunRules, editablePathProblem, parseRunProtocol, protocolJson, run
 import { changesOutside, isEditablePath, notEditableDetail, readRunTaskSettings } from './editable';
 
 const sha = 'a'.repeat(64);
-const settings = { primaryMetric: 'val_loss', direction: 'minimize' as const, maxSubmissions: 6, cooldownSec: 5, timeBudgetSec: 3600, gpuBudgetHours: 0.5 };
+const settings = { primaryMetric: 'val_loss', direction: 'minimize' as const, maxSubmissions: 6, cooldownSec: 5, timeBudgetSec: 3600, gpuBudgetSec: 1800 };
 
 describe('run protocol', () => {
   it('is built from the merged run settings: GPU hours become seconds, the agent timeout is the agent-time budget', () => {

@@ -13,6 +13,7 @@
  *  - the full Judge log is published read-only to Work; `log` is its path as the agent sees it there.
  */
 import type { JudgeStatus } from '../domain/run-events';
+import type { GpuHolding } from '../domain/decide';
 
 export interface JudgeRequest {
   readonly run: string;
@@ -20,6 +21,8 @@ export interface JudgeRequest {
   /** Root CID of the round's snapshot. */
   readonly snapshot: string;
   readonly signal?: AbortSignal;
+  /** Host GPU device ids handed to this Judge (a GPU pool decides them); absent or empty: none. */
+  readonly gpus?: readonly string[];
 }
 
 export interface JudgeOutcome {
@@ -33,6 +36,8 @@ export interface JudgeOutcome {
   readonly log: string | null;
   /** GPU-seconds held by this Judge (GPUs times holding time); 0 on CPU. */
   readonly gpuSeconds: number;
+  /** Which GPUs the Judge held and for how long (gpuSeconds = devices × heldSec); absent on CPU. */
+  readonly gpu?: GpuHolding | null;
 }
 
 export interface JudgePort {

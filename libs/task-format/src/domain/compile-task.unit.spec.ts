@@ -185,7 +185,13 @@ cooldown_sec = 30
 time_budget_sec = 3600.5
 gpu_budget_hours = 12
 `);
-    expect(p.runSettings).toEqual({ primaryMetric: 'accuracy', direction: 'minimize', maxSubmissions: 7, cooldownSec: 30, timeBudgetSec: 3600.5, gpuBudgetHours: 12 });
+    expect(p.runSettings).toEqual({ primaryMetric: 'accuracy', direction: 'minimize', maxSubmissions: 7, cooldownSec: 30, timeBudgetSec: 3600.5, gpuBudgetSec: 43200 });
+  });
+
+  it('reads the GPU budget in seconds (gpu_budget_sec) and the Work pause setting; hours and seconds together are refused', () => {
+    expect(plan(`${BASE_14}[metadata.assay]\ngpu_budget_sec = 900\npause_work_during_judge = true\n`).runSettings).toEqual({ gpuBudgetSec: 900, pauseWorkDuringJudge: true });
+    expect(problems(`${BASE_14}[metadata.assay]\ngpu_budget_sec = 900\ngpu_budget_hours = 1\n`).map((x) => x.key)).toContain('metadata.assay.gpu_budget_hours');
+    expect(problems(`${BASE_14}[metadata.assay]\npause_work_during_judge = "yes"\n`).map((x) => x.key)).toContain('metadata.assay.pause_work_during_judge');
   });
 });
 

@@ -22,7 +22,8 @@ export interface ProtocolBudgets {
   readonly maxSubmissions: number | null;
   readonly cooldownSec: number;
   readonly timeBudgetSec: number | null;
-  readonly gpuBudgetHours: number | null;
+  /** GPU-seconds (every GPU held by Work or a Judge, times its holding time); null: unlimited. */
+  readonly gpuBudgetSec: number | null;
 }
 
 export interface ProtocolFingerprintInput {
@@ -78,7 +79,7 @@ export function protocolFingerprintInput(args: {
       maxSubmissions: settings.maxSubmissions,
       cooldownSec: settings.cooldownSec,
       timeBudgetSec: finiteOrNull(settings.timeBudgetSec, 'timeBudgetSec'),
-      gpuBudgetHours: finiteOrNull(settings.gpuBudgetHours, 'gpuBudgetHours'),
+      gpuBudgetSec: finiteOrNull(settings.gpuBudgetSec, 'gpuBudgetSec'),
     }),
     metric: settings.primaryMetric,
     direction: settings.direction,

@@ -21,13 +21,13 @@ describe('protocol fingerprint', () => {
       scheme: PROTOCOL_FINGERPRINT_SCHEME,
       taskDigest: 'bafytask',
       judgeImageDigest: IMG,
-      budgets: { maxSubmissions: 5, cooldownSec: 0, timeBudgetSec: null, gpuBudgetHours: null },
+      budgets: { maxSubmissions: 5, cooldownSec: 0, timeBudgetSec: null, gpuBudgetSec: null },
       metric: null,
       direction: 'maximize',
       harnessVersion: 'assay/0.1.0',
     });
     const text =
-      `{"budgets":{"cooldownSec":0,"gpuBudgetHours":null,"maxSubmissions":5,"timeBudgetSec":null},"direction":"maximize",` +
+      `{"budgets":{"cooldownSec":0,"gpuBudgetSec":null,"maxSubmissions":5,"timeBudgetSec":null},"direction":"maximize",` +
       `"harnessVersion":"assay/0.1.0","judgeImageDigest":"${IMG}","metric":null,"scheme":"${PROTOCOL_FINGERPRINT_SCHEME}","taskDigest":"bafytask"}`;
     expect(canon(input)).toBe(text);
     expect(protocolFingerprint(input, canon)).toBe(`sha256:${createHash('sha256').update(text).digest('hex')}`);
@@ -43,7 +43,7 @@ describe('protocol fingerprint', () => {
       fp({ settings: mergeRunSettings({ maxSubmissions: 6 }) }),
       fp({ settings: mergeRunSettings({ maxSubmissions: 5, direction: 'minimize' }) }),
       fp({ settings: mergeRunSettings({ maxSubmissions: 5, primaryMetric: 'acc' }) }),
-      fp({ settings: mergeRunSettings({ maxSubmissions: 5, gpuBudgetHours: 1 }) }),
+      fp({ settings: mergeRunSettings({ maxSubmissions: 5, gpuBudgetSec: 3600 }) }),
     ];
     expect(new Set(all).size).toBe(all.length);
   });

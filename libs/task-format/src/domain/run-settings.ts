@@ -4,7 +4,7 @@
  * overrides the task; defaults fill the rest. They are part of the protocol fingerprint.
  */
 import { problem, TASK_ERROR_CODES as C, type TaskProblem } from '../task-format.errors';
-import { checkKeys, Problems, readEnum, readInt, readNumber, readString, type Table } from './values';
+import { checkKeys, Problems, readBool, readEnum, readInt, readNumber, readString, type Table } from './values';
 
 export type Direction = 'maximize' | 'minimize';
 export const DIRECTIONS: readonly Direction[] = ['maximize', 'minimize'];
@@ -19,8 +19,17 @@ export interface RunSettings {
   readonly cooldownSec: number;
   /** Wall-clock budget of the whole run in seconds; null: bounded only by the agent timeout. */
   readonly timeBudgetSec: number | null;
-  /** GPU-hours the run may consume (Work and Judge together); null: unlimited. */
-  readonly gpuBudgetHours: number | null;
+  /**
+   * GPU-seconds the run may consume (every GPU held by Work or a Judge, times its holding time); null: unlimited.
+   * The task may give it as `gpu_budget_sec` or `gpu_budget_hours` (converted: × 3600); it is seconds from here on.
+   */
+  readonly gpuBudgetSec: number | null;
+  /**
+   * Keep Work paused (docker pause) while each Judge runs, not only while the snapshot is taken
+   * (`[metadata.assay] pause_work_during_judge`); a run also does this by itself when a Judge borrows Work's GPUs.
+   * Covered by the task digest, so not a separate fingerprint budget. Absent: false.
+   */
+  readonly pauseWorkDuringJudge?: boolean;
 }
 
 export type RunSettingsOverrides = { readonly [K in keyof RunSettings]?: RunSettings[K] };
@@ -31,7 +40,8 @@ export const DEFAULT_RUN_SETTINGS: RunSettings = Object.freeze({
   maxSubmissions: null,
   cooldownSec: 0,
   timeBudgetSec: null,
-  gpuBudgetHours: null,
+  gpuBudgetSec: null,
+  pauseWorkDuringJudge: false,
 });
 
 export const RUN_SETTING_LIMITS = {
@@ -39,10 +49,11 @@ export const RUN_SETTING_LIMITS = {
   cooldownSec: { min: 0, max: 31_536_000 },
   timeBudgetSec: { gt: 0, max: 315_360_000 },
   gpuBudgetHours: { gt: 0, max: 10_000_000 },
+  gpuBudgetSec: { gt: 0, max: 36_000_000_000 },
   primaryMetricLength: 256,
 } as const;
 
-const ASSAY_KEYS = ['primary_metric', 'direction', 'max_submissions', 'cooldown_sec', 'time_budget_sec', 'gpu_budget_hours'];
+const ASSAY_KEYS = ['primary_metric', 'direction', 'max_submissions', 'cooldown_sec', 'time_budget_sec', 'gpu_budget_sec', 'gpu_budget_hours', 'pause_work_during_judge'];
 
 /** Reads [metadata.assay]; unknown keys are refused (they would otherwise be silently ignored run settings). */
 export function readAssayMetadata(p: Problems, t: Table, path = 'metadata.assay'): RunSettingsOverrides {
@@ -58,8 +69,14 @@ export function readAssayMetadata(p: Problems, t: Table, path = 'metadata.assay'
   if (cooldown !== undefined) out.cooldownSec = cooldown;
   const time = readNumber(p, t, 'time_budget_sec', path, RUN_SETTING_LIMITS.timeBudgetSec);
   if (time !== undefined) out.timeBudgetSec = time;
-  const gpu = readNumber(p, t, 'gpu_budget_hours', path, RUN_SETTING_LIMITS.gpuBudgetHours);
-  if (gpu !== undefined) out.gpuBudgetHours = gpu;
+  const gpuSec = readNumber(p, t, 'gpu_budget_sec', path, RUN_SETTING_LIMITS.gpuBudgetSec);
+  const gpuHours = readNumber(p, t, 'gpu_budget_hours', path, RUN_SETTING_LIMITS.gpuBudgetHours);
+  if (gpuSec !== undefined && gpuHours !== undefined) {
+    p.add(C.CONFLICT, `${path}.gpu_budget_hours`, 'gpu_budget_sec is also set; give the GPU budget once (gpu_budget_sec, in GPU-seconds)');
+  } else if (gpuSec !== undefined) out.gpuBudgetSec = gpuSec;
+  else if (gpuHours !== undefined) out.gpuBudgetSec = gpuHours * 3600;
+  const pause = readBool(p, t, 'pause_work_during_judge', path);
+  if (pause !== undefined) out.pauseWorkDuringJudge = pause;
   return Object.freeze(out);
 }
 
@@ -70,6 +87,9 @@ export interface RunSettingsFlags {
   maxSubmissions?: string;
   cooldownSec?: string;
   timeBudgetSec?: string;
+  /** `--gpu-budget S`: GPU-seconds. */
+  gpuBudgetSec?: string;
+  /** `--gpu-budget-hours H`: the same budget in GPU-hours (× 3600); not together with --gpu-budget. */
   gpuBudgetHours?: string;
 }
 
@@ -79,6 +99,7 @@ export const RUN_SETTINGS_FLAG_NAMES: Readonly<Record<keyof RunSettingsFlags, st
   maxSubmissions: '--max-submissions',
   cooldownSec: '--cooldown-sec',
   timeBudgetSec: '--time-budget-sec',
+  gpuBudgetSec: '--gpu-budget',
   gpuBudgetHours: '--gpu-budget-hours',
 };
 
@@ -114,7 +135,7 @@ export function parseRunSettingsFlags(flags: RunSettingsFlags): RunSettingsParse
     if (!Number.isSafeInteger(n) || n < min || n > max) bad('maxSubmissions', `expected an integer from ${min} to ${max}, got ${JSON.stringify(s)}`);
     else out.maxSubmissions = n;
   }
-  const num = (flag: 'cooldownSec' | 'timeBudgetSec' | 'gpuBudgetHours', lowerInclusive: boolean, max: number) => {
+  const num = (flag: 'cooldownSec' | 'timeBudgetSec' | 'gpuBudgetSec' | 'gpuBudgetHours', lowerInclusive: boolean, max: number) => {
     const s = flags[flag];
     if (s === undefined) return undefined;
     const n = DECIMAL.test(s) ? Number(s) : NaN;
@@ -129,8 +150,11 @@ export function parseRunSettingsFlags(flags: RunSettingsFlags): RunSettingsParse
   if (cooldown !== undefined) out.cooldownSec = cooldown;
   const time = num('timeBudgetSec', false, RUN_SETTING_LIMITS.timeBudgetSec.max);
   if (time !== undefined) out.timeBudgetSec = time;
-  const gpu = num('gpuBudgetHours', false, RUN_SETTING_LIMITS.gpuBudgetHours.max);
-  if (gpu !== undefined) out.gpuBudgetHours = gpu;
+  const gpuSec = num('gpuBudgetSec', false, RUN_SETTING_LIMITS.gpuBudgetSec.max);
+  const gpuHours = num('gpuBudgetHours', false, RUN_SETTING_LIMITS.gpuBudgetHours.max);
+  if (flags.gpuBudgetSec !== undefined && flags.gpuBudgetHours !== undefined) bad('gpuBudgetHours', 'give the GPU budget once: --gpu-budget S (GPU-seconds) or --gpu-budget-hours H, not both');
+  else if (gpuSec !== undefined) out.gpuBudgetSec = gpuSec;
+  else if (gpuHours !== undefined) out.gpuBudgetSec = gpuHours * 3600;
 
   return problems.length > 0 ? { ok: false, problems } : { ok: true, value: Object.freeze(out) };
 }
@@ -150,6 +174,7 @@ export function mergeRunSettings(fromTask: RunSettingsOverrides, fromCli: RunSet
     maxSubmissions: pick('maxSubmissions'),
     cooldownSec: pick('cooldownSec'),
     timeBudgetSec: pick('timeBudgetSec'),
-    gpuBudgetHours: pick('gpuBudgetHours'),
+    gpuBudgetSec: pick('gpuBudgetSec'),
+    pauseWorkDuringJudge: pick('pauseWorkDuringJudge') ?? false,
   });
 }
