@@ -148,10 +148,23 @@ describeDocker('assay run (CLI, Docker)', () => {
       env: { ...process.env, NODE_OPTIONS: '', ASSAY_HOME: home },
     });
     child.stdin.end();
+    // While this controller runs, a resume of the same run is refused and leaves its Work container alone.
+    let rival: Promise<{ code: number | null; stderr: string; work: number }> | null = null;
     child.stderr.on('data', (d: Buffer) => {
-      if (d.toString().includes('agent command starting')) setTimeout(() => child.kill('SIGINT'), 500);
+      if (rival || !d.toString().includes('agent command starting')) return;
+      rival = assay(['run', '--resume', 'cancel1'], home, 120_000).then(async (x) => {
+        const work = (await workOf('cancel1')).length;
+        child.kill('SIGINT');
+        return { code: x.code, stderr: x.stderr, work };
+      });
     });
     const r = await finished(child, 120_000);
+    expect(rival).not.toBeNull();
+    const refused = await (rival as unknown as Promise<{ code: number | null; stderr: string; work: number }>);
+    expect(refused.code).toBe(4);
+    expect(refused.stderr).toContain(`another controller of this run is alive (pid ${child.pid}`);
+    expect(refused.stderr).not.toMatch(/\n\s+at /); // no stack trace
+    expect(refused.work).toBe(1);
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/cancel1 .* cancelled/);
     expect(await workOf('cancel1')).toHaveLength(0);
@@ -186,6 +199,7 @@ describeDocker('assay run (CLI, Docker)', () => {
     const again = await assay(['run', '--resume', 'kill1', '--json'], home, 120_000);
     expect(again.code).toBe(0);
     expect(again.stderr).toMatch(/removed 1 leftover Work container/);
+    expect(again.stderr).toContain(`controller pid ${child.pid} (since`);
     expect(again.stderr).toContain('resumed-agent');
     const rep = JSON.parse(again.stdout) as Report;
     expect(rep).toMatchObject({ status: 'completed', bestRound: 1 });

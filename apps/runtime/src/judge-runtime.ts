@@ -93,6 +93,7 @@ export class JudgeRuntime {
         homeTag: homeTag(home),
         hostCpus: o.hostCpus ?? availableParallelism(),
         progress,
+        judgeRuntimeDir: o.judgeRuntimeDir ?? join(assayRoot(), 'task-runtime', 'judge'),
       });
       const images = new TaskImageBuilder({
         runtime: containers,
@@ -111,7 +112,7 @@ export class JudgeRuntime {
   }
 
   /** Validates the task, builds (or reuses) its images, and prepares what every Judge of it shares. */
-  async loadTask(taskDir: string, o: { metric?: string | null; hostEnv?: HostEnv; forceBuild?: boolean } = {}): Promise<LoadedTask> {
+  async loadTask(taskDir: string, o: { metric?: string | null; hostEnv?: HostEnv; forceBuild?: boolean; gpusFromPool?: boolean } = {}): Promise<LoadedTask> {
     const dir = resolve(taskDir);
     const plan = await loadTaskPlan(dir);
     const images = await this.images.ensure(dir, plan, { force: o.forceBuild === true });
@@ -119,6 +120,7 @@ export class JudgeRuntime {
       metric: o.metric ?? null,
       hostEnv: o.hostEnv ?? {},
       ...(this.outputCapBytes !== undefined ? { outputCapBytes: this.outputCapBytes } : {}),
+      ...(o.gpusFromPool ? { gpusFromPool: true } : {}),
     });
     return { plan, images, prepared };
   }

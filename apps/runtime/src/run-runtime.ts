@@ -8,16 +8,18 @@
  *     <home>/runs/<id>/logs       → /logs/assay (each round's Judge log), read-only
  *     task-runtime/rsi-submit     → /usr/local/bin/rsi-submit, read-only
  *     the agent's directory       → /opt/assay/agent, read-only (reference agent)
+ *     task-runtime/egress/...     → /usr/local/bin/assay-egress-forward, read-only (vendor agents: work-egress.ts;
+ *                                   the egress proxy listens on sock/egress.sock, Work keeps network none)
  *   SubmissionService (start/resume) + SubmitEndpoint (Unix socket) + real adapters:
  *     WorkControl = docker pause/unpause, Snapshotter = SnapshotHome over the workspace dir,
  *     JudgePort = JudgeRunner.judge(prepared, cid, {run, round}).
  *   The agent runs as `docker exec` in Work; when it exits (or the agent-time/wall budget runs out, or SIGINT), the
  *   run completes with its selection and the Work container is removed.
  */
-import { copyFileSync, cpSync, existsSync, mkdirSync, readFileSync, writeFileSync, chmodSync } from 'node:fs';
+import { copyFileSync, cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync, chmodSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import Docker from 'dockerode';
-import { randomIds, systemClock } from '@assay/core';
+import { AssayError, randomIds, systemClock } from '@assay/core';
 import { StreamDemuxer } from '@assay/containers';
 import { parseCid } from '@assay/snapshots';
 import type { SnapshotHome } from '@assay/snapshots';
@@ -33,11 +35,15 @@ import {
   SubmitEndpoint,
   taskIdOf,
   parseAgent,
-  redactSecrets,
   publicLaunch,
   AGENT_MOUNT,
   type Agent,
+  type AgentLaunchSpec,
+  type EgressProxy,
+  redactErrorSecrets,
+  SecretStreamRedactor,
   tokenSha256,
+  remainingBudgets,
   type JudgeOutcome,
   type JudgePort,
   type JudgeRequest,
@@ -52,6 +58,11 @@ import {
 import { computeTaskDigests, mergeRunSettings, protocolFingerprint, protocolFingerprintInput, type RunSettingsOverrides } from '@assay/task-format';
 import { JudgeRuntime, homeTag, type LoadedTask } from './judge-runtime';
 import { assayRoot } from './repo-paths';
+import { acquireControllerLock } from './controller-lock';
+import { carryOverRootfsWork, removeCarriedImages } from './rootfs-carry-over';
+import { ContainerSnapshotter } from './rootfs-snapshotter';
+import { GpuPool, PooledJudge, planTaskGpus, recordWorkGpuUse, workGpuSpec } from './gpu-pool';
+import { checkAgentBinary, planWorkEgress, startEgressProxy, stopEgressProxy } from './work-egress';
 
 export const WORK_LABELS = { role: 'org.assay.role', run: 'org.assay.run', home: 'org.assay.home' } as const;
 const HARNESS_VERSION = 'assay/0.1.0';
@@ -102,6 +113,8 @@ export interface RunStartOptions {
   readonly signal?: AbortSignal;
   /** Seconds between periodic workspace snapshots (SnapshotTaken without a round); 0 disables; default 60. */
   readonly snapshotIntervalSec?: number;
+  /** `--gpus LIST`, parsed (parseGpuList): the host GPUs this run may use; default none (on resume: run.json's). */
+  readonly gpus?: readonly string[];
 }
 
 interface RunMeta {
@@ -109,6 +122,8 @@ interface RunMeta {
   readonly taskDir: string;
   /** The --agent spec (never a secret: keys are read from the environment when the agent starts). */
   readonly agent: string;
+  /** `--gpus` as given at the start (host device ids). */
+  readonly gpus?: readonly string[];
 }
 
 function runPaths(home: string, run: string) {
@@ -152,7 +167,7 @@ export class RunnerJudge implements JudgePort {
     const onAbort = () => void this.runner.cancel('the run was cancelled');
     req.signal?.addEventListener('abort', onAbort, { once: true });
     try {
-      const r = await this.runner.judge(this.prepared, req.snapshot, { run: req.run, round: req.round });
+      const r = await this.runner.judge(this.prepared, req.snapshot, { run: req.run, round: req.round }, { gpus: req.gpus ?? [] });
       const name = `round-${req.round}.log`;
       let log: string | null = null;
       try {
@@ -243,29 +258,45 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
   const p = runPaths(home, run);
   let meta: RunMeta;
   if (o.resume) {
-    if (!existsSync(p.meta)) throw new Error(`run ${run}: ${p.meta} does not exist (nothing to resume in ${home})`);
+    if (!existsSync(p.meta)) throw new AssayError('RUN_NOT_FOUND', 'not_found', `run ${run}: ${p.meta} does not exist (nothing to resume in ${home})`, { details: { run, home } });
     meta = JSON.parse(readFileSync(p.meta, 'utf8')) as RunMeta;
   } else {
-    if (existsSync(p.dir)) throw new Error(`run ${run} already exists in ${p.dir}; use --resume ${run}`);
-    meta = { run, taskDir: resolve(o.taskDir), agent: o.agent };
+    if (existsSync(p.dir)) throw new AssayError('RUN_EXISTS', 'conflict', `run ${run} already exists in ${p.dir}; use --resume ${run}`, { details: { run, dir: p.dir } });
+    meta = { run, taskDir: resolve(o.taskDir), agent: o.agent, ...(o.gpus?.length ? { gpus: [...o.gpus] } : {}) };
   }
-  const rt = await JudgeRuntime.open({ home });
+  // GPUs: a task that needs more than --gpus gives is refused before anything starts (no image, no container, no event)
+  const gpuPlan = await planTaskGpus(meta.taskDir, o.gpus ?? meta.gpus ?? []);
+  // One live controller per run: taken before anything of the run (containers, sockets, workspace) is touched, so a
+  // resume never removes the containers of a controller that is still running.
+  mkdirSync(p.dir, { recursive: true });
+  const lock = acquireControllerLock(p.dir);
+  if (lock.tookOver) log(`controller pid ${lock.tookOver.pid} (since ${lock.tookOver.since}) is gone; taking the run over`);
+  const rt = await JudgeRuntime.open({ home }).catch((e: unknown) => {
+    lock.release();
+    if (!o.resume) rmSync(p.dir, { recursive: true, force: true });
+    throw e;
+  });
   const docker = new Docker();
   let workId: string | null = null;
   let endpoint: SubmitEndpoint | null = null;
+  let secrets: AgentLaunchSpec | null = null; // whose values never leave in an error message
+  let proxy: EgressProxy | null = null;
   try {
     await rt.containers.ping();
     await rt.runner.sweep();
+    log(`task ${meta.taskDir}: building or reusing images`);
+    const task: LoadedTask = await rt.loadTask(meta.taskDir, { metric: o.overrides?.primaryMetric ?? null, hostEnv: process.env, gpusFromPool: true });
+    // full-rootfs resume: the old Work's file system is the agent's work; carry it over before its container goes
+    const carried = o.resume && task.prepared.rootfs ? await carryOverRootfsWork(rt.containers, WORK_LABELS, { run, homeTag: homeTag(home), workImage: task.images.work.id, unpause: (id) => docker.getContainer(id).unpause().catch(() => undefined), log }) : null;
     const removed = await removeRunContainers(rt, run);
     if (removed.length) log(`removed ${removed.length} leftover Work container(s) of ${run}`);
-    log(`task ${meta.taskDir}: building or reusing images`);
-    const task: LoadedTask = await rt.loadTask(meta.taskDir, { metric: o.overrides?.primaryMetric ?? null, hostEnv: process.env });
+    await removeCarriedImages(rt.containers, WORK_LABELS, { run, homeTag: homeTag(home), ...(carried ? { keep: carried.image } : {}) });
+    const workImage = carried?.image ?? task.images.work.id;
     const plan = task.plan;
     const workdir = task.prepared.workdir;
     const agent = agentOf(meta.agent).launch({ workdir, instruction: plan.instruction, operatorEnv: process.env });
-    if (agent.network.mode !== 'none') {
-      throw new Error(`the ${agent.name} agent needs network access to ${agent.network.hosts.join(', ')}; Work has no network, and confining it to named hosts is not built yet`);
-    }
+    secrets = agent;
+    const egress = planWorkEgress(agent); // vendor agents: Work stays network none, CONNECT proxy on a Unix socket
     log(`agent ${JSON.stringify(publicLaunch(agent).argv.slice(0, 3))} env ${JSON.stringify(publicLaunch(agent).env)}`);
 
     mkdirSync(p.logs, { recursive: true });
@@ -290,23 +321,27 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
     }
 
     const ledger = new LedgerRunLedger(rt.ledgerHome.ledger);
-    const snapshotter = new WorkspaceSnapshotter(rt.snapshotHome, p.workspace);
+    // full-rootfs mode (workdir "/"): no workspace directory; snapshots are `docker export`s of Work (rootfs-snapshotter.ts)
+    const snapshotter = task.prepared.rootfs ? new ContainerSnapshotter(rt.snapshotHome, rt.containers, () => workId) : new WorkspaceSnapshotter(rt.snapshotHome, p.workspace);
     const judge = new RunnerJudge(rt.runner, task.prepared, p.logs);
+    const gpuPool = new GpuPool(gpuPlan, systemClock);
+    if (gpuPlan.available.length) log(`GPUs: Work ${gpuPlan.work.join(',') || 'none'}, each Judge ${gpuPlan.judge.join(',') || 'none'}${gpuPlan.handOver ? ' (hand-over: Work stays paused while a Judge runs)' : ''}`);
 
     // Work
     const labels = { [WORK_LABELS.role]: 'work', [WORK_LABELS.run]: run, [WORK_LABELS.home]: homeTag(home) };
     const mounts = [
-      { type: 'bind' as const, source: p.workspace, target: workdir, readOnly: false },
+      ...(task.prepared.rootfs ? [] : [{ type: 'bind' as const, source: p.workspace, target: workdir, readOnly: false }]),
       { type: 'bind' as const, source: p.sock, target: '/run/assay', readOnly: true },
       { type: 'bind' as const, source: p.logs, target: '/logs/assay', readOnly: true },
       { type: 'bind' as const, source: join(assayRoot(), 'task-runtime', 'rsi-submit', 'rsi-submit'), target: '/usr/local/bin/rsi-submit', readOnly: true },
       ...(agent.mountDir ? [{ type: 'bind' as const, source: agent.mountDir, target: AGENT_MOUNT, readOnly: true }] : []),
+      ...egress.mounts,
     ];
     const cpus = plan.environment.cpus ?? 1;
     const memoryBytes = (plan.environment.memoryMb ?? 1024) * 1048576;
     workId = await rt.containers.createContainer({
       name: `assay-work-${homeTag(home)}-${run}`,
-      image: task.images.work.id,
+      image: workImage,
       cmd: ['sleep', 'infinity'],
       entrypoint: [],
       env: { ...task.prepared.env, ASSAY_WORKSPACE: workdir, ASSAY_RUN: run },
@@ -323,12 +358,15 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
       nanoCpus: Math.round(cpus * 1e9),
       init: true,
       openStdin: false,
+      ...workGpuSpec(gpuPlan),
     });
     await rt.containers.start(workId, { onOutput: () => undefined });
+    gpuPool.startWork();
     const container = docker.getContainer(workId);
     const work = new DockerWorkControl(container);
+    await checkAgentBinary(container, agent, task.images.work.id); // a missing codex/claude fails before RunStarted
 
-    const deps = { run, ledger, snapshotter, judge, work, clock: systemClock, ids: randomIds, options: { logPathOf: (n: number) => `/logs/assay/round-${n}.log` } };
+    const deps = { run, ledger, snapshotter, judge: new PooledJudge(judge, gpuPool), work, clock: systemClock, ids: randomIds, options: { logPathOf: (n: number) => `/logs/assay/round-${n}.log`, keepWorkPausedDuringJudge: gpuPlan.pauseWorkDuringJudge } };
     let svc: SubmissionService;
     if (o.resume) {
       const r = await SubmissionService.resume(deps);
@@ -361,18 +399,25 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
     if (svc.current.completed) {
       log(`run ${run} had already completed`);
     } else {
-      await svc.workStarted(workId, task.images.work.id, { cpus, memoryBytes, pidsLimit: 512, network: 'none' });
+      await svc.workStarted(workId, workImage, { cpus, memoryBytes, pidsLimit: 512, ...egress.limits, ...(gpuPlan.work.length ? { gpus: [...gpuPlan.work] } : {}), ...(carried ? { carriedFrom: carried.from } : {}) });
       if (svc.current.baselineRoot === null) await svc.recordWorkspace();
       const sockPath = join(p.sock, 'submit.sock');
       endpoint = await SubmitEndpoint.listen({ socketPath: sockPath, gateway: svc });
       chmodSync(sockPath, 0o666);
       log(`run ${run}: Work ${workId.slice(0, 12)} up; agent ${agent.name} starting`);
+      // Work's GPU-seconds since the last record: BudgetConsumed gpu_seconds {holder: work}
+      const recordWorkGpus = async () => {
+        await recordWorkGpuUse(gpuPool, svc).catch((e: unknown) => log(`recording Work's GPU use failed: ${e instanceof Error ? e.message : String(e)}`));
+      };
 
       // the agent
       const agentLimitSec = Math.min(plan.agent.timeoutSec ?? Infinity, o.overrides?.timeBudgetSec ?? Infinity);
-      const exec = await container.exec({ Cmd: [...agent.argv], Env: Object.entries(agent.env).map(([k, v]) => `${k}=${v}`), WorkingDir: workdir, AttachStdout: true, AttachStderr: true });
+      proxy = await startEgressProxy({ sockDir: p.sock, agent, log });
+      const exec = await container.exec({ Cmd: [...egress.launch.argv], Env: Object.entries(egress.launch.env).map(([k, v]) => `${k}=${v}`), WorkingDir: workdir, AttachStdout: true, AttachStderr: true });
       const stream = await exec.start({ hijack: true, stdin: false });
-      const demux = new StreamDemuxer((_s, chunk) => o.agentOutput?.(agent.secretEnv.length ? Buffer.from(redactSecrets(chunk.toString('utf8'), agent)) : chunk));
+      const redactors = new Map<string, SecretStreamRedactor>();
+      const redactorOf = (s: string) => redactors.get(s) ?? redactors.set(s, new SecretStreamRedactor(agent)).get(s)!;
+      const demux = new StreamDemuxer((s, chunk) => o.agentOutput?.(agent.secretEnv.length ? Buffer.from(redactorOf(s).push(chunk)) : chunk));
       stream.on('data', (c: Buffer) => demux.push(c));
       const ta = Date.now();
       let cancelled = false;
@@ -382,8 +427,14 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
         stream.on('error', () => res());
       });
       let timer: NodeJS.Timeout | null = null;
-      const stop = new Promise<'timeout' | 'cancel'>((res) => {
+      let gpuTimer: NodeJS.Timeout | null = null;
+      let gpuExhausted: () => void = () => undefined;
+      const stop = new Promise<'timeout' | 'cancel' | 'gpu_budget'>((res) => {
         if (Number.isFinite(agentLimitSec)) timer = setTimeout(() => res('timeout'), agentLimitSec * 1000);
+        // Work's GPUs alone exhaust the GPU budget at this time (Judges only bring it closer: checked between snapshots)
+        gpuExhausted = () => res('gpu_budget');
+        const gpuLeftSec = gpuPool.secondsUntilExhausted(remainingBudgets(svc.current, new Date()).gpu_seconds);
+        if (gpuLeftSec !== null) gpuTimer = setTimeout(gpuExhausted, Math.min(gpuLeftSec * 1000, 2 ** 31 - 1));
         if (o.signal) {
           if (o.signal.aborted) res('cancel');
           o.signal.addEventListener('abort', () => res('cancel'), { once: true });
@@ -395,22 +446,28 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
       const between = async () => {
         await svc.recordWorkspace().catch((e: unknown) => log(`periodic snapshot failed: ${e instanceof Error ? e.message : String(e)}`));
         if (svc.current.started?.protocol.budgets.wall_time !== null) await svc.tick().catch(() => undefined);
+        await recordWorkGpus();
+        if (remainingBudgets(svc.current, new Date()).gpu_seconds === 0) gpuExhausted();
       };
       const interval = everySec > 0 ? setInterval(() => (periodic = periodic.then(between)), everySec * 1000) : null;
       const why = await Promise.race([ended.then(() => 'exited' as const), stop]);
       if (timer) clearTimeout(timer);
+      if (gpuTimer) clearTimeout(gpuTimer);
       if (interval) clearInterval(interval);
       await periodic;
+      gpuPool.stopWork(); // the agent is done: Work's GPUs count up to here (the container is removed right after)
       const agentMs = Date.now() - ta;
+      for (const r of redactors.values()) o.agentOutput?.(Buffer.from(r.end()));
       let agentExit: number | null = null;
       if (why === 'exited') {
         agentExit = await exec.inspect().then((i) => i.ExitCode ?? null, () => null);
         log(`agent exited with status ${agentExit}`);
       } else {
         cancelled = why === 'cancel';
-        log(why === 'cancel' ? 'cancelled: stopping the agent' : `the agent ran out of time (${agentLimitSec} s)`);
+        log(why === 'cancel' ? 'cancelled: stopping the agent' : why === 'gpu_budget' ? 'the GPU budget is used up: stopping the agent' : `the agent ran out of time (${agentLimitSec} s)`);
         stream.destroy();
       }
+      await recordWorkGpus();
       if (cancelled) {
         await svc.cancel();
       } else {
@@ -420,17 +477,27 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
       }
       await endpoint.close();
       endpoint = null;
+      if (proxy) await stopEgressProxy(proxy, { runDir: p.dir, agent, log });
+      proxy = null;
       const s = svc.current;
       return report(run, s, agentExit, p.dir, { totalMs: Date.now() - t0, agentMs, judgeMs: judge.ms, snapshotMs: snapshotter.ms });
     }
     return report(run, svc.current, null, p.dir, { totalMs: Date.now() - t0, agentMs: 0, judgeMs: judge.ms, snapshotMs: snapshotter.ms });
+  } catch (e) {
+    throw redactErrorSecrets(e, secrets);
   } finally {
     if (endpoint) await endpoint.close().catch(() => undefined);
+    if (proxy && secrets) await stopEgressProxy(proxy, { runDir: p.dir, agent: secrets, log }).catch(() => undefined);
     if (workId) {
       await docker.getContainer(workId).unpause().catch(() => undefined);
       await rt.containers.removeContainer(workId).catch(() => undefined);
     }
+    if (workId) await removeCarriedImages(rt.containers, WORK_LABELS, { run, homeTag: homeTag(home) }).catch(() => undefined);
     await rt.close();
+    lock.release();
+    // A new run that failed before it was recorded (a missing API key, an image that does not build) leaves nothing
+    // behind, so its run id can be used again.
+    if (!o.resume && !existsSync(p.meta)) rmSync(p.dir, { recursive: true, force: true });
   }
 }
 

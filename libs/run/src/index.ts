@@ -9,6 +9,7 @@ export * from './domain/selection';
 export * from './domain/decide';
 export * from './domain/editable';
 export * from './domain/feedback';
+export * from './domain/egress-policy';
 
 // ports
 export * from './ports/run-ledger.port';
@@ -37,6 +38,21 @@ export {
   type AgentLaunchSpec,
   type AgentNetworkRule,
 } from './adapters/agents.adapter';
+export { EgressProxy, egressSummary, systemLookup, type EgressLookup, type EgressProxyOptions, type EgressRecord, type EgressStats, type ResolvedAddress } from './adapters/egress-proxy.adapter';
+export {
+  agentBinary,
+  agentBinaryMissing,
+  EGRESS_FORWARDER_IN_WORK,
+  EGRESS_PORT,
+  EGRESS_SOCKET_FILE,
+  EGRESS_SOCKET_IN_WORK,
+  egressPolicyOf,
+  proxyEnv,
+  redactErrorSecrets,
+  redactSecretsAnyCase,
+  SecretStreamRedactor,
+  withEgress,
+} from './adapters/agent-egress.adapter';
 
 // application
 export * from './application/run-token';

@@ -1,10 +1,15 @@
 import type { Command } from 'commander';
+import { AssayError } from '@assay/core';
+import { RUN_ERROR_CODES } from '@assay/run';
+import { parseRunSettingsFlags } from '@assay/task-format';
 import { agentOf, runResearch, type RunReport } from '../../../runtime/src/run-runtime';
+import { parseGpuList } from '../../../runtime/src/gpu-pool';
 import type { CliContext } from '../cli-context';
 
 /**
  * `assay run TASK_DIR --agent reference|command:<cmd> [--max-submissions N] [--time-budget S] [--cooldown S]
- *  [--primary-reward KEY] [--score-direction maximize|minimize] [--run-id ID] [--snapshot-interval S] [--json]`
+ *  [--primary-reward KEY] [--score-direction maximize|minimize] [--gpus LIST] [--gpu-budget S] [--run-id ID]
+ *  [--snapshot-interval S] [--json]`
  * `assay run --resume RUN_ID`
  *
  * Builds (or reuses) the task's images, starts the Work container, runs the agent in it, judges each rsi-submit with
@@ -15,17 +20,20 @@ export function register(program: Command, ctx: CliContext): void {
     .command('run')
     .description('run an agent on a task: Work container, submissions judged by fresh Judges, best round selected')
     .argument('[task-dir]', 'task directory')
-    .option('--agent <agent>', 'reference | command:<shell command run inside Work> | codex[:model] | claude-code[:model] (the last two need a network allowlist: not runnable yet)', 'reference')
+    .option('--agent <agent>', 'reference | command:<shell command run inside Work> | codex[:model] | claude-code[:model] (the last two: OPENAI_API_KEY / ANTHROPIC_API_KEY from the environment, the binary in the task image, network through the egress proxy)', 'reference')
     .option('--max-submissions <n>', 'submission budget (over the task\'s)')
     .option('--time-budget <s>', 'wall-time budget in seconds')
     .option('--cooldown <s>', 'seconds between counted submissions')
+    .option('--gpus <list>', 'host GPUs this run may use: comma-separated indices or UUIDs, e.g. 0,1 (default: none)')
+    .option('--gpu-budget <s>', 'GPU budget in GPU-seconds (every GPU held by Work or a Judge, times its holding time)')
+    .option('--gpu-budget-hours <h>', 'the same GPU budget in GPU-hours (converted to seconds)')
     .option('--primary-reward <key>', 'the reward key that is the primary score')
     .option('--score-direction <dir>', 'maximize | minimize')
     .option('--run-id <id>', 'the run id (default: generated)')
     .option('--snapshot-interval <s>', 'seconds between workspace snapshots while the agent works (0: none)', '60')
     .option('--resume <run>', 'resume a run from the ledger (its containers are cleaned up and Work restarted)')
     .option('--json', 'print one JSON document')
-    .action(async (taskDir: string | undefined, o: { agent: string; maxSubmissions?: string; timeBudget?: string; cooldown?: string; primaryReward?: string; scoreDirection?: string; runId?: string; resume?: string; snapshotInterval: string; json?: boolean }) => {
+    .action(async (taskDir: string | undefined, o: { agent: string; maxSubmissions?: string; timeBudget?: string; cooldown?: string; gpus?: string; gpuBudget?: string; gpuBudgetHours?: string; primaryReward?: string; scoreDirection?: string; runId?: string; resume?: string; snapshotInterval: string; json?: boolean }) => {
       const int = (v: string | undefined, name: string): number | undefined => {
         if (v === undefined) return undefined;
         if (!/^\d{1,9}$/.test(v)) throw new Error(`${name} must be a non-negative integer, got "${v}"`);
@@ -38,7 +46,13 @@ export function register(program: Command, ctx: CliContext): void {
       if (!o.resume && !taskDir) throw new Error('assay run needs TASK_DIR (or --resume RUN_ID)');
       if (o.runId !== undefined && !/^[a-z0-9][a-z0-9-]{0,62}$/.test(o.runId)) throw new Error(`--run-id must be lowercase letters, digits and dashes, got "${o.runId}"`);
       if (o.resume !== undefined && !/^[a-z0-9][a-z0-9-]{0,62}$/.test(o.resume)) throw new Error(`--resume needs a run id (lowercase letters, digits and dashes), got "${o.resume}"`);
+      const gpus = parseGpuList(o.gpus);
+      const gpuBudget = parseRunSettingsFlags({ ...(o.gpuBudget !== undefined ? { gpuBudgetSec: o.gpuBudget } : {}), ...(o.gpuBudgetHours !== undefined ? { gpuBudgetHours: o.gpuBudgetHours } : {}) });
+      const badInput = (message: string) => new AssayError(RUN_ERROR_CODES.INVALID_INPUT, 'invalid_input', message);
+      if (!gpuBudget.ok) throw badInput(gpuBudget.problems.map((x) => `${x.key}: ${x.message}`).join('\n'));
+      if (o.resume && gpuBudget.value.gpuBudgetSec !== undefined) throw badInput("the GPU budget is part of the run's recorded protocol; it cannot change on --resume");
       const overrides = {
+        ...(gpuBudget.value.gpuBudgetSec !== undefined ? { gpuBudgetSec: gpuBudget.value.gpuBudgetSec } : {}),
         ...(int(o.maxSubmissions, '--max-submissions') !== undefined ? { maxSubmissions: int(o.maxSubmissions, '--max-submissions') as number } : {}),
         ...(int(o.timeBudget, '--time-budget') !== undefined ? { timeBudgetSec: int(o.timeBudget, '--time-budget') as number } : {}),
         ...(int(o.cooldown, '--cooldown') !== undefined ? { cooldownSec: int(o.cooldown, '--cooldown') as number } : {}),
@@ -64,6 +78,7 @@ export function register(program: Command, ctx: CliContext): void {
           agentOutput: (c) => (o.json ? process.stderr.write(c) : process.stdout.write(c)),
           signal: abort.signal,
           snapshotIntervalSec: int(o.snapshotInterval, '--snapshot-interval') as number,
+          ...(o.gpus !== undefined ? { gpus } : {}),
         });
         if (o.json) ctx.out(JSON.stringify(rep, null, 2));
         else printReport(ctx, rep);

@@ -1,0 +1,99 @@
+/**
+ * `assay run` in full-rootfs mode (workdir "/"), as a user runs it: a child process, a real ASSAY_HOME, Docker.
+ * The `command:` agent edits /etc/assay-answer (outside any workspace directory), submits, and the run completes
+ * with the Judge's reward; the ledger holds the rootfs snapshot, and nothing of the run is left in Docker.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Docker from 'dockerode';
+import { randomIds, systemClock } from '@assay/core';
+import { LedgerHome } from '@assay/ledger';
+import { assay } from '../support/cli';
+import { REPO_ROOT, TS_REGISTER } from '../support/child-process';
+import { describeDocker } from '../support/docker';
+
+jest.setTimeout(240_000);
+
+const TASK = join(REPO_ROOT, 'tests/fixtures/tasks/rootfs-tiny');
+
+describeDocker('assay run, full-rootfs task (CLI, Docker)', () => {
+  let home: string;
+
+  beforeAll(async () => {
+    home = join(mkdtempSync(join(tmpdir(), 'assay-run-rootfs-')), 'home');
+    const r = await assay(['ledger', 'init', '--origin', 'assay.test/run-rootfs'], home);
+    expect(r.code).toBe(0);
+  }, 60_000);
+
+  afterAll(() => rmSync(join(home, '..'), { recursive: true, force: true }));
+
+  it('a command agent edits /etc, submits twice, and the run completes with the best reward', async () => {
+    const agent = 'command:rsi-submit > /dev/null; echo "s1=$?"; echo 42 > /etc/assay-answer; rsi-submit > /dev/null; echo "s2=$?"';
+    const r = await assay(['run', TASK, '--agent', agent, '--run-id', 'rootfs1', '--json'], home, 230_000);
+    expect(r.stderr).not.toMatch(/Error:|at .*\.ts:\d+/);
+    expect(r.code).toBe(0);
+    const rep = JSON.parse(r.stdout) as { status: string; bestRound: number; bestScore: number; rounds: Array<{ round: number; status: string; score: number | null }> };
+    expect(rep.rounds.map((x) => [x.round, x.status, x.score])).toEqual([
+      [1, 'completed', 0],
+      [2, 'completed', 1],
+    ]);
+    expect([rep.status, rep.bestRound, rep.bestScore]).toEqual(['completed', 2, 1]);
+
+    const h = await LedgerHome.open(home, { clock: systemClock, ids: randomIds });
+    try {
+      const evs = (await h.readEvents({ stream: 'run-rootfs1', limit: 1000 })).map((e) => e.envelope);
+      const snaps = evs.filter((e) => e.type === 'SnapshotTaken').map((e) => e.data as { source?: string; files?: number; round?: number | null });
+      expect(snaps.length).toBeGreaterThanOrEqual(3); // the baseline, and one per submission
+      for (const s of snaps) expect(s.files).toBeGreaterThan(1000); // a whole root file system
+      const edited = evs.filter((e) => e.type === 'WorkspaceEdited').map((e) => JSON.stringify(e.data));
+      expect(edited.some((d) => d.includes('etc/assay-answer'))).toBe(true);
+    } finally {
+      await h.close();
+    }
+    const docker = new Docker();
+    expect(await docker.listContainers({ all: true, filters: { label: ['org.assay.run=rootfs1'] } })).toEqual([]);
+    expect(await docker.listImages({ filters: { label: ['org.assay.role=judge-rootfs'] } })).toEqual([]);
+  });
+
+  it('resume after SIGKILL carries the old Work\'s file system over: what the agent wrote before is still there', async () => {
+    const agent =
+      'command:if rsi-submit --list | grep -q "^round 1:"; then cat /root/carried; echo 42 > /etc/assay-answer; rsi-submit > /dev/null; exit 0; fi; ' +
+      'echo carried-ok > /root/carried; rsi-submit; sleep 300';
+    const child = spawn(process.execPath, ['-r', TS_REGISTER, 'apps/cli/src/main.ts', 'run', TASK, '--agent', agent, '--run-id', 'rootfs2'], {
+      cwd: REPO_ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, NODE_OPTIONS: '', ASSAY_HOME: home },
+    });
+    child.stdout.on('data', (d: Buffer) => {
+      if (d.toString().includes('--- end ---')) setTimeout(() => child.kill('SIGKILL'), 300);
+    });
+    child.stderr.resume();
+    const signal = await new Promise((resolve) => child.once('exit', (_c, sig) => resolve(sig)));
+    expect(signal).toBe('SIGKILL');
+
+    const again = await assay(['run', '--resume', 'rootfs2', '--json'], home, 230_000);
+    expect(again.code).toBe(0);
+    expect(again.stderr).toMatch(/carried Work's file system over from [0-9a-f]{12}/);
+    expect(again.stderr).toContain('carried-ok');
+    const rep = JSON.parse(again.stdout) as { status: string; rounds: Array<{ round: number; status: string; score: number | null }> };
+    expect(rep.rounds.map((x) => [x.round, x.status, x.score])).toEqual([
+      [1, 'completed', 0],
+      [2, 'completed', 1],
+    ]);
+    const h = await LedgerHome.open(home, { clock: systemClock, ids: randomIds });
+    try {
+      const started = (await h.readEvents({ stream: 'run-rootfs2', limit: 1000 })).map((e) => e.envelope).filter((e) => e.type === 'WorkStarted');
+      expect(started).toHaveLength(2);
+      const [first, second] = started.map((e) => e.data as { container: string; image: string; limits: { carriedFrom?: string } });
+      expect(second?.image).not.toBe(first?.image);
+      expect(second?.limits.carriedFrom).toBe(first?.container);
+    } finally {
+      await h.close();
+    }
+    const docker = new Docker();
+    expect(await docker.listContainers({ all: true, filters: { label: ['org.assay.run=rootfs2'] } })).toEqual([]);
+    expect(await docker.listImages({ filters: { label: ['org.assay.role=work-carried'] } })).toEqual([]);
+  });
+});
