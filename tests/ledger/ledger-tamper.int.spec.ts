@@ -2,7 +2,7 @@
  * Tamper evidence on a real SQLite ledger file: every kind of tampering an attacker with write access to the
  * database can do is reported by verification, with the step and the first bad position.
  */
-import { rmSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Ledger, LedgerHome, generateKeyPair, homePaths, toSigningKey, type SigningKey } from '@assay/ledger';
 import { makeTmpDir } from '../support/ledger-fixtures';
@@ -65,6 +65,26 @@ describe.each(MODES)('ledger tamper evidence (SQLite), %s', (_name, mode) => {
       tamper(home, (db) => db.prepare('UPDATE events SET bytes = ? WHERE position = ?').run(original.get(pos), pos));
     }
     expect((await verifyHome(home, mode)).ok).toBe(true);
+  });
+
+  it('reports a damaged database page as the storage step, ahead of anything else', async () => {
+    const home = fresh();
+    let page = 0;
+    let size = 0;
+    tamper(home, (db) => {
+      db.pragma('wal_checkpoint(TRUNCATE)');
+      page = (db.prepare("SELECT rootpage FROM sqlite_master WHERE type = 'index' AND tbl_name = 'events' ORDER BY rootpage LIMIT 1").pluck().get() as number);
+      size = db.pragma('page_size', { simple: true }) as number;
+    });
+    // Garbage in the second half of an index page: the events themselves still read, the file is not sound.
+    const file = homePaths(home).db;
+    const bytes = readFileSync(file);
+    for (let i = (page - 1) * size + size / 2; i < page * size; i++) bytes[i] = (i * 131) & 0xff;
+    writeFileSync(file, bytes);
+    const r = await verifyHome(home, mode);
+    expect(r.ok).toBe(false);
+    expect(r.failure).toMatchObject({ step: 'storage', code: 'VERIFY_STORAGE_CORRUPT' });
+    expect(r.steps.find((x) => x.name === 'storage')?.ok).toBe(false);
   });
 
   it('reports a flipped bit in a stored hash or column', async () => {

@@ -21,6 +21,8 @@ export interface RangeReader {
   range(from: number, to: number): RangeRow[];
   /** Stored bytes of every KeyRegistered event, in position order (unverified: a hint for the signature checks). */
   keyRegistrations(): Array<{ position: number; bytes: Buffer }>;
+  /** `PRAGMA integrity_check` over this connection: problems, or an empty list when the file is sound. */
+  integrityProblems(): string[];
   close(): void;
 }
 
@@ -31,6 +33,13 @@ export function openRangeReader(spec: ParallelReadSpec): RangeReader {
   return {
     range: (from, to) => range.all(from, to) as RangeRow[],
     keyRegistrations: () => keys.all() as Array<{ position: number; bytes: Buffer }>,
+    integrityProblems: () => {
+      try {
+        return (db.pragma('integrity_check') as Array<Record<string, unknown>>).map((r) => String(Object.values(r)[0])).filter((l) => l !== 'ok');
+      } catch (e) {
+        return [(e as Error).message];
+      }
+    },
     close: () => db.close(),
   };
 }

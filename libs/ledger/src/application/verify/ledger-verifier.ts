@@ -118,6 +118,7 @@ export async function verifyLedger(o: VerifyOptions): Promise<VerificationReport
   let failure: VerifyFailure | null = null;
   let checker: ChunkChecker | null = null;
   let checks: VerificationReport['checks'] = { workers: 0, readBy: 'main' };
+  let storagePending: Promise<string[]> | null = null;
   const report = (): VerificationReport => {
     const failedIdx = failure ? STEPS.indexOf(failure.step) : STEPS.length;
     return {
@@ -136,16 +137,6 @@ export async function verifyLedger(o: VerifyOptions): Promise<VerificationReport
   };
 
   try {
-    // storage
-    if (o.integrityCheck) {
-      const problems = o.integrityCheck();
-      if (problems.length > 0)
-        throw new Failed({ step: 'storage', code: 'VERIFY_STORAGE_CORRUPT', message: `storage integrity check failed: ${problems.slice(0, 5).join('; ')}` });
-      bump('storage');
-    }
-
-    // one pass over all events: envelopes, schemas, signatures (parallel), roles, chains, merkle (in order)
-    progress.start('verifying events', total);
     const workers = o.workers ?? Math.max(1, (await import('node:os')).availableParallelism());
     const chunkSize = o.chunkSize ?? 512;
     const parallel = workers > 0 && total > 4 * chunkSize;
@@ -153,6 +144,28 @@ export async function verifyLedger(o: VerifyOptions): Promise<VerificationReport
     const pool = parallel ? workerChecker(workers) : null;
     checker = pool ?? inlineChecker();
     checks = { workers: pool ? workers : 0, readBy: pool && spec ? 'workers' : 'main' };
+
+    // storage: when workers read the file themselves, one of them runs the check while the others start on the
+    // events; its verdict still comes first (below, and in the catch), as the first step's.
+    const storageFailure = (problems: string[]): Failed =>
+      new Failed({ step: 'storage', code: 'VERIFY_STORAGE_CORRUPT', message: `storage integrity check failed: ${problems.slice(0, 5).join('; ')}` });
+    if (o.integrityCheck && pool && spec) {
+      storagePending = pool.integrityProblems(spec).catch((e: unknown) => [(e as Error).message]);
+    } else if (o.integrityCheck) {
+      const problems = o.integrityCheck();
+      if (problems.length > 0) throw storageFailure(problems);
+      bump('storage');
+    }
+    const storageVerdict = async (): Promise<void> => {
+      if (!storagePending) return;
+      const problems = await storagePending;
+      storagePending = null;
+      if (problems.length > 0) throw storageFailure(problems);
+      bump('storage');
+    };
+
+    // one pass over all events: envelopes, schemas, signatures (parallel), roles, chains, merkle (in order)
+    progress.start('verifying events', total);
     const inFlight: Array<Promise<CheckedChunk>> = [];
     const maxInFlight = Math.max(2, workers * 2);
     let expectedPosition = 0;
@@ -297,6 +310,7 @@ export async function verifyLedger(o: VerifyOptions): Promise<VerificationReport
       }
     }
     while (inFlight.length > 0) await consume();
+    await storageVerdict();
     progress.end(`${acc.size} events`);
 
     // merkle: the log must not be shorter than what was signed
@@ -316,6 +330,12 @@ export async function verifyLedger(o: VerifyOptions): Promise<VerificationReport
     if (e instanceof Failed) failure = e.failure;
     else if (e instanceof AssayError) failure = { step: 'storage', code: e.code, message: e.message };
     else throw e;
+    // A damaged file explains whatever else failed: the storage step's verdict comes first.
+    const pending = storagePending as Promise<string[]> | null;
+    if (pending) {
+      const problems = await pending;
+      if (problems.length > 0) failure = { step: 'storage', code: 'VERIFY_STORAGE_CORRUPT', message: `storage integrity check failed: ${problems.slice(0, 5).join('; ')}` };
+    }
   } finally {
     await checker?.close();
   }

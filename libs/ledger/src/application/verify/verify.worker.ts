@@ -3,7 +3,8 @@
  *   chunk  check events the main thread read and packed (any EventStore);
  *   range  read events [from, to) over this worker's own read-only connection and check them (SQLite), so the rows
  *          never cross threads; only digests and a compact summary go back;
- *   keys   the stored KeyRegistered events, a hint for which keys to verify with (the ordered pass decides).
+ *   keys   the stored KeyRegistered events, a hint for which keys to verify with (the ordered pass decides);
+ *   integrity  the storage check (SQLite `PRAGMA integrity_check`), run here so it overlaps the event checks.
  * This file is a composition root like a CLI entry: it is where the SQLite range reader is wired in.
  */
 import { parentPort } from 'node:worker_threads';
@@ -26,7 +27,8 @@ function reader(spec: ParallelReadSpec): RangeReader {
 export type WorkerRequest =
   | { seq: number; op: 'chunk'; input: ChunkInput }
   | { seq: number; op: 'range'; spec: ParallelReadSpec; from: number; to: number; keys: Array<[string, Uint8Array]> }
-  | { seq: number; op: 'keys'; spec: ParallelReadSpec };
+  | { seq: number; op: 'keys'; spec: ParallelReadSpec }
+  | { seq: number; op: 'integrity'; spec: ParallelReadSpec };
 
 function transferOf(out: ChunkOutput): ArrayBuffer[] {
   return [out.digests.buffer as ArrayBuffer, out.signerIndex.buffer as ArrayBuffer];
@@ -48,8 +50,10 @@ parentPort?.on('message', (msg: WorkerRequest) => {
         meta.streamIndex.buffer as ArrayBuffer,
         meta.typeIndex.buffer as ArrayBuffer,
       ]);
-    } else {
+    } else if (msg.op === 'keys') {
       parentPort?.postMessage({ seq: msg.seq, keys: reader(msg.spec).keyRegistrations() });
+    } else {
+      parentPort?.postMessage({ seq: msg.seq, problems: reader(msg.spec).integrityProblems() });
     }
   } catch (e) {
     parentPort?.postMessage({ seq: msg.seq, error: e instanceof Error ? e.message : String(e) });

@@ -32,6 +32,8 @@ export interface RangeChecker extends ChunkChecker {
   checkRange(spec: ParallelReadSpec, from: number, to: number, keys: Array<[string, Uint8Array]>): Promise<{ out: ChunkOutput; meta: ChunkMeta }>;
   /** The stored KeyRegistered events' bytes, read on a worker. */
   keyRegistrations(spec: ParallelReadSpec): Promise<Array<{ position: number; bytes: Uint8Array }>>;
+  /** The storage integrity check, on a worker: problems, or an empty list. */
+  integrityProblems(spec: ParallelReadSpec): Promise<string[]>;
 }
 
 /** Runs the checks on the calling thread (small ledgers, tests). */
@@ -45,6 +47,7 @@ interface Reply {
   out?: ChunkOutput;
   meta?: ChunkMeta;
   keys?: Array<{ position: number; bytes: Uint8Array }>;
+  problems?: string[];
   error?: string;
 }
 
@@ -82,6 +85,7 @@ export function workerChecker(count: number): RangeChecker {
       return { out: r.out as ChunkOutput, meta: r.meta as ChunkMeta };
     },
     keyRegistrations: async (spec) => (await post({ op: 'keys', spec })).keys ?? [],
+    integrityProblems: async (spec) => (await post({ op: 'integrity', spec })).problems ?? [],
     async close() {
       await Promise.all(workers.map((w) => w.terminate()));
     },
