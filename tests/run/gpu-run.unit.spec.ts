@@ -61,15 +61,21 @@ class DirStoreSnapshotter implements Snapshotter {
   }
 }
 
-async function gpuWorld(taskDir: string, available: string[], settings: { gpuBudgetSec?: number | null } = {}) {
+/** A fake container runtime with the base image and the fake entrypoint, and a real JudgeRunner and image builder over it. */
+async function judgeParts(runnerOptions: { homeTag: string; drainMs?: number }) {
   const runtime = new FakeContainerRuntime();
   runtime.addImage({ tag: 'assay/base:bookworm' });
   installFakeEntrypoint(runtime);
   const snapshots = new DirSnapshots();
   const ml = await memoryLedger();
   const home = dir('gpu-home-');
-  const runner = new JudgeRunner({ runtime, snapshots, recorder: ml.recorder, owners: new TestOwners(), clock: ml.clock, ids: ml.ids, judgesDir: join(home, 'judges'), homeTag: 'home1', hostCpus: 2, drainMs: 1000 });
+  const runner = new JudgeRunner({ runtime, snapshots, recorder: ml.recorder, owners: new TestOwners(), clock: ml.clock, ids: ml.ids, judgesDir: join(home, 'judges'), hostCpus: 2, ...runnerOptions });
   const images = new TaskImageBuilder({ runtime, snapshots, recorder: ml.recorder, clock: ml.clock, logsDir: join(home, 'logs'), judgeRuntimeDir: JUDGE_RUNTIME });
+  return { runtime, snapshots, ml, runner, images };
+}
+
+async function gpuWorld(taskDir: string, available: string[], settings: { gpuBudgetSec?: number | null } = {}) {
+  const { runtime, snapshots, ml, runner, images } = await judgeParts({ homeTag: 'home1', drainMs: 1000 });
   const plan = await loadTaskPlan(taskDir);
   const taskImages = await images.ensure(taskDir, plan);
   const prepared = await runner.prepare(taskDir, plan, taskImages, { gpusFromPool: true });
@@ -178,14 +184,7 @@ describe('a run with GPUs (fake devices, fake container runtime, real Judge and 
 
 describe('JudgeRunner and GPUs', () => {
   it('a GPU verifier is refused without a pool (assay judge), and a Judge handed the wrong number of GPUs is a bad request', async () => {
-    const runtime = new FakeContainerRuntime();
-    runtime.addImage({ tag: 'assay/base:bookworm' });
-    installFakeEntrypoint(runtime);
-    const snapshots = new DirSnapshots();
-    const ml = await memoryLedger();
-    const home = dir('gpu-home-');
-    const runner = new JudgeRunner({ runtime, snapshots, recorder: ml.recorder, owners: new TestOwners(), clock: ml.clock, ids: ml.ids, judgesDir: join(home, 'judges'), homeTag: 'h', hostCpus: 2 });
-    const images = new TaskImageBuilder({ runtime, snapshots, recorder: ml.recorder, clock: ml.clock, logsDir: join(home, 'logs'), judgeRuntimeDir: JUDGE_RUNTIME });
+    const { snapshots, runner, images } = await judgeParts({ homeTag: 'h' });
     const task = gpuTask(0, 2);
     const plan = await loadTaskPlan(task);
     const imgs = await images.ensure(task, plan);

@@ -7,11 +7,10 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Docker from 'dockerode';
-import { randomIds, systemClock } from '@assay/core';
-import { LedgerHome } from '@assay/ledger';
 import { assay } from '../support/cli';
 import { REPO_ROOT, TS_REGISTER, finished } from '../support/child-process';
 import { describeDocker } from '../support/docker';
+import { homeEvents } from './support/home-events';
 import { homeTag } from '../../apps/runtime/src';
 
 jest.setTimeout(180_000);
@@ -26,16 +25,6 @@ interface Report {
   bestSnapshot: string | null;
   rounds: Array<{ round: number; status: string; score: number | null; rule: string | null }>;
   agentExitCode: number | null;
-}
-
-async function events(home: string, stream?: string): Promise<Array<{ type: string; stream: string; data: Record<string, unknown> }>> {
-  const h = await LedgerHome.open(home, { clock: systemClock, ids: randomIds });
-  try {
-    const all = await h.readEvents({ ...(stream ? { stream } : {}), limit: 10_000 });
-    return all.map((e) => ({ type: e.envelope.type, stream: e.envelope.stream, data: e.envelope.data as Record<string, unknown> }));
-  } finally {
-    await h.close();
-  }
 }
 
 const HOSTILE = `set -u
@@ -86,7 +75,7 @@ describeDocker('assay run (CLI, Docker)', () => {
     expect(await workOf('ref1')).toHaveLength(0);
     expect(readFileSync(join(home, 'runs/ref1/logs/round-4.log'), 'utf8')).toMatch(/val_loss/);
 
-    const run = await events(home, 'run-ref1');
+    const run = await homeEvents(home, 'run-ref1');
     const types = run.map((e) => e.type);
     expect(types[0]).toBe('RunStarted');
     expect(types).toContain('WorkStarted');
@@ -97,7 +86,7 @@ describeDocker('assay run (CLI, Docker)', () => {
     expect(run.filter((e) => e.type === 'SnapshotTaken' && e.data.round === undefined).length).toBeGreaterThanOrEqual(1); // baseline
     expect(run.filter((e) => e.type === 'RuleViolation').map((e) => [e.data.round, e.data.rule])).toEqual([[2, 'workspace.not_editable']]);
     expect(run.filter((e) => e.type === 'BudgetConsumed' && e.data.budget === 'submissions')).toHaveLength(4);
-    const all = await events(home);
+    const all = await homeEvents(home);
     const judged = all.filter((e) => e.type === 'JudgeCompleted' && e.data.run === 'ref1');
     expect(judged.map((e) => [e.data.round, e.data.status])).toEqual([
       [1, 'completed'],
@@ -133,7 +122,7 @@ describeDocker('assay run (CLI, Docker)', () => {
     expect(r.stderr).toMatch(/token=[1-9]/); // the token file is read-only
     expect(r.stderr).toContain('submit2=0');
     expect(await workOf('hostile1')).toHaveLength(0);
-    const run = await events(home, 'run-hostile1');
+    const run = await homeEvents(home, 'run-hostile1');
     const edited = run.filter((e) => e.type === 'WorkspaceEdited');
     expect(JSON.stringify(edited)).toContain('logs/verifier/reward.txt');
     expect(JSON.stringify(run)).not.toContain('etc/evil'); // outside the workspace: never snapshotted, never judged
@@ -168,14 +157,14 @@ describeDocker('assay run (CLI, Docker)', () => {
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/cancel1 .* cancelled/);
     expect(await workOf('cancel1')).toHaveLength(0);
-    const run = await events(home, 'run-cancel1');
+    const run = await homeEvents(home, 'run-cancel1');
     expect(run[run.length - 1]).toMatchObject({ type: 'RunCompleted', data: { status: 'cancelled' } });
 
     // resume of a completed run: nothing more is appended
     const again = await assay(['run', '--resume', 'cancel1', '--json'], home, 120_000);
     expect(again.code).toBe(0);
     expect((JSON.parse(again.stdout) as Report).status).toBe('cancelled');
-    expect(await events(home, 'run-cancel1')).toHaveLength(run.length);
+    expect(await homeEvents(home, 'run-cancel1')).toHaveLength(run.length);
     expect(existsSync(join(home, 'runs/cancel1/workspace/optimizer.py'))).toBe(true);
   });
 
@@ -193,7 +182,7 @@ describeDocker('assay run (CLI, Docker)', () => {
     const r = await finished(child, 120_000);
     expect(r.signal).toBe('SIGKILL');
     expect(await workOf('kill1')).toHaveLength(1); // left behind by the killed controller
-    const before = await events(home, 'run-kill1');
+    const before = await homeEvents(home, 'run-kill1');
     expect(before.map((e) => e.type)).not.toContain('RunCompleted');
 
     const again = await assay(['run', '--resume', 'kill1', '--json'], home, 120_000);
@@ -205,7 +194,7 @@ describeDocker('assay run (CLI, Docker)', () => {
     expect(rep).toMatchObject({ status: 'completed', bestRound: 1 });
     expect(rep.rounds.map((x) => x.status)).toEqual(['completed']);
     expect(await workOf('kill1')).toHaveLength(0);
-    const after = await events(home, 'run-kill1');
+    const after = await homeEvents(home, 'run-kill1');
     expect(after.filter((e) => e.type === 'RunStarted')).toHaveLength(1);
     expect(after.filter((e) => e.type === 'WorkStarted')).toHaveLength(2);
     expect(after[after.length - 1]).toMatchObject({ type: 'RunCompleted', data: { status: 'completed', bestRound: 1 } });
@@ -238,10 +227,10 @@ describeDocker('assay run (CLI, Docker)', () => {
     expect(r.stdout).toMatch(/cancel2 .* cancelled/);
     expect(await workOf('cancel2')).toHaveLength(0);
     expect(await docker.listContainers({ all: true, filters: { label: ['org.assay.role=judge', `org.assay.home=${homeTag(home)}`] } })).toHaveLength(0);
-    const run = await events(home, 'run-cancel2');
+    const run = await homeEvents(home, 'run-cancel2');
     expect(run.filter((e) => e.type === 'SubmissionRejected' && e.data.round === 1)).toHaveLength(1); // refunded
     expect(run[run.length - 1]).toMatchObject({ type: 'RunCompleted', data: { status: 'cancelled', bestRound: null } });
-    const judged = (await events(home)).filter((e) => e.type === 'JudgeCompleted' && e.data.run === 'cancel2');
+    const judged = (await homeEvents(home)).filter((e) => e.type === 'JudgeCompleted' && e.data.run === 'cancel2');
     expect(judged.map((e) => e.data.status)).toEqual(['infrastructure_error']);
     expect((await assay(['ledger', 'verify'], home)).code).toBe(0);
   });
@@ -256,7 +245,7 @@ describeDocker('assay run (CLI, Docker)', () => {
     const rep = JSON.parse(r.stdout) as Report;
     expect(rep.rounds.map((x) => x.status)).toEqual(['completed', 'completed']);
     expect(rep.bestRound).toBe(1); // equal scores: the earliest round
-    const run = await events(home, 'run-flags1');
+    const run = await homeEvents(home, 'run-flags1');
     expect(run[0]?.data).toMatchObject({ protocol: { budgets: { submissions: 2 } }, selection: { metric: 'val_loss_small', direction: 'maximize' } });
     expect(run.filter((e) => e.type === 'SubmissionRejected' && e.data.round === undefined)).toHaveLength(1);
     const bad = await assay(['run', TASK, '--agent', 'gpt', '--run-id', 'flags2'], home);
@@ -273,7 +262,7 @@ describeDocker('assay run (CLI, Docker)', () => {
     const r = await assay(['run', TASK, '--agent', agent, '--run-id', 'periodic1', '--snapshot-interval', '1', '--json'], home, 120_000);
     expect(r.code).toBe(0);
     expect((JSON.parse(r.stdout) as Report).status).toBe('no_valid_submission');
-    const run = await events(home, 'run-periodic1');
+    const run = await homeEvents(home, 'run-periodic1');
     const between = run.filter((e) => e.type === 'SnapshotTaken' && e.data.round === undefined);
     expect(between.length).toBeGreaterThanOrEqual(3); // baseline, draft, final
     const edits = run.filter((e) => e.type === 'WorkspaceEdited');

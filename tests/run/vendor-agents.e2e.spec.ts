@@ -11,11 +11,10 @@ import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, write
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Docker from 'dockerode';
-import { randomIds, systemClock } from '@assay/core';
-import { LedgerHome } from '@assay/ledger';
 import { assay } from '../support/cli';
 import { REPO_ROOT } from '../support/child-process';
 import { describeDocker } from '../support/docker';
+import { homeEvents } from './support/home-events';
 
 jest.setTimeout(240_000);
 
@@ -90,15 +89,7 @@ describeDocker('vendor agents (CLI, Docker, a stand-in codex)', () => {
     rmSync(root, { recursive: true, force: true });
   });
 
-  async function events(stream?: string): Promise<Array<{ type: string; stream: string; data: Record<string, unknown> }>> {
-    const h = await LedgerHome.open(home, { clock: systemClock, ids: randomIds });
-    try {
-      const all = await h.readEvents({ ...(stream ? { stream } : {}), limit: 10_000 });
-      return all.map((e) => ({ type: e.envelope.type, stream: e.envelope.stream, data: e.envelope.data as Record<string, unknown> }));
-    } finally {
-      await h.close();
-    }
-  }
+  const events = (stream?: string) => homeEvents(home, stream);
 
   it('codex runs behind the egress proxy; the key is in its exec env only and nowhere in output, ledger or files', async () => {
     const r = await assay(['run', task, '--agent', 'codex:gpt-test', '--run-id', 'codex1', '--snapshot-interval', '0', '--json'], home, 220_000);

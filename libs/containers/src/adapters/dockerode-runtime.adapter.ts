@@ -71,6 +71,23 @@ export function importChanges(o: Pick<ImportImageOptions, 'env' | 'workingDir' |
   return out;
 }
 
+/** An abort signal that fires after `ms`; `timedOut` says whether it did, `clear()` disarms it. */
+function abortAfter(ms: number): { readonly signal: AbortSignal; readonly timedOut: boolean; clear(): void } {
+  const abort = new AbortController();
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    abort.abort();
+  }, ms);
+  return {
+    signal: abort.signal,
+    get timedOut() {
+      return timedOut;
+    },
+    clear: () => clearTimeout(timer),
+  };
+}
+
 function labelFilters(filter: LabelFilter): string[] {
   return Object.entries(filter).map(([k, v]) => (v === true ? k : `${k}=${v}`));
 }
@@ -148,12 +165,7 @@ export class DockerodeRuntime implements ContainerRuntime {
   }
 
   async buildImage(context: AsyncIterable<Uint8Array>, o: BuildOptions): Promise<{ id: string }> {
-    const abort = new AbortController();
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      abort.abort();
-    }, o.timeoutMs);
+    const deadline = abortAfter(o.timeoutMs);
     const tail: string[] = [];
     const log = (line: string) => {
       tail.push(line);
@@ -169,7 +181,7 @@ export class DockerodeRuntime implements ContainerRuntime {
         networkmode: o.networkMode,
         rm: true,
         forcerm: true,
-        abortSignal: abort.signal,
+        abortSignal: deadline.signal,
       } as Docker.ImageBuildOptions);
       let pending = '';
       let partial = '';
@@ -207,7 +219,7 @@ export class DockerodeRuntime implements ContainerRuntime {
       handle('\n');
       if (partial) log(partial);
     } catch (e) {
-      if (timedOut) {
+      if (deadline.timedOut) {
         throw containerError('CONTAINER_BUILD_TIMEOUT', `building ${o.tag} took longer than ${Math.round(o.timeoutMs / 1000)} s (build_timeout_sec); the build was cancelled`, {
           tag: o.tag,
           logTail: tail,
@@ -215,7 +227,7 @@ export class DockerodeRuntime implements ContainerRuntime {
       }
       throw fail(`build ${o.tag}`, e, { tag: o.tag, logTail: tail });
     } finally {
-      clearTimeout(timer);
+      deadline.clear();
     }
     if (error !== null) {
       throw containerError('CONTAINER_BUILD_FAILED', `building ${o.tag} failed: ${error}\n${tail.map((l) => `  | ${l}`).join('\n')}`, { tag: o.tag, logTail: tail });
@@ -459,12 +471,7 @@ export class DockerodeRuntime implements ContainerRuntime {
   }
 
   async importImage(rootfs: AsyncIterable<Uint8Array>, o: ImportImageOptions): Promise<{ id: string }> {
-    const abort = new AbortController();
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      abort.abort();
-    }, o.timeoutMs);
+    const deadline = abortAfter(o.timeoutMs);
     const colon = o.tag.lastIndexOf(':');
     const repo = colon > 0 ? o.tag.slice(0, colon) : o.tag;
     const tag = colon > 0 ? o.tag.slice(colon + 1) : 'latest';
@@ -476,7 +483,7 @@ export class DockerodeRuntime implements ContainerRuntime {
         repo,
         tag,
         changes: importChanges(o),
-        abortSignal: abort.signal,
+        abortSignal: deadline.signal,
       } as unknown as Record<string, unknown>);
       let text = '';
       for await (const chunk of res as unknown as AsyncIterable<Buffer>) text += chunk.toString('utf8');
@@ -491,10 +498,10 @@ export class DockerodeRuntime implements ContainerRuntime {
       }
     } catch (e) {
       source?.destroy();
-      if (timedOut) throw containerError('CONTAINER_OPERATION_FAILED', `importing ${o.tag} took longer than ${Math.round(o.timeoutMs / 1000)} s; it was cancelled`, { tag: o.tag });
+      if (deadline.timedOut) throw containerError('CONTAINER_OPERATION_FAILED', `importing ${o.tag} took longer than ${Math.round(o.timeoutMs / 1000)} s; it was cancelled`, { tag: o.tag });
       throw fail(`import ${o.tag}`, e, { tag: o.tag });
     } finally {
-      clearTimeout(timer);
+      deadline.clear();
     }
     if (error !== null) throw containerError('CONTAINER_OPERATION_FAILED', `docker could not import ${o.tag}: ${error}`, { tag: o.tag });
     const img = await this.inspectImage(o.tag);

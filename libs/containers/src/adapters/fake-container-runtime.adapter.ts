@@ -100,6 +100,23 @@ function matches(labels: Readonly<Record<string, string>>, filter: LabelFilter):
   return Object.entries(filter).every(([k, v]) => (v === true ? k in labels : labels[k] === v));
 }
 
+type FakeTarEntry = TarEntryInput & { content?: Buffer };
+
+/** A node of a fake file system as a tar entry named `name` (a directory's name gets its trailing `/`). */
+function tarEntryOf(name: string, n: FakeNode): FakeTarEntry {
+  if (n.kind === 'file') return { path: name, type: 'file', mode: n.mode, content: n.data };
+  if (n.kind === 'dir') return { path: `${name}/`, type: 'dir', mode: 0o755 };
+  return { path: name, type: 'symlink', mode: 0o777, linkTarget: n.target };
+}
+
+/** The entries packed into one archive, streamed in 4 KiB pieces as Docker streams one. */
+function tarStream(entries: readonly FakeTarEntry[]): AsyncIterable<Uint8Array> {
+  const tar = packTarSync(entries);
+  return (async function* () {
+    for (let i = 0; i < tar.length; i += 4096) yield tar.subarray(i, i + 4096);
+  })();
+}
+
 /** Builtin programs, used by the contract suite (the Docker side runs the equivalent shell commands). */
 export const FAKE_BUILTINS: Readonly<Record<string, FakeProgram>> = {
   'fake-exit': async (p) => Number(p.argv[1] ?? 0),
@@ -524,27 +541,21 @@ export class FakeContainerRuntime implements ContainerRuntime {
       throw containerError('CONTAINER_OPERATION_FAILED', 'fake: archives of bind mounts are not supported');
     }
     const base = posix.basename(p);
-    const entries: Array<TarEntryInput & { content?: Buffer }> = [];
+    const entries: FakeTarEntry[] = [];
     const isRootOfMap = key === '';
     const self = map.get(key);
     if (!isRootOfMap && !self && ![...map.keys()].some((k) => k.startsWith(`${key}/`))) return null;
     if (self && self.kind !== 'dir') {
-      entries.push(self.kind === 'file' ? { path: base, type: 'file', mode: self.mode, content: self.data } : { path: base, type: 'symlink', mode: 0o777, linkTarget: self.target });
+      entries.push(tarEntryOf(base, self));
     } else {
       entries.push({ path: `${base}/`, type: 'dir', mode: 0o755 });
       const prefix = isRootOfMap ? '' : `${key}/`;
       for (const [k, n] of [...map.entries()].sort(([a], [b]) => (a < b ? -1 : 1))) {
         if (!k.startsWith(prefix) || k === key) continue;
-        const name = `${base}/${k.slice(prefix.length)}`;
-        if (n.kind === 'file') entries.push({ path: name, type: 'file', mode: n.mode, content: n.data });
-        else if (n.kind === 'dir') entries.push({ path: `${name}/`, type: 'dir', mode: 0o755 });
-        else entries.push({ path: name, type: 'symlink', mode: 0o777, linkTarget: n.target });
+        entries.push(tarEntryOf(`${base}/${k.slice(prefix.length)}`, n));
       }
     }
-    const tar = packTarSync(entries);
-    return (async function* () {
-      for (let i = 0; i < tar.length; i += 4096) yield tar.subarray(i, i + 4096);
-    })();
+    return tarStream(entries);
   }
 
   async removeContainer(id: string): Promise<void> {
@@ -577,18 +588,12 @@ export class FakeContainerRuntime implements ContainerRuntime {
     const c = this.containers.get(id);
     if (!c) throw containerError('CONTAINER_NOT_FOUND', `no container ${id.slice(0, 12)} to export`, { container: id });
     // The container's own file system only: like `docker export`, nothing of its mounts.
-    const entries: Array<TarEntryInput & { content?: Buffer }> = [];
+    const entries: FakeTarEntry[] = [];
     for (const [k, n] of [...c.rootfs.entries()].sort(([a], [b]) => (a < b ? -1 : 1))) {
       const name = k.replace(/^\/+/, '');
-      if (!name) continue;
-      if (n.kind === 'file') entries.push({ path: name, type: 'file', mode: n.mode, content: n.data });
-      else if (n.kind === 'dir') entries.push({ path: `${name}/`, type: 'dir', mode: 0o755 });
-      else entries.push({ path: name, type: 'symlink', mode: 0o777, linkTarget: n.target });
+      if (name) entries.push(tarEntryOf(name, n));
     }
-    const tar = packTarSync(entries);
-    return (async function* () {
-      for (let i = 0; i < tar.length; i += 4096) yield tar.subarray(i, i + 4096);
-    })();
+    return tarStream(entries);
   }
 
   async importImage(rootfs: AsyncIterable<Uint8Array>, o: ImportImageOptions): Promise<{ id: string }> {

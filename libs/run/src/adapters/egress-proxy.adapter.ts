@@ -12,9 +12,8 @@
  * target are kept for at most 200 distinct targets (the rest under `(other)`).
  */
 import * as dns from 'node:dns';
-import * as fs from 'node:fs';
 import * as net from 'node:net';
-import { clearStaleSocket } from './http-submit-endpoint.adapter';
+import { listenOnSocket, removeSocketFile } from './unix-socket';
 import { decideConnect, isPublicAddress, showUntrusted, type EgressPolicy, type EgressTarget } from '../domain/egress-policy';
 
 export interface ResolvedAddress {
@@ -86,18 +85,10 @@ export class EgressProxy {
   }
 
   static async listen(o: EgressProxyOptions): Promise<EgressProxy> {
-    await clearStaleSocket(o.socketPath);
     let proxy: EgressProxy | null = null;
     const server = net.createServer((c) => proxy?.accept(c));
     proxy = new EgressProxy(server, o);
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(o.socketPath, () => {
-        server.off('error', reject);
-        resolve();
-      });
-    });
-    fs.chmodSync(o.socketPath, o.mode ?? 0o666);
+    await listenOnSocket(server, o.socketPath, o.mode);
     return proxy;
   }
 
@@ -112,11 +103,7 @@ export class EgressProxy {
       this.server.close(() => resolve());
       for (const s of this.active) s.destroy();
     });
-    try {
-      fs.unlinkSync(this.o.socketPath);
-    } catch {
-      // already gone
-    }
+    removeSocketFile(this.o.socketPath);
     return this.stats();
   }
 

@@ -10,10 +10,8 @@
  * at most 64 connections. The socket is created with the mode given (default 0666: the agent inside Work may run
  * as any user; confine access with the directory that holds it on the host, and mount only the socket into Work).
  */
-import * as fs from 'node:fs';
 import * as http from 'node:http';
-import * as net from 'node:net';
-import { RUN_ERROR_CODES, runError } from '../run.errors';
+import { listenOnSocket, removeSocketFile } from './unix-socket';
 import type { SubmissionGateway } from '../application/submission-service';
 
 export interface SubmitEndpointOptions {
@@ -28,34 +26,6 @@ export interface SubmitEndpointOptions {
 
 const TEXT = 'text/plain; charset=utf-8';
 
-function canConnect(path: string): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = net.connect(path);
-    s.once('connect', () => {
-      s.destroy();
-      resolve(true);
-    });
-    s.once('error', () => resolve(false));
-  });
-}
-
-/** Removes a stale socket left by a dead server; refuses a live one or anything that is not a socket. */
-async function clearStale(path: string): Promise<void> {
-  let st: fs.Stats;
-  try {
-    st = fs.lstatSync(path);
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return;
-    throw e;
-  }
-  if (!st.isSocket()) throw runError(RUN_ERROR_CODES.SOCKET_IN_USE, 'refused', `${path} exists and is not a socket; refusing to replace it`, { path });
-  if (await canConnect(path)) throw runError(RUN_ERROR_CODES.SOCKET_IN_USE, 'conflict', `${path} is in use by a live server (another controller of this run?)`, { path });
-  fs.unlinkSync(path);
-}
-
-/** The same stale-socket rule for the run's other sockets (the egress proxy). */
-export { clearStale as clearStaleSocket };
-
 export class SubmitEndpoint {
   private constructor(
     private readonly server: http.Server,
@@ -63,7 +33,6 @@ export class SubmitEndpoint {
   ) {}
 
   static async listen(o: SubmitEndpointOptions): Promise<SubmitEndpoint> {
-    await clearStale(o.socketPath);
     const server = http.createServer({ maxHeaderSize: 8192, requestTimeout: 15_000, headersTimeout: 10_000, keepAliveTimeout: 1000, joinDuplicateHeaders: false }, (req, res) => {
       void handle(o, req, res);
     });
@@ -71,14 +40,7 @@ export class SubmitEndpoint {
     server.maxRequestsPerSocket = 1;
     // A reply may wait for a Judge for a long time: no socket inactivity timeout once the request is in.
     server.timeout = 0;
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(o.socketPath, () => {
-        server.off('error', reject);
-        resolve();
-      });
-    });
-    fs.chmodSync(o.socketPath, o.mode ?? 0o666);
+    await listenOnSocket(server, o.socketPath, o.mode);
     return new SubmitEndpoint(server, o.socketPath);
   }
 
@@ -88,11 +50,7 @@ export class SubmitEndpoint {
       this.server.close(() => resolve());
       this.server.closeAllConnections();
     });
-    try {
-      fs.unlinkSync(this.socketPath);
-    } catch {
-      // already gone
-    }
+    removeSocketFile(this.socketPath);
   }
 }
 

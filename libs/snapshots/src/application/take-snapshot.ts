@@ -1,33 +1,18 @@
 import type { CID } from 'multiformats/cid';
 import { silentProgress, type Clock, type Progress } from '@assay/core';
-import {
-  CHUNK_SIZE,
-  FORMAT_ID,
-  MAX_NODE_BYTES,
-  MODE_DIR,
-  MODE_EXEC,
-  MODE_FILE,
-  MODE_SYMLINK,
-  cidString,
-  encodeDirManifest,
-  fileContent,
-  normaliseFileMode,
-  parseCid,
-  validateSymlinkTarget,
-  type Entry,
-} from '../domain/format';
-import { compareNames, decodeUtf8Strict, displayBytes, findNfcCollision, validateEntryName } from '../domain/names';
-import { policyDigest, policyDocument, resolvePolicy, type PolicyDocument, type SnapshotPolicy } from '../domain/policy';
+import { MODE_DIR, MODE_EXEC, MODE_FILE, MODE_SYMLINK, cidString, fileContent, normaliseFileMode, parseCid, type Entry } from '../domain/format';
+import { compareNames, displayBytes, validateEntryName } from '../domain/names';
+import { resolvePolicy, type SnapshotPolicy } from '../domain/policy';
 import { compileExcludes, type ExcludeMatcher } from '../domain/exclude';
-import { outsideSymlinks } from '../domain/symlinks';
 import { ListingKey, isClean, recordedTimeNs, statSig, type CachedEntry, type DirCacheRecord, type SourceStat } from '../domain/stat-cache';
-import { joinRel, snapshotError } from '../domain/snapshot.errors';
-import { boundedPaths, type SnapshotEventSink, type SnapshotTakenData, type WorkspaceEditedData } from '../domain/events';
-import { summarizeDiff } from '../domain/diff';
+import { snapshotError } from '../domain/snapshot.errors';
+import type { SnapshotEventSink } from '../domain/events';
 import type { BlobBatch, BlobStore } from '../ports/blob-store.port';
 import type { StatCache } from '../ports/stat-cache.port';
 import type { ContentHasher, TreeSource } from '../ports/tree-source.port';
-import { NodeReader } from './node-reader';
+import { TreeTally, commitSnapshot, encodeManifest, finishSnapshot, refuseNfcCollision, resolvePrevious, type SnapshotResult } from './snapshot-common';
+
+export type { SnapshotResult } from './snapshot-common';
 
 export interface TakeSnapshotDeps {
   readonly source: TreeSource;
@@ -53,32 +38,6 @@ export interface TakeSnapshotOptions {
   readonly previous?: CID | string | 'auto' | null;
   /** Use and update the stat cache (default true when a cache is given). */
   readonly useCache?: boolean;
-}
-
-export interface SnapshotResult {
-  readonly root: CID;
-  readonly rootCid: string;
-  readonly dryRun: boolean;
-  readonly files: number;
-  readonly directories: number;
-  readonly symlinks: number;
-  readonly bytes: number;
-  readonly newBlobs: number;
-  readonly newBytes: number;
-  readonly durationMs: number;
-  readonly startedAt: string;
-  readonly policy: PolicyDocument;
-  readonly policyDigest: string;
-  readonly outsideSymlinks: string[];
-  readonly skippedSpecialFiles: string[];
-  readonly cache: { hits: number; hashed: number };
-  /** The events emitted (null on a dry run, or when there was no previous snapshot to diff against). */
-  readonly taken: SnapshotTakenData | null;
-  readonly edited: WorkspaceEditedData | null;
-  /** Problems that did not prevent the snapshot (the stat cache could not be updated, no diff was possible). */
-  readonly warnings: string[];
-  /** Where the time went (monotonic clock, ms): diagnostics for benchmarks, not part of any event. */
-  readonly phases: { walkMs: number; commitMs: number; cacheMs: number; eventsMs: number };
 }
 
 interface DirResult {
@@ -120,16 +79,9 @@ function fromCached(name: string, e: CachedEntry): Child {
   return { name, kind: e.kind, mode: e.mode, size: e.size, cid: e.cid, cidObj: null, target: e.target, cached: e };
 }
 
-class Walk {
-  files = 0;
-  directories = 0;
-  symlinks = 0;
-  entries = 0;
-  bytes = 0;
+class Walk extends TreeTally {
   hits = 0;
   hashed = 0;
-  readonly links = new Map<string, string>();
-  readonly skipped: string[] = [];
   readonly hardlinks = new Map<string, Promise<{ cid: CID; size: number; stat: SourceStat }>>();
   readonly upserts: Array<{ dir: string; record: DirCacheRecord }> = [];
   readonly visitedDirs = new Set<string>();
@@ -139,14 +91,16 @@ class Walk {
 
   constructor(
     readonly deps: TakeSnapshotDeps,
-    readonly policy: SnapshotPolicy,
+    policy: SnapshotPolicy,
     readonly excluded: ExcludeMatcher,
     readonly hasher: ContentHasher,
     readonly batch: BlobBatch | null,
     readonly cache: StatCache | null,
     readonly recordedNs: bigint,
     readonly progress: Progress,
-  ) {}
+  ) {
+    super(policy);
+  }
 
   check(): void {
     if (this.failure !== null) throw this.failure;
@@ -165,35 +119,6 @@ class Walk {
     if (done - this.lastTick >= 256) {
       this.lastTick = done;
       this.progress.tick(done);
-    }
-  }
-
-  countEntry(rel: string): void {
-    this.entries += 1;
-    if (this.entries > this.policy.maxFiles) {
-      throw snapshotError(
-        'SNAPSHOT_TOO_MANY_FILES',
-        `${rel}: the snapshot has more than ${this.policy.maxFiles} entries (policy maxFiles=${this.policy.maxFiles})`,
-        { path: rel, limit: this.policy.maxFiles },
-      );
-    }
-  }
-
-  countBytes(rel: string, size: number): void {
-    if (size > this.policy.maxFileBytes) {
-      throw snapshotError(
-        'SNAPSHOT_FILE_TOO_LARGE',
-        `${rel} is ${size} bytes, over the limit of ${this.policy.maxFileBytes} (policy maxFileBytes)`,
-        { path: rel, size, limit: this.policy.maxFileBytes },
-      );
-    }
-    this.bytes += size;
-    if (this.bytes > this.policy.maxTotalBytes) {
-      throw snapshotError(
-        'SNAPSHOT_TOO_LARGE',
-        `${rel} (${size} bytes) brings the snapshot to ${this.bytes} bytes, over the limit of ${this.policy.maxTotalBytes} (policy maxTotalBytes)`,
-        { path: rel, size, total: this.bytes, limit: this.policy.maxTotalBytes },
-      );
     }
   }
 
@@ -281,17 +206,7 @@ class Walk {
       if (this.excluded(childRel, e.stat.kind === 'dir')) continue;
       items.push({ name, rel: childRel, stat: e.stat });
     }
-    if (!plain) {
-      const collision = findNfcCollision(items.map((i) => i.name));
-      if (collision) {
-        const [a, b] = collision.map((n) => joinRel(rel, n));
-        throw snapshotError(
-          'SNAPSHOT_NAME_COLLISION',
-          `${a} and ${b} are different names that are equal under Unicode NFC; such pairs are refused`,
-          { path: a, other: b },
-        );
-      }
-    }
+    if (!plain) refuseNfcCollision(rel, items.map((i) => i.name));
     items.sort((a, b) => compareNames(a.name, b.name));
     this.visitedDirs.add(rel);
 
@@ -303,47 +218,22 @@ class Walk {
     for (const it of items) {
       const s = it.stat;
       if (s.kind === 'file') {
-        this.countEntry(it.rel);
-        this.countBytes(it.rel, s.size);
-        this.files += 1;
+        this.countFile(it.rel, s.size);
         const sig = statSig(s);
         key.file(it.name, sig);
         fileItems.push({ it, sig });
       } else if (s.kind === 'symlink') {
         this.countEntry(it.rel);
         const raw = await this.deps.source.readLink(it.rel);
-        const target = decodeUtf8Strict(raw);
-        if (target === null) {
-          throw snapshotError('SNAPSHOT_SYMLINK_TARGET_INVALID', `${it.rel}: the symlink target "${displayBytes(raw)}" is not valid UTF-8`, {
-            path: it.rel,
-          });
-        }
-        const problem = validateSymlinkTarget(target);
-        if (problem) throw snapshotError('SNAPSHOT_SYMLINK_TARGET_INVALID', `${it.rel}: the symlink ${problem}`, { path: it.rel });
-        this.symlinks += 1;
-        this.links.set(it.rel, target);
+        const target = this.addSymlink(it.rel, raw);
         key.symlink(it.name, target);
         const cached: CachedEntry = { kind: 'symlink', sig: '', cid: '', mode: MODE_SYMLINK, size: raw.length, clean: true, target };
         linkChildren.push(fromCached(it.name, cached));
       } else if (s.kind === 'dir') {
-        this.countEntry(it.rel);
-        if (depth + 1 > this.policy.maxDepth) {
-          throw snapshotError(
-            'SNAPSHOT_TOO_DEEP',
-            `${it.rel} is nested ${depth + 1} levels deep, over the limit of ${this.policy.maxDepth} (policy maxDepth)`,
-            { path: it.rel, limit: this.policy.maxDepth },
-          );
-        }
-        this.directories += 1;
+        this.countDir(it.rel, depth + 1);
         dirItems.push(it);
-      } else if (this.policy.specialFiles === 'skip') {
-        this.skipped.push(it.rel);
       } else {
-        throw snapshotError(
-          'SNAPSHOT_SPECIAL_FILE',
-          `${it.rel} is a ${s.kind}; device files, sockets and fifos are refused (policy specialFiles="refuse")`,
-          { path: it.rel, kind: s.kind },
-        );
+        this.special(it.rel, s.kind, s.kind);
       }
     }
     const filesKey = this.cache ? key.filesKey() : '';
@@ -408,14 +298,7 @@ class Walk {
       });
     }
     const children = [...files, ...linkChildren, ...dirChildren];
-    const block = encodeDirManifest(children.map(toEntry));
-    if (block.bytes.length > MAX_NODE_BYTES) {
-      throw snapshotError(
-        'SNAPSHOT_TOO_MANY_FILES',
-        `${rel === '' ? '.' : rel}: ${children.length} entries make a manifest of ${block.bytes.length} bytes, over the format's limit of ${MAX_NODE_BYTES} bytes per directory`,
-        { path: rel, entries: children.length, limit: MAX_NODE_BYTES },
-      );
-    }
+    const block = encodeManifest(rel, children.map(toEntry));
     if (this.batch) await this.batch.put(block);
     const cid = cidString(block.cid);
     if (this.cache) {
@@ -458,28 +341,13 @@ export async function takeSnapshot(deps: TakeSnapshotDeps, options: TakeSnapshot
     throw snapshotError('SNAPSHOT_ROOT_INVALID', `${deps.source.id} is not a directory (it is a ${rootStat.kind})`, { path: deps.source.id });
   }
 
-  let previous: CID | null = null;
-  if (!dryRun && deps.store) {
-    const p = options.previous === undefined ? 'auto' : options.previous;
-    if (p === 'auto') {
-      const h = label ? await deps.store.head(label) : null;
-      const cid = h ? parseCid(h) : null;
-      // A previous snapshot that was unpinned and collected is no longer something to diff against.
-      previous = cid && (await deps.store.has(cid)) ? cid : null;
-    } else if (p !== null) {
-      previous = typeof p === 'string' ? parseCid(p) : p;
-      if (!(await deps.store.has(previous))) {
-        throw snapshotError('SNAPSHOT_NOT_FOUND', `the previous snapshot ${previous.toString()} is not in the store`, {
-          cid: previous.toString(),
-        });
-      }
-    }
-  }
+  const store = dryRun ? null : deps.store;
+  const previous = store ? await resolvePrevious(store, label, options.previous) : null;
 
   const t0 = performance.now();
   let t1 = t0;
   let t2 = t0;
-  const batch = dryRun || !deps.store ? null : await deps.store.begin();
+  const batch = store ? await store.begin() : null;
   const hasher = deps.source.openHasher(batch);
   progress.start(dryRun ? 'snapshot (dry run): files' : 'snapshot: files');
   let walk: Walk;
@@ -488,23 +356,10 @@ export async function takeSnapshot(deps: TakeSnapshotDeps, options: TakeSnapshot
   try {
     walk = new Walk(deps, policy, excluded, hasher, batch, cache, recordedTimeNs(started), progress);
     root = await (await walk.walkDir('', rootStat, 0)).result;
-    const outside = outsideSymlinks(walk.links);
-    if (outside.length > 0 && policy.outsideSymlinks === 'refuse') {
-      const first = outside[0] ?? '';
-      throw snapshotError(
-        'SNAPSHOT_SYMLINK_OUTSIDE',
-        `${first} -> ${walk.links.get(first) ?? ''} points outside the snapshot (policy outsideSymlinks="refuse")`,
-        { path: first, target: walk.links.get(first), count: outside.length },
-      );
-    }
+    walk.checkOutsideSymlinks();
     t1 = performance.now();
     rootCid = parseCid(root.cid);
-    if (batch) {
-      await batch.commit({
-        pins: [{ cid: root.cid, createdAt: started.toISOString(), source: label, origin: 'snapshot' }],
-        heads: label ? [{ source: label, cid: root.cid }] : [],
-      });
-    }
+    if (batch) await commitSnapshot(batch, root.cid, started, label);
     await hasher.close();
   } catch (e) {
     await hasher.close().catch(() => undefined);
@@ -523,60 +378,11 @@ export async function takeSnapshot(deps: TakeSnapshotDeps, options: TakeSnapshot
     }
   }
   const t3 = performance.now();
-  const finished = deps.clock.now();
-  const outside = outsideSymlinks(walk.links);
-  const doc = policyDocument(policy);
-  const base = {
-    rootCid: root.cid,
-    files: walk.files,
-    directories: walk.directories,
-    symlinks: walk.symlinks,
-    bytes: walk.bytes,
-    newBlobs: batch ? batch.added.blobs : 0,
-    newBytes: batch ? batch.added.bytes : 0,
-    durationMs: Math.max(0, finished.getTime() - started.getTime()),
-    startedAt: started.toISOString(),
-    policyDigest: policyDigest(doc),
-    cache: { hits: walk.hits, hashed: walk.hashed },
-  };
-  progress.end(`${base.rootCid} (${base.files} files, ${base.bytes} bytes)`);
-
-  let taken: SnapshotTakenData | null = null;
-  let edited: WorkspaceEditedData | null = null;
-  if (!dryRun && deps.store) {
-    taken = {
-      ...base,
-      format: FORMAT_ID,
-      chunkSize: CHUNK_SIZE,
-      policy: doc,
-      source: label,
-      outsideSymlinks: boundedPaths(outside),
-      skippedSpecialFiles: boundedPaths(walk.skipped),
-    };
-    if (previous && !previous.equals(rootCid)) {
-      try {
-        edited = await summarizeDiff(new NodeReader(deps.store), previous, rootCid);
-      } catch (e) {
-        warnings.push(`no WorkspaceEdited event: the previous snapshot ${previous.toString()} cannot be read (${(e as Error).message})`);
-      }
-    }
-    if (deps.sink) {
-      await deps.sink.snapshotTaken(taken);
-      if (edited) await deps.sink.workspaceEdited(edited);
-    }
-  }
-  const t4 = performance.now();
-  return {
-    ...base,
-    warnings,
-    phases: { walkMs: t1 - t0, commitMs: t2 - t1, cacheMs: t3 - t2, eventsMs: t4 - t3 },
+  return finishSnapshot(deps, { store, batch, progress, policy, label, previous, started }, {
     root: rootCid,
-    dryRun,
-    policy: doc,
-    outsideSymlinks: outside,
-    skippedSpecialFiles: [...walk.skipped].sort(),
-    taken,
-    edited,
-  };
+    tally: walk,
+    cache: { hits: walk.hits, hashed: walk.hashed },
+    warnings,
+    marks: { t0, t1, t2, t3 },
+  });
 }
-

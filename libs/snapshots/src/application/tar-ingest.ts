@@ -18,32 +18,14 @@
 import type { CID } from 'multiformats/cid';
 import { createHash } from 'node:crypto';
 import { silentProgress, type Clock, type Progress } from '@assay/core';
-import {
-  CHUNK_SIZE,
-  FORMAT_ID,
-  MAX_NODE_BYTES,
-  MODE_DIR,
-  MODE_SYMLINK,
-  cidFromDigest,
-  cidString,
-  encodeDirManifest,
-  fileContent,
-  normaliseFileMode,
-  parseCid,
-  RAW_CODE,
-  validateSymlinkTarget,
-  type Entry,
-} from '../domain/format';
-import { decodeUtf8Strict, displayBytes, findNfcCollision, validateEntryName } from '../domain/names';
-import { policyDigest, policyDocument, resolvePolicy, type SnapshotPolicy } from '../domain/policy';
+import { CHUNK_SIZE, MODE_DIR, MODE_SYMLINK, cidFromDigest, cidString, fileContent, normaliseFileMode, RAW_CODE, type Entry } from '../domain/format';
+import { decodeUtf8Strict, displayBytes, validateEntryName } from '../domain/names';
+import { resolvePolicy, type SnapshotPolicy } from '../domain/policy';
 import { compileExcludes, type ExcludeMatcher } from '../domain/exclude';
-import { outsideSymlinks } from '../domain/symlinks';
 import { joinRel, snapshotError } from '../domain/snapshot.errors';
-import { boundedPaths, type SnapshotEventSink, type SnapshotTakenData, type WorkspaceEditedData } from '../domain/events';
-import { summarizeDiff } from '../domain/diff';
+import type { SnapshotEventSink } from '../domain/events';
 import type { BlobBatch, BlobStore } from '../ports/blob-store.port';
-import { NodeReader } from './node-reader';
-import type { SnapshotResult } from './take-snapshot';
+import { TreeTally, commitSnapshot, encodeManifest, finishSnapshot, refuseNfcCollision, resolvePrevious, type SnapshotResult } from './snapshot-common';
 import { TarReader, tarInvalid, type TarEntryHeader } from './tar-reader';
 
 /**
@@ -109,52 +91,19 @@ interface TDir {
 }
 type TNode = TFile | TLink | TDir;
 
-class Ingest {
+class Ingest extends TreeTally {
   readonly root: TDir = { kind: 'dir', children: new Map(), explicit: false };
-  files = 0;
-  directories = 0;
-  symlinks = 0;
-  entries = 0;
-  bytes = 0;
   newChunks = 0;
-  readonly links = new Map<string, string>();
-  readonly skipped: string[] = [];
   private readonly excludedDirs = new Set<string>();
   private readonly keptDirs = new Set<string>();
 
   constructor(
-    readonly policy: SnapshotPolicy,
+    policy: SnapshotPolicy,
     readonly excluded: ExcludeMatcher,
     readonly batch: BlobBatch,
     readonly progress: Progress,
-  ) {}
-
-  countEntry(rel: string): void {
-    this.entries += 1;
-    if (this.entries > this.policy.maxFiles) {
-      throw snapshotError('SNAPSHOT_TOO_MANY_FILES', `${rel}: the snapshot has more than ${this.policy.maxFiles} entries (policy maxFiles=${this.policy.maxFiles})`, {
-        path: rel,
-        limit: this.policy.maxFiles,
-      });
-    }
-  }
-
-  countBytes(rel: string, size: number): void {
-    if (size > this.policy.maxFileBytes) {
-      throw snapshotError('SNAPSHOT_FILE_TOO_LARGE', `${rel} is ${size} bytes, over the limit of ${this.policy.maxFileBytes} (policy maxFileBytes)`, {
-        path: rel,
-        size,
-        limit: this.policy.maxFileBytes,
-      });
-    }
-    this.bytes += size;
-    if (this.bytes > this.policy.maxTotalBytes) {
-      throw snapshotError(
-        'SNAPSHOT_TOO_LARGE',
-        `${rel} (${size} bytes) brings the snapshot to ${this.bytes} bytes, over the limit of ${this.policy.maxTotalBytes} (policy maxTotalBytes)`,
-        { path: rel, size, total: this.bytes, limit: this.policy.maxTotalBytes },
-      );
-    }
+  ) {
+    super(policy);
   }
 
   /** Is `segs` (or a directory above it) excluded by the policy? */
@@ -182,7 +131,7 @@ class Ingest {
       const child = dir.children.get(name);
       if (child === undefined) {
         const d: TDir = { kind: 'dir', children: new Map(), explicit: false };
-        this.addDir(rel, i + 1);
+        this.countDir(rel, i + 1);
         dir.children.set(name, d);
         dir = d;
       } else if (child.kind !== 'dir') {
@@ -190,17 +139,6 @@ class Ingest {
       } else dir = child;
     }
     return dir;
-  }
-
-  addDir(rel: string, depth: number): void {
-    this.countEntry(rel);
-    if (depth > this.policy.maxDepth) {
-      throw snapshotError('SNAPSHOT_TOO_DEEP', `${rel} is nested ${depth} levels deep, over the limit of ${this.policy.maxDepth} (policy maxDepth)`, {
-        path: rel,
-        limit: this.policy.maxDepth,
-      });
-    }
-    this.directories += 1;
   }
 
   lookup(segs: readonly string[]): TNode | undefined {
@@ -266,14 +204,12 @@ class Ingest {
     }
     switch (h.kind) {
       case 'dir': {
-        this.addDir(rel, segs.length);
+        this.countDir(rel, segs.length);
         parent.children.set(name, { kind: 'dir', children: new Map(), explicit: true });
         return;
       }
       case 'file': {
-        this.countEntry(rel);
-        this.countBytes(rel, h.size);
-        this.files += 1;
+        this.countFile(rel, h.size);
         const cid = await this.content(r, rel, h.size);
         parent.children.set(name, { kind: 'file', mode: normaliseFileMode(h.mode), size: h.size, cid });
         if (this.files % 256 === 0) this.progress.tick(this.files);
@@ -289,50 +225,27 @@ class Ingest {
             { path: rel, target: shown },
           );
         }
-        this.countEntry(rel);
-        this.countBytes(rel, target.size);
-        this.files += 1;
+        this.countFile(rel, target.size);
         parent.children.set(name, target);
         return;
       }
       case 'symlink': {
         this.countEntry(rel);
-        const target = decodeUtf8Strict(h.link);
-        if (target === null) {
-          throw snapshotError('SNAPSHOT_SYMLINK_TARGET_INVALID', `${rel}: the symlink target "${displayBytes(h.link)}" is not valid UTF-8`, { path: rel });
-        }
-        const problem = validateSymlinkTarget(target);
-        if (problem) throw snapshotError('SNAPSHOT_SYMLINK_TARGET_INVALID', `${rel}: the symlink ${problem}`, { path: rel });
-        this.symlinks += 1;
-        this.links.set(rel, target);
+        const target = this.addSymlink(rel, h.link);
         parent.children.set(name, { kind: 'symlink', target, size: h.link.length });
         return;
       }
       default: {
         const what = h.kind === 'fifo' ? 'fifo' : h.kind === 'chardev' ? 'character device' : 'block device';
-        if (this.policy.specialFiles === 'skip') {
-          this.skipped.push(rel);
-          return;
-        }
-        throw snapshotError('SNAPSHOT_SPECIAL_FILE', `${rel} is a ${what}; device files, sockets and fifos are refused (policy specialFiles="refuse")`, {
-          path: rel,
-          kind: h.kind,
-        });
+        this.special(rel, h.kind, what);
+        return;
       }
     }
   }
 
   /** Encodes and stores a directory's manifest after its subdirectories' (post-order). */
   async manifest(dir: TDir, rel: string): Promise<{ cid: CID; size: number }> {
-    const names = [...dir.children.keys()];
-    const collision = findNfcCollision(names);
-    if (collision) {
-      const [a, b] = collision.map((n) => joinRel(rel, n));
-      throw snapshotError('SNAPSHOT_NAME_COLLISION', `${a} and ${b} are different names that are equal under Unicode NFC; such pairs are refused`, {
-        path: a,
-        other: b,
-      });
-    }
+    refuseNfcCollision(rel, [...dir.children.keys()]);
     const entries: Entry[] = [];
     let size = 0;
     for (const [name, node] of dir.children) {
@@ -347,14 +260,7 @@ class Ingest {
         entries.push({ name, kind: 'symlink', mode: MODE_SYMLINK, size: node.size, target: node.target });
       }
     }
-    const block = encodeDirManifest(entries);
-    if (block.bytes.length > MAX_NODE_BYTES) {
-      throw snapshotError(
-        'SNAPSHOT_TOO_MANY_FILES',
-        `${rel === '' ? '.' : rel}: ${entries.length} entries make a manifest of ${block.bytes.length} bytes, over the format's limit of ${MAX_NODE_BYTES} bytes per directory`,
-        { path: rel, entries: entries.length, limit: MAX_NODE_BYTES },
-      );
-    }
+    const block = encodeManifest(rel, entries);
     await this.batch.put(block);
     return { cid: block.cid, size };
   }
@@ -395,18 +301,7 @@ export async function ingestTar(deps: IngestTarDeps, source: AsyncIterable<Uint8
   const label = options.label ?? null;
   const store = deps.store;
 
-  let previous: CID | null = null;
-  const p = options.previous === undefined ? 'auto' : options.previous;
-  if (p === 'auto') {
-    const h = label ? await store.head(label) : null;
-    const cid = h ? parseCid(h) : null;
-    previous = cid && (await store.has(cid)) ? cid : null;
-  } else if (p !== null) {
-    previous = typeof p === 'string' ? parseCid(p) : p;
-    if (!(await store.has(previous))) {
-      throw snapshotError('SNAPSHOT_NOT_FOUND', `the previous snapshot ${previous.toString()} is not in the store`, { cid: previous.toString() });
-    }
-  }
+  const previous = await resolvePrevious(store, label, options.previous);
 
   const t0 = performance.now();
   const batch = await store.begin();
@@ -423,20 +318,9 @@ export async function ingestTar(deps: IngestTarDeps, source: AsyncIterable<Uint8
       await ing.entry(reader, h);
     }
     root = await ing.manifest(ing.root, '');
-    const outside = outsideSymlinks(ing.links);
-    if (outside.length > 0 && policy.outsideSymlinks === 'refuse') {
-      const first = outside[0] ?? '';
-      throw snapshotError('SNAPSHOT_SYMLINK_OUTSIDE', `${first} -> ${ing.links.get(first) ?? ''} points outside the snapshot (policy outsideSymlinks="refuse")`, {
-        path: first,
-        target: ing.links.get(first),
-        count: outside.length,
-      });
-    }
+    ing.checkOutsideSymlinks();
     t1 = performance.now();
-    await batch.commit({
-      pins: [{ cid: cidString(root.cid), createdAt: started.toISOString(), source: label, origin: 'snapshot' }],
-      heads: label ? [{ source: label, cid: cidString(root.cid) }] : [],
-    });
+    await commitSnapshot(batch, cidString(root.cid), started, label);
   } catch (e) {
     await batch.abort().catch(() => undefined);
     progress.end();
@@ -445,57 +329,11 @@ export async function ingestTar(deps: IngestTarDeps, source: AsyncIterable<Uint8
     await reader.close().catch(() => undefined);
   }
   const t2 = performance.now();
-  const finished = deps.clock.now();
-  const outside = outsideSymlinks(ing.links);
-  const doc = policyDocument(policy);
-  const rootCid = cidString(root.cid);
-  const base = {
-    rootCid,
-    files: ing.files,
-    directories: ing.directories,
-    symlinks: ing.symlinks,
-    bytes: ing.bytes,
-    newBlobs: batch.added.blobs,
-    newBytes: batch.added.bytes,
-    durationMs: Math.max(0, finished.getTime() - started.getTime()),
-    startedAt: started.toISOString(),
-    policyDigest: policyDigest(doc),
-    cache: { hits: 0, hashed: ing.files },
-  };
-  progress.end(`${rootCid} (${base.files} files, ${base.bytes} bytes)`);
-  const taken: SnapshotTakenData = {
-    ...base,
-    format: FORMAT_ID,
-    chunkSize: CHUNK_SIZE,
-    policy: doc,
-    source: label,
-    outsideSymlinks: boundedPaths(outside),
-    skippedSpecialFiles: boundedPaths(ing.skipped),
-  };
-  const warnings: string[] = [];
-  let edited: WorkspaceEditedData | null = null;
-  if (previous && !previous.equals(root.cid)) {
-    try {
-      edited = await summarizeDiff(new NodeReader(store), previous, root.cid);
-    } catch (e) {
-      warnings.push(`no WorkspaceEdited event: the previous snapshot ${previous.toString()} cannot be read (${(e as Error).message})`);
-    }
-  }
-  if (deps.sink) {
-    await deps.sink.snapshotTaken(taken);
-    if (edited) await deps.sink.workspaceEdited(edited);
-  }
-  const t3 = performance.now();
-  return {
-    ...base,
-    warnings,
-    phases: { walkMs: t1 - t0, commitMs: t2 - t1, cacheMs: 0, eventsMs: t3 - t2 },
+  return finishSnapshot(deps, { store, batch, progress, policy, label, previous, started }, {
     root: root.cid,
-    dryRun: false,
-    policy: doc,
-    outsideSymlinks: outside,
-    skippedSpecialFiles: [...ing.skipped].sort(),
-    taken,
-    edited,
-  };
+    tally: ing,
+    cache: { hits: 0, hashed: ing.files },
+    warnings: [],
+    marks: { t0, t1, t2, t3: t2 },
+  });
 }
