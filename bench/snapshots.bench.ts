@@ -20,7 +20,7 @@
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { closeSync, mkdirSync, mkdtempSync, openSync, readSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, lstatSync, mkdirSync, mkdtempSync, openSync, readSync, readdirSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fmt, now, report, type Comparison } from './bench-util';
@@ -133,7 +133,26 @@ function runChild(args: string[]): ChildResult {
   return { ...(JSON.parse(line) as Omit<ChildResult, 'wallMs'>), wallMs };
 }
 
+/** (c)'s floor: a bare walk of the same tree (readdir + lstat of every entry, nanosecond stats) in a fresh process. */
+function bareWalkChild(): void {
+  const dir = argValue('dir') as string;
+  const t = now();
+  const stack = [dir];
+  let entries = 0;
+  while (stack.length > 0) {
+    const d = stack.pop() as string;
+    for (const e of readdirSync(d, { withFileTypes: true })) {
+      const p = join(d, e.name);
+      lstatSync(p, { bigint: true });
+      entries++;
+      if (e.isDirectory()) stack.push(p);
+    }
+  }
+  process.stdout.write(`${JSON.stringify({ ms: now() - t, entries, maxRssMb: process.resourceUsage().maxRSS / 1024 })}\n`);
+}
+
 async function child(): Promise<void> {
+  if (process.argv.includes('--bare-walk')) return bareWalkChild();
   const { SnapshotHome } = await import('@assay/snapshots');
   const home = argValue('home') as string;
   const dir = argValue('dir') as string;
@@ -258,6 +277,13 @@ async function main(): Promise<void> {
       cRuns.push(r);
     }
     const cRun = best(cRuns);
+    const walkRuns: number[] = [];
+    for (let i = 0; i < repeat; i++) {
+      settle();
+      const out = execFileSync(process.execPath, [__filename, '--child', '--bare-walk', '--dir', b], { encoding: 'utf8' });
+      walkRuns.push((JSON.parse(out.trim().split('\n').pop() ?? '{}') as { ms: number }).ms);
+    }
+    const bareWalk = Math.min(...walkRuns);
     rss.push({ name: '(c) re-snapshot', mb: Math.max(...cRuns.map((r) => r.maxRssMb)) });
     rows.push({ name: '(c) re-snapshot of (b) after changing 1 file', figure: cRun.ms, baseline: bStore.ms, unit: 'ms', target: 0.05, atMost: true, baselineName: '(b) snapshot into the store' });
 
@@ -275,6 +301,10 @@ async function main(): Promise<void> {
     );
     console.log(
       `(c) ${fmt(cRun.ms)} ms (${ph(cRun)}; process ${fmt(cRun.wallMs)} ms including node start-up); cache hits ${fmt(cRun.cache.hits)}, hashed ${fmt(cRun.cache.hashed)}`,
+    );
+    console.log(
+      `(c) floor: a bare readdir + lstat walk of the same tree in a fresh process ${fmt(bareWalk)} ms = ${((bareWalk / bStore.ms) * 100).toFixed(1)} % of (b); ` +
+        `(c) is ${(cRun.ms / bareWalk).toFixed(2)}x that walk`,
     );
     console.log('');
     let ok = report(rows);
