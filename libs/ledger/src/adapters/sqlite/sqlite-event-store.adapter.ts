@@ -53,7 +53,8 @@ interface Pending {
   reject: (e: unknown) => void;
 }
 
-interface Row {
+/** A row of the events table (migrations/0001_ledger.sql), as better-sqlite3 returns it. */
+export interface EventRow {
   position: number;
   stream: string;
   revision: number;
@@ -62,6 +63,7 @@ interface Row {
   bytes: Buffer;
   hash: Buffer;
 }
+type Row = EventRow;
 
 const COLS = 'position, stream, revision, id, type, bytes, hash';
 

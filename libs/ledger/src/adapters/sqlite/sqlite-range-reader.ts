@@ -5,16 +5,9 @@
  */
 import Database from 'better-sqlite3';
 import type { ParallelReadSpec } from '../../ports/event-store.port';
+import type { EventRow } from './sqlite-event-store.adapter';
 
-export interface RangeRow {
-  position: number;
-  stream: string;
-  revision: number;
-  id: string;
-  type: string;
-  bytes: Buffer;
-  hash: Buffer;
-}
+export type RangeRow = EventRow;
 
 export interface RangeReader {
   /** Events in [from, to), in position order. */
