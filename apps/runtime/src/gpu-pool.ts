@@ -199,5 +199,5 @@ export async function planTaskGpus(taskDir: string, available: readonly string[]
  * per group of devices held equally long. Going over the budget is the run's RuleViolation (decide).
  */
 export async function recordWorkGpuUse(pool: GpuPool, svc: { consume(budget: 'gpu_seconds', amount: number, round: null, gpu: GpuHolding): Promise<void> }): Promise<void> {
-  for (const h of pool.takeWork()) await svc.consume('gpu_seconds', Math.round(gpuSecondsOf(h) * 1000) / 1000, null, h);
+  for (const h of pool.takeWork()) await svc.consume('gpu_seconds', round3(gpuSecondsOf(h)), null, h);
 }

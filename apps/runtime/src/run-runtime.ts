@@ -271,236 +271,234 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
   mkdirSync(p.dir, { recursive: true });
   const lock = acquireControllerLock(p.dir);
   if (lock.tookOver) log(`controller pid ${lock.tookOver.pid} (since ${lock.tookOver.since}) is gone; taking the run over`);
-  const rt = await JudgeRuntime.open({ home }).catch((e: unknown) => {
-    lock.release();
-    if (!o.resume) rmSync(p.dir, { recursive: true, force: true });
-    throw e;
-  });
-  const docker = new Docker();
-  let workId: string | null = null;
-  let endpoint: SubmitEndpoint | null = null;
-  let secrets: AgentLaunchSpec | null = null; // whose values never leave in an error message
-  let proxy: EgressProxy | null = null;
   try {
-    await rt.containers.ping();
-    await rt.runner.sweep();
-    log(`task ${meta.taskDir}: building or reusing images`);
-    const task: LoadedTask = await rt.loadTask(meta.taskDir, { metric: o.overrides?.primaryMetric ?? null, hostEnv: process.env, gpusFromPool: true });
-    // full-rootfs resume: the old Work's file system is the agent's work; carry it over before its container goes
-    const carried = o.resume && task.prepared.rootfs ? await carryOverRootfsWork(rt.containers, WORK_LABELS, { run, homeTag: homeTag(home), workImage: task.images.work.id, unpause: (id) => docker.getContainer(id).unpause().catch(() => undefined), log }) : null;
-    const removed = await removeRunContainers(rt, run);
-    if (removed.length) log(`removed ${removed.length} leftover Work container(s) of ${run}`);
-    await removeCarriedImages(rt.containers, WORK_LABELS, { run, homeTag: homeTag(home), ...(carried ? { keep: carried.image } : {}) });
-    const workImage = carried?.image ?? task.images.work.id;
-    const plan = task.plan;
-    const workdir = task.prepared.workdir;
-    const agent = agentOf(meta.agent).launch({ workdir, instruction: plan.instruction, operatorEnv: process.env });
-    secrets = agent;
-    const egress = planWorkEgress(agent); // vendor agents: Work stays network none, CONNECT proxy on a Unix socket
-    log(`agent ${JSON.stringify(publicLaunch(agent).argv.slice(0, 3))} env ${JSON.stringify(publicLaunch(agent).env)}`);
+    const rt = await JudgeRuntime.open({ home });
+    const docker = new Docker();
+    let workId: string | null = null;
+    let endpoint: SubmitEndpoint | null = null;
+    let secrets: AgentLaunchSpec | null = null; // whose values never leave in an error message
+    let proxy: EgressProxy | null = null;
+    try {
+      await rt.containers.ping();
+      await rt.runner.sweep();
+      log(`task ${meta.taskDir}: building or reusing images`);
+      const task: LoadedTask = await rt.loadTask(meta.taskDir, { metric: o.overrides?.primaryMetric ?? null, hostEnv: process.env, gpusFromPool: true });
+      // full-rootfs resume: the old Work's file system is the agent's work; carry it over before its container goes
+      const carried = o.resume && task.prepared.rootfs ? await carryOverRootfsWork(rt.containers, WORK_LABELS, { run, homeTag: homeTag(home), workImage: task.images.work.id, unpause: (id) => docker.getContainer(id).unpause().catch(() => undefined), log }) : null;
+      const removed = await removeRunContainers(rt, run);
+      if (removed.length) log(`removed ${removed.length} leftover Work container(s) of ${run}`);
+      await removeCarriedImages(rt.containers, WORK_LABELS, { run, homeTag: homeTag(home), ...(carried ? { keep: carried.image } : {}) });
+      const workImage = carried?.image ?? task.images.work.id;
+      const plan = task.plan;
+      const workdir = task.prepared.workdir;
+      const agent = agentOf(meta.agent).launch({ workdir, instruction: plan.instruction, operatorEnv: process.env });
+      secrets = agent;
+      const egress = planWorkEgress(agent); // vendor agents: Work stays network none, CONNECT proxy on a Unix socket
+      log(`agent ${JSON.stringify(publicLaunch(agent).argv.slice(0, 3))} env ${JSON.stringify(publicLaunch(agent).env)}`);
 
-    mkdirSync(p.logs, { recursive: true });
-    mkdirSync(p.sock, { recursive: true, mode: 0o700 });
-    const tokenFile = join(p.sock, 'token');
-    let token: string;
-    if (o.resume) {
-      token = readFileSync(tokenFile, 'utf8').trim();
-    } else {
-      mkdirSync(p.workspace, { recursive: true });
-      const seeded = await seedFromImage(rt, task.images.work.id, workdir, p.workspace, run).catch((e: unknown) => {
-        log(`could not copy ${workdir} out of the work image (${e instanceof Error ? e.message : String(e)})`);
-        return false;
+      mkdirSync(p.logs, { recursive: true });
+      mkdirSync(p.sock, { recursive: true, mode: 0o700 });
+      const tokenFile = join(p.sock, 'token');
+      let token: string;
+      if (o.resume) {
+        token = readFileSync(tokenFile, 'utf8').trim();
+      } else {
+        mkdirSync(p.workspace, { recursive: true });
+        const seeded = await seedFromImage(rt, task.images.work.id, workdir, p.workspace, run).catch((e: unknown) => {
+          log(`could not copy ${workdir} out of the work image (${e instanceof Error ? e.message : String(e)})`);
+          return false;
+        });
+        const seed = join(meta.taskDir, 'environment', 'workspace');
+        if (!seeded && existsSync(seed)) cpSync(seed, p.workspace, { recursive: true });
+        log(`workspace ${p.workspace} seeded from ${seeded ? `the work image's ${workdir}` : existsSync(seed) ? seed : 'nothing (empty)'}`);
+        const t = generateRunToken();
+        token = t.token;
+        writeFileSync(tokenFile, `${token}\n`, { mode: 0o400 });
+        writeFileSync(p.meta, `${JSON.stringify(meta, null, 2)}\n`);
+      }
+
+      const ledger = new LedgerRunLedger(rt.ledgerHome.ledger);
+      // full-rootfs mode (workdir "/"): no workspace directory; snapshots are `docker export`s of Work (rootfs-snapshotter.ts)
+      const snapshotter = task.prepared.rootfs ? new ContainerSnapshotter(rt.snapshotHome, rt.containers, () => workId) : new WorkspaceSnapshotter(rt.snapshotHome, p.workspace);
+      const judge = new RunnerJudge(rt.runner, task.prepared, p.logs);
+      const gpuPool = new GpuPool(gpuPlan, systemClock);
+      if (gpuPlan.available.length) log(`GPUs: Work ${gpuPlan.work.join(',') || 'none'}, each Judge ${gpuPlan.judge.join(',') || 'none'}${gpuPlan.handOver ? ' (hand-over: Work stays paused while a Judge runs)' : ''}`);
+
+      // Work
+      const labels = { [WORK_LABELS.role]: 'work', [WORK_LABELS.run]: run, [WORK_LABELS.home]: homeTag(home) };
+      const mounts = [
+        ...(task.prepared.rootfs ? [] : [{ type: 'bind' as const, source: p.workspace, target: workdir, readOnly: false }]),
+        { type: 'bind' as const, source: p.sock, target: '/run/assay', readOnly: true },
+        { type: 'bind' as const, source: p.logs, target: '/logs/assay', readOnly: true },
+        { type: 'bind' as const, source: join(assayRoot(), 'task-runtime', 'rsi-submit', 'rsi-submit'), target: '/usr/local/bin/rsi-submit', readOnly: true },
+        ...(agent.mountDir ? [{ type: 'bind' as const, source: agent.mountDir, target: AGENT_MOUNT, readOnly: true }] : []),
+        ...egress.mounts,
+      ];
+      const cpus = plan.environment.cpus ?? 1;
+      const memoryBytes = (plan.environment.memoryMb ?? 1024) * 1048576;
+      workId = await rt.containers.createContainer({
+        name: `assay-work-${homeTag(home)}-${run}`,
+        image: workImage,
+        cmd: ['sleep', 'infinity'],
+        entrypoint: [],
+        env: { ...task.prepared.env, ASSAY_WORKSPACE: workdir, ASSAY_RUN: run },
+        workingDir: workdir,
+        labels,
+        mounts,
+        networkMode: 'none',
+        readOnlyRootfs: false,
+        capDrop: ['ALL'],
+        capAdd: [],
+        noNewPrivileges: true,
+        pidsLimit: 512,
+        memoryBytes,
+        nanoCpus: Math.round(cpus * 1e9),
+        init: true,
+        openStdin: false,
+        ...workGpuSpec(gpuPlan),
       });
-      const seed = join(meta.taskDir, 'environment', 'workspace');
-      if (!seeded && existsSync(seed)) cpSync(seed, p.workspace, { recursive: true });
-      log(`workspace ${p.workspace} seeded from ${seeded ? `the work image's ${workdir}` : existsSync(seed) ? seed : 'nothing (empty)'}`);
-      const t = generateRunToken();
-      token = t.token;
-      writeFileSync(tokenFile, `${token}\n`, { mode: 0o400 });
-      writeFileSync(p.meta, `${JSON.stringify(meta, null, 2)}\n`);
-    }
+      await rt.containers.start(workId, { onOutput: () => undefined });
+      gpuPool.startWork();
+      const container = docker.getContainer(workId);
+      const work = new DockerWorkControl(container);
+      await checkAgentBinary(container, agent, task.images.work.id); // a missing codex/claude fails before RunStarted
 
-    const ledger = new LedgerRunLedger(rt.ledgerHome.ledger);
-    // full-rootfs mode (workdir "/"): no workspace directory; snapshots are `docker export`s of Work (rootfs-snapshotter.ts)
-    const snapshotter = task.prepared.rootfs ? new ContainerSnapshotter(rt.snapshotHome, rt.containers, () => workId) : new WorkspaceSnapshotter(rt.snapshotHome, p.workspace);
-    const judge = new RunnerJudge(rt.runner, task.prepared, p.logs);
-    const gpuPool = new GpuPool(gpuPlan, systemClock);
-    if (gpuPlan.available.length) log(`GPUs: Work ${gpuPlan.work.join(',') || 'none'}, each Judge ${gpuPlan.judge.join(',') || 'none'}${gpuPlan.handOver ? ' (hand-over: Work stays paused while a Judge runs)' : ''}`);
+      const deps = { run, ledger, snapshotter, judge: new PooledJudge(judge, gpuPool), work, clock: systemClock, ids: randomIds, options: { logPathOf: (n: number) => `/logs/assay/round-${n}.log`, keepWorkPausedDuringJudge: gpuPlan.pauseWorkDuringJudge } };
+      let svc: SubmissionService;
+      if (o.resume) {
+        const r = await SubmissionService.resume(deps);
+        svc = r.service;
+        if (r.recovery.round !== null) log(`round ${r.recovery.round} was open: ${r.recovery.outcome}`);
+      } else {
+        const settings = mergeRunSettings(plan.runSettings, o.overrides ?? {});
+        const runTask = readRunTaskSettings(plan.metadata);
+        if (!runTask.ok) throw new Error(runTask.problems.join('\n'));
+        const digests = await computeTaskDigests(meta.taskDir, { digest: (d: string) => rt.snapshots.digestDirectory(d) });
+        const input = protocolFingerprintInput({ taskDigest: digests.task, judgeImageDigest: task.images.judge.id, settings, harnessVersion: HARNESS_VERSION });
+        const { protocol, selection } = buildRunRules({
+          settings,
+          agentTimeoutSec: plan.agent.timeoutSec,
+          editablePaths: runTask.value.editablePaths,
+          tokenSha256: tokenSha256(token),
+          fingerprintInput: JSON.parse(JSON.stringify(input)),
+        });
+        svc = await SubmissionService.start(deps, {
+          run,
+          task: taskIdOf(plan.name),
+          taskDigest: digests.task,
+          agent: agent.name,
+          model: agent.model,
+          fingerprint: protocolFingerprint(input, canonicalJson),
+          protocol,
+          selection,
+        });
+      }
+      if (svc.current.completed) {
+        log(`run ${run} had already completed`);
+      } else {
+        await svc.workStarted(workId, workImage, { cpus, memoryBytes, pidsLimit: 512, ...egress.limits, ...(gpuPlan.work.length ? { gpus: [...gpuPlan.work] } : {}), ...(carried ? { carriedFrom: carried.from } : {}) });
+        if (svc.current.baselineRoot === null) await svc.recordWorkspace();
+        const sockPath = join(p.sock, 'submit.sock');
+        endpoint = await SubmitEndpoint.listen({ socketPath: sockPath, gateway: svc });
+        chmodSync(sockPath, 0o666);
+        log(`run ${run}: Work ${workId.slice(0, 12)} up; agent ${agent.name} starting`);
+        // Work's GPU-seconds since the last record: BudgetConsumed gpu_seconds {holder: work}
+        const recordWorkGpus = async () => {
+          await recordWorkGpuUse(gpuPool, svc).catch((e: unknown) => log(`recording Work's GPU use failed: ${e instanceof Error ? e.message : String(e)}`));
+        };
 
-    // Work
-    const labels = { [WORK_LABELS.role]: 'work', [WORK_LABELS.run]: run, [WORK_LABELS.home]: homeTag(home) };
-    const mounts = [
-      ...(task.prepared.rootfs ? [] : [{ type: 'bind' as const, source: p.workspace, target: workdir, readOnly: false }]),
-      { type: 'bind' as const, source: p.sock, target: '/run/assay', readOnly: true },
-      { type: 'bind' as const, source: p.logs, target: '/logs/assay', readOnly: true },
-      { type: 'bind' as const, source: join(assayRoot(), 'task-runtime', 'rsi-submit', 'rsi-submit'), target: '/usr/local/bin/rsi-submit', readOnly: true },
-      ...(agent.mountDir ? [{ type: 'bind' as const, source: agent.mountDir, target: AGENT_MOUNT, readOnly: true }] : []),
-      ...egress.mounts,
-    ];
-    const cpus = plan.environment.cpus ?? 1;
-    const memoryBytes = (plan.environment.memoryMb ?? 1024) * 1048576;
-    workId = await rt.containers.createContainer({
-      name: `assay-work-${homeTag(home)}-${run}`,
-      image: workImage,
-      cmd: ['sleep', 'infinity'],
-      entrypoint: [],
-      env: { ...task.prepared.env, ASSAY_WORKSPACE: workdir, ASSAY_RUN: run },
-      workingDir: workdir,
-      labels,
-      mounts,
-      networkMode: 'none',
-      readOnlyRootfs: false,
-      capDrop: ['ALL'],
-      capAdd: [],
-      noNewPrivileges: true,
-      pidsLimit: 512,
-      memoryBytes,
-      nanoCpus: Math.round(cpus * 1e9),
-      init: true,
-      openStdin: false,
-      ...workGpuSpec(gpuPlan),
-    });
-    await rt.containers.start(workId, { onOutput: () => undefined });
-    gpuPool.startWork();
-    const container = docker.getContainer(workId);
-    const work = new DockerWorkControl(container);
-    await checkAgentBinary(container, agent, task.images.work.id); // a missing codex/claude fails before RunStarted
-
-    const deps = { run, ledger, snapshotter, judge: new PooledJudge(judge, gpuPool), work, clock: systemClock, ids: randomIds, options: { logPathOf: (n: number) => `/logs/assay/round-${n}.log`, keepWorkPausedDuringJudge: gpuPlan.pauseWorkDuringJudge } };
-    let svc: SubmissionService;
-    if (o.resume) {
-      const r = await SubmissionService.resume(deps);
-      svc = r.service;
-      if (r.recovery.round !== null) log(`round ${r.recovery.round} was open: ${r.recovery.outcome}`);
-    } else {
-      const settings = mergeRunSettings(plan.runSettings, o.overrides ?? {});
-      const runTask = readRunTaskSettings(plan.metadata);
-      if (!runTask.ok) throw new Error(runTask.problems.join('\n'));
-      const digests = await computeTaskDigests(meta.taskDir, { digest: (d: string) => rt.snapshots.digestDirectory(d) });
-      const input = protocolFingerprintInput({ taskDigest: digests.task, judgeImageDigest: task.images.judge.id, settings, harnessVersion: HARNESS_VERSION });
-      const { protocol, selection } = buildRunRules({
-        settings,
-        agentTimeoutSec: plan.agent.timeoutSec,
-        editablePaths: runTask.value.editablePaths,
-        tokenSha256: tokenSha256(token),
-        fingerprintInput: JSON.parse(JSON.stringify(input)),
-      });
-      svc = await SubmissionService.start(deps, {
-        run,
-        task: taskIdOf(plan.name),
-        taskDigest: digests.task,
-        agent: agent.name,
-        model: agent.model,
-        fingerprint: protocolFingerprint(input, canonicalJson),
-        protocol,
-        selection,
-      });
-    }
-    if (svc.current.completed) {
-      log(`run ${run} had already completed`);
-    } else {
-      await svc.workStarted(workId, workImage, { cpus, memoryBytes, pidsLimit: 512, ...egress.limits, ...(gpuPlan.work.length ? { gpus: [...gpuPlan.work] } : {}), ...(carried ? { carriedFrom: carried.from } : {}) });
-      if (svc.current.baselineRoot === null) await svc.recordWorkspace();
-      const sockPath = join(p.sock, 'submit.sock');
-      endpoint = await SubmitEndpoint.listen({ socketPath: sockPath, gateway: svc });
-      chmodSync(sockPath, 0o666);
-      log(`run ${run}: Work ${workId.slice(0, 12)} up; agent ${agent.name} starting`);
-      // Work's GPU-seconds since the last record: BudgetConsumed gpu_seconds {holder: work}
-      const recordWorkGpus = async () => {
-        await recordWorkGpuUse(gpuPool, svc).catch((e: unknown) => log(`recording Work's GPU use failed: ${e instanceof Error ? e.message : String(e)}`));
-      };
-
-      // the agent
-      const agentLimitSec = Math.min(plan.agent.timeoutSec ?? Infinity, o.overrides?.timeBudgetSec ?? Infinity);
-      proxy = await startEgressProxy({ sockDir: p.sock, agent, log });
-      const exec = await container.exec({ Cmd: [...egress.launch.argv], Env: Object.entries(egress.launch.env).map(([k, v]) => `${k}=${v}`), WorkingDir: workdir, AttachStdout: true, AttachStderr: true });
-      const stream = await exec.start({ hijack: true, stdin: false });
-      const redactors = new Map<string, SecretStreamRedactor>();
-      const redactorOf = (s: string) => redactors.get(s) ?? redactors.set(s, new SecretStreamRedactor(agent)).get(s)!;
-      const demux = new StreamDemuxer((s, chunk) => o.agentOutput?.(agent.secretEnv.length ? Buffer.from(redactorOf(s).push(chunk)) : chunk));
-      stream.on('data', (c: Buffer) => demux.push(c));
-      const ta = Date.now();
-      let cancelled = false;
-      const ended = new Promise<void>((res) => {
-        stream.on('end', () => res());
-        stream.on('close', () => res());
-        stream.on('error', () => res());
-      });
-      let timer: NodeJS.Timeout | null = null;
-      let gpuTimer: NodeJS.Timeout | null = null;
-      let gpuExhausted: () => void = () => undefined;
-      const stop = new Promise<'timeout' | 'cancel' | 'gpu_budget'>((res) => {
-        if (Number.isFinite(agentLimitSec)) timer = setTimeout(() => res('timeout'), agentLimitSec * 1000);
-        // Work's GPUs alone exhaust the GPU budget at this time (Judges only bring it closer: checked between snapshots)
-        gpuExhausted = () => res('gpu_budget');
-        const gpuLeftSec = gpuPool.secondsUntilExhausted(remainingBudgets(svc.current, new Date()).gpu_seconds);
-        if (gpuLeftSec !== null) gpuTimer = setTimeout(gpuExhausted, Math.min(gpuLeftSec * 1000, 2 ** 31 - 1));
-        if (o.signal) {
-          if (o.signal.aborted) res('cancel');
-          o.signal.addEventListener('abort', () => res('cancel'), { once: true });
+        // the agent
+        const agentLimitSec = Math.min(plan.agent.timeoutSec ?? Infinity, o.overrides?.timeBudgetSec ?? Infinity);
+        proxy = await startEgressProxy({ sockDir: p.sock, agent, log });
+        const exec = await container.exec({ Cmd: [...egress.launch.argv], Env: Object.entries(egress.launch.env).map(([k, v]) => `${k}=${v}`), WorkingDir: workdir, AttachStdout: true, AttachStderr: true });
+        const stream = await exec.start({ hijack: true, stdin: false });
+        const redactors = new Map<string, SecretStreamRedactor>();
+        const redactorOf = (s: string) => redactors.get(s) ?? redactors.set(s, new SecretStreamRedactor(agent)).get(s)!;
+        const demux = new StreamDemuxer((s, chunk) => o.agentOutput?.(agent.secretEnv.length ? Buffer.from(redactorOf(s).push(chunk)) : chunk));
+        stream.on('data', (c: Buffer) => demux.push(c));
+        const ta = Date.now();
+        let cancelled = false;
+        const ended = new Promise<void>((res) => {
+          stream.on('end', () => res());
+          stream.on('close', () => res());
+          stream.on('error', () => res());
+        });
+        let timer: NodeJS.Timeout | null = null;
+        let gpuTimer: NodeJS.Timeout | null = null;
+        let gpuExhausted: () => void = () => undefined;
+        const stop = new Promise<'timeout' | 'cancel' | 'gpu_budget'>((res) => {
+          if (Number.isFinite(agentLimitSec)) timer = setTimeout(() => res('timeout'), agentLimitSec * 1000);
+          // Work's GPUs alone exhaust the GPU budget at this time (Judges only bring it closer: checked between snapshots)
+          gpuExhausted = () => res('gpu_budget');
+          const gpuLeftSec = gpuPool.secondsUntilExhausted(remainingBudgets(svc.current, new Date()).gpu_seconds);
+          if (gpuLeftSec !== null) gpuTimer = setTimeout(gpuExhausted, Math.min(gpuLeftSec * 1000, 2 ** 31 - 1));
+          if (o.signal) {
+            if (o.signal.aborted) res('cancel');
+            o.signal.addEventListener('abort', () => res('cancel'), { once: true });
+          }
+        });
+        // periodic snapshots between submissions (recorded only when the workspace changed) and wall-time ticks
+        const everySec = o.snapshotIntervalSec ?? 60;
+        let periodic: Promise<unknown> = Promise.resolve();
+        const between = async () => {
+          await svc.recordWorkspace().catch((e: unknown) => log(`periodic snapshot failed: ${e instanceof Error ? e.message : String(e)}`));
+          if (svc.current.started?.protocol.budgets.wall_time !== null) await svc.tick().catch(() => undefined);
+          await recordWorkGpus();
+          if (remainingBudgets(svc.current, new Date()).gpu_seconds === 0) gpuExhausted();
+        };
+        const interval = everySec > 0 ? setInterval(() => (periodic = periodic.then(between)), everySec * 1000) : null;
+        const why = await Promise.race([ended.then(() => 'exited' as const), stop]);
+        if (timer) clearTimeout(timer);
+        if (gpuTimer) clearTimeout(gpuTimer);
+        if (interval) clearInterval(interval);
+        await periodic;
+        gpuPool.stopWork(); // the agent is done: Work's GPUs count up to here (the container is removed right after)
+        const agentMs = Date.now() - ta;
+        for (const r of redactors.values()) o.agentOutput?.(Buffer.from(r.end()));
+        let agentExit: number | null = null;
+        if (why === 'exited') {
+          agentExit = await exec.inspect().then((i) => i.ExitCode ?? null, () => null);
+          log(`agent exited with status ${agentExit}`);
+        } else {
+          cancelled = why === 'cancel';
+          log(why === 'cancel' ? 'cancelled: stopping the agent' : why === 'gpu_budget' ? 'the GPU budget is used up: stopping the agent' : `the agent ran out of time (${agentLimitSec} s)`);
+          stream.destroy();
         }
-      });
-      // periodic snapshots between submissions (recorded only when the workspace changed) and wall-time ticks
-      const everySec = o.snapshotIntervalSec ?? 60;
-      let periodic: Promise<unknown> = Promise.resolve();
-      const between = async () => {
-        await svc.recordWorkspace().catch((e: unknown) => log(`periodic snapshot failed: ${e instanceof Error ? e.message : String(e)}`));
-        if (svc.current.started?.protocol.budgets.wall_time !== null) await svc.tick().catch(() => undefined);
         await recordWorkGpus();
-        if (remainingBudgets(svc.current, new Date()).gpu_seconds === 0) gpuExhausted();
-      };
-      const interval = everySec > 0 ? setInterval(() => (periodic = periodic.then(between)), everySec * 1000) : null;
-      const why = await Promise.race([ended.then(() => 'exited' as const), stop]);
-      if (timer) clearTimeout(timer);
-      if (gpuTimer) clearTimeout(gpuTimer);
-      if (interval) clearInterval(interval);
-      await periodic;
-      gpuPool.stopWork(); // the agent is done: Work's GPUs count up to here (the container is removed right after)
-      const agentMs = Date.now() - ta;
-      for (const r of redactors.values()) o.agentOutput?.(Buffer.from(r.end()));
-      let agentExit: number | null = null;
-      if (why === 'exited') {
-        agentExit = await exec.inspect().then((i) => i.ExitCode ?? null, () => null);
-        log(`agent exited with status ${agentExit}`);
-      } else {
-        cancelled = why === 'cancel';
-        log(why === 'cancel' ? 'cancelled: stopping the agent' : why === 'gpu_budget' ? 'the GPU budget is used up: stopping the agent' : `the agent ran out of time (${agentLimitSec} s)`);
-        stream.destroy();
+        if (cancelled) {
+          await svc.cancel();
+        } else {
+          await svc.consume('agent_time', Math.round(agentMs / 1000)).catch(() => undefined);
+          if (everySec > 0) await between(); // the workspace as the agent left it
+          await svc.complete();
+        }
+        await endpoint.close();
+        endpoint = null;
+        if (proxy) await stopEgressProxy(proxy, { runDir: p.dir, agent, log });
+        proxy = null;
+        const s = svc.current;
+        return report(run, s, agentExit, p.dir, { totalMs: Date.now() - t0, agentMs, judgeMs: judge.ms, snapshotMs: snapshotter.ms });
       }
-      await recordWorkGpus();
-      if (cancelled) {
-        await svc.cancel();
-      } else {
-        await svc.consume('agent_time', Math.round(agentMs / 1000)).catch(() => undefined);
-        if (everySec > 0) await between(); // the workspace as the agent left it
-        await svc.complete();
+      return report(run, svc.current, null, p.dir, { totalMs: Date.now() - t0, agentMs: 0, judgeMs: judge.ms, snapshotMs: snapshotter.ms });
+    } catch (e) {
+      throw redactErrorSecrets(e, secrets);
+    } finally {
+      if (endpoint) await endpoint.close().catch(() => undefined);
+      if (proxy && secrets) await stopEgressProxy(proxy, { runDir: p.dir, agent: secrets, log }).catch(() => undefined);
+      if (workId) {
+        await docker.getContainer(workId).unpause().catch(() => undefined);
+        await rt.containers.removeContainer(workId).catch(() => undefined);
+        await removeCarriedImages(rt.containers, WORK_LABELS, { run, homeTag: homeTag(home) }).catch(() => undefined);
       }
-      await endpoint.close();
-      endpoint = null;
-      if (proxy) await stopEgressProxy(proxy, { runDir: p.dir, agent, log });
-      proxy = null;
-      const s = svc.current;
-      return report(run, s, agentExit, p.dir, { totalMs: Date.now() - t0, agentMs, judgeMs: judge.ms, snapshotMs: snapshotter.ms });
+      await rt.close();
     }
-    return report(run, svc.current, null, p.dir, { totalMs: Date.now() - t0, agentMs: 0, judgeMs: judge.ms, snapshotMs: snapshotter.ms });
-  } catch (e) {
-    throw redactErrorSecrets(e, secrets);
   } finally {
-    if (endpoint) await endpoint.close().catch(() => undefined);
-    if (proxy && secrets) await stopEgressProxy(proxy, { runDir: p.dir, agent: secrets, log }).catch(() => undefined);
-    if (workId) {
-      await docker.getContainer(workId).unpause().catch(() => undefined);
-      await rt.containers.removeContainer(workId).catch(() => undefined);
-    }
-    if (workId) await removeCarriedImages(rt.containers, WORK_LABELS, { run, homeTag: homeTag(home) }).catch(() => undefined);
-    await rt.close();
     lock.release();
     // A new run that failed before it was recorded (a missing API key, an image that does not build) leaves nothing
     // behind, so its run id can be used again.
     if (!o.resume && !existsSync(p.meta)) rmSync(p.dir, { recursive: true, force: true });
   }
 }
-
 
 function report(run: string, s: RunState, agentExitCode: number | null, dir: string, timings: RunReport['timings']): RunReport {
   const c = s.completed;

@@ -83,43 +83,65 @@ function secretFrom(env: Readonly<Record<string, string | undefined>>, name: str
   return v;
 }
 
+/** What a vendor CLI agent needs: its API key variable and host, its default model, and how it is invoked. */
+interface VendorCli {
+  readonly name: 'codex' | 'claude-code';
+  readonly key: string;
+  readonly host: string;
+  readonly defaultModel: string;
+  argv(model: string, ctx: AgentContext, prompt: string): string[];
+  readonly env?: Readonly<Record<string, string>>;
+}
+
+/** The launch of a vendor CLI: the key from the operator's environment, secret; the network: its API host only. */
+function vendorLaunch(v: VendorCli, o: VendorOptions, ctx: AgentContext): AgentLaunchSpec {
+  const key = secretFrom(ctx.operatorEnv, v.key, v.name);
+  const model = o.model ?? v.defaultModel;
+  return {
+    name: v.name,
+    model,
+    argv: v.argv(model, ctx, `${ctx.instruction}\n\n${PROTOCOL_NOTE}`),
+    env: { [v.key]: key, HOME: '/tmp/agent-home', ...v.env },
+    secretEnv: [v.key],
+    network: { mode: 'allowlist', hosts: [v.host], ports: [443] },
+    mountDir: null,
+  };
+}
+
+const CODEX: VendorCli = {
+  name: 'codex',
+  key: 'OPENAI_API_KEY',
+  host: 'api.openai.com',
+  defaultModel: 'gpt-5-codex',
+  argv: (model, ctx, prompt) => ['codex', 'exec', '--full-auto', '--skip-git-repo-check', '--cd', ctx.workdir, '--model', model, prompt],
+};
+
+const CLAUDE_CODE: VendorCli = {
+  name: 'claude-code',
+  key: 'ANTHROPIC_API_KEY',
+  host: 'api.anthropic.com',
+  defaultModel: 'claude-sonnet-4-5',
+  argv: (model, _ctx, prompt) => ['claude', '--print', '--model', model, '--dangerously-skip-permissions', prompt],
+  env: { DISABLE_TELEMETRY: '1', DISABLE_AUTOUPDATER: '1' },
+};
+
 export class CodexAgent implements Agent {
   readonly kind = 'codex' as const;
-  static readonly KEY = 'OPENAI_API_KEY';
-  static readonly HOST = 'api.openai.com';
+  static readonly KEY = CODEX.key;
+  static readonly HOST = CODEX.host;
   constructor(private readonly o: VendorOptions = {}) {}
   launch(ctx: AgentContext): AgentLaunchSpec {
-    const key = secretFrom(ctx.operatorEnv, CodexAgent.KEY, 'codex');
-    const model = this.o.model ?? 'gpt-5-codex';
-    return {
-      name: 'codex',
-      model,
-      argv: ['codex', 'exec', '--full-auto', '--skip-git-repo-check', '--cd', ctx.workdir, '--model', model, `${ctx.instruction}\n\n${PROTOCOL_NOTE}`],
-      env: { [CodexAgent.KEY]: key, HOME: '/tmp/agent-home' },
-      secretEnv: [CodexAgent.KEY],
-      network: { mode: 'allowlist', hosts: [CodexAgent.HOST], ports: [443] },
-      mountDir: null,
-    };
+    return vendorLaunch(CODEX, this.o, ctx);
   }
 }
 
 export class ClaudeCodeAgent implements Agent {
   readonly kind = 'claude-code' as const;
-  static readonly KEY = 'ANTHROPIC_API_KEY';
-  static readonly HOST = 'api.anthropic.com';
+  static readonly KEY = CLAUDE_CODE.key;
+  static readonly HOST = CLAUDE_CODE.host;
   constructor(private readonly o: VendorOptions = {}) {}
   launch(ctx: AgentContext): AgentLaunchSpec {
-    const key = secretFrom(ctx.operatorEnv, ClaudeCodeAgent.KEY, 'claude-code');
-    const model = this.o.model ?? 'claude-sonnet-4-5';
-    return {
-      name: 'claude-code',
-      model,
-      argv: ['claude', '--print', '--model', model, '--dangerously-skip-permissions', `${ctx.instruction}\n\n${PROTOCOL_NOTE}`],
-      env: { [ClaudeCodeAgent.KEY]: key, HOME: '/tmp/agent-home', DISABLE_TELEMETRY: '1', DISABLE_AUTOUPDATER: '1' },
-      secretEnv: [ClaudeCodeAgent.KEY],
-      network: { mode: 'allowlist', hosts: [ClaudeCodeAgent.HOST], ports: [443] },
-      mountDir: null,
-    };
+    return vendorLaunch(CLAUDE_CODE, this.o, ctx);
   }
 }
 

@@ -90,6 +90,10 @@ interface CheckedChunk {
   event(i: number): Promise<{ id: string; bytes: Uint8Array; hash: Uint8Array }>;
 }
 
+function storageCorrupt(problems: string[]): VerifyFailure {
+  return { step: 'storage', code: 'VERIFY_STORAGE_CORRUPT', message: `storage integrity check failed: ${problems.slice(0, 5).join('; ')}` };
+}
+
 class Failed extends Error {
   constructor(readonly failure: VerifyFailure) {
     super(failure.message);
@@ -147,8 +151,7 @@ export async function verifyLedger(o: VerifyOptions): Promise<VerificationReport
 
     // storage: when workers read the file themselves, one of them runs the check while the others start on the
     // events; its verdict still comes first (below, and in the catch), as the first step's.
-    const storageFailure = (problems: string[]): Failed =>
-      new Failed({ step: 'storage', code: 'VERIFY_STORAGE_CORRUPT', message: `storage integrity check failed: ${problems.slice(0, 5).join('; ')}` });
+    const storageFailure = (problems: string[]): Failed => new Failed(storageCorrupt(problems));
     if (o.integrityCheck && pool && spec) {
       storagePending = pool.integrityProblems(spec).catch((e: unknown) => [(e as Error).message]);
     } else if (o.integrityCheck) {
@@ -334,7 +337,7 @@ export async function verifyLedger(o: VerifyOptions): Promise<VerificationReport
     const pending = storagePending as Promise<string[]> | null;
     if (pending) {
       const problems = await pending;
-      if (problems.length > 0) failure = { step: 'storage', code: 'VERIFY_STORAGE_CORRUPT', message: `storage integrity check failed: ${problems.slice(0, 5).join('; ')}` };
+      if (problems.length > 0) failure = storageCorrupt(problems);
     }
   } finally {
     await checker?.close();
