@@ -22,8 +22,9 @@ import { CID } from 'multiformats/cid';
 import * as dagCbor from '@ipld/dag-cbor';
 import { sha256 as mfSha256 } from 'multiformats/hashes/sha2';
 import * as raw from 'multiformats/codecs/raw';
-import { ManualClock, isAssayError } from '@assay/core';
+import { ManualClock } from '@assay/core';
 import { CHUNK_SIZE, FsBlobStore, FsTreeSource, MemoryTree, SnapshotHome, takeSnapshot, type SnapshotHomeOptions } from '@assay/snapshots';
+import { failure } from './support/failure';
 
 const base = mkdtempSync(join(tmpdir(), 'assay-snap-fs-'));
 afterAll(() => rmSync(base, { recursive: true, force: true }));
@@ -73,15 +74,6 @@ function memorySample(): MemoryTree {
     .dir('empty');
 }
 
-async function failure(p: Promise<unknown>): Promise<{ code: string; message: string }> {
-  try {
-    await p;
-  } catch (e) {
-    if (!isAssayError(e)) throw e;
-    return { code: e.code, message: e.message };
-  }
-  throw new Error('expected a failure');
-}
 
 /** An independent implementation of the format (docs/snapshots-format.md) with multiformats and @ipld/dag-cbor. */
 async function independentRoot(dir: string): Promise<string> {

@@ -1,5 +1,5 @@
 import type { CID } from 'multiformats/cid';
-import { ManualClock, isAssayError } from '@assay/core';
+import { ManualClock } from '@assay/core';
 import { MemoryTree } from '../adapters/memory-tree-source.adapter';
 import { MemoryBlobStore } from '../adapters/memory-blob-store.adapter';
 import { MemoryStatCache } from '../adapters/memory-stat-cache.adapter';
@@ -9,6 +9,7 @@ import { takeSnapshot } from './take-snapshot';
 import { verifySnapshot } from './verify';
 import { diffSnapshots, listSnapshot, summarizeSnapshots } from './browse';
 import { collectGarbage } from './gc';
+import { failure } from '../../../../tests/support/failure';
 
 const clock = () => new ManualClock('2030-01-01T00:00:00.000Z');
 const bytes = (n: number, seed: number) => Uint8Array.from({ length: n }, (_, i) => (i * 7 + seed + Math.floor(i / 999_983)) & 255);
@@ -17,15 +18,6 @@ async function store(tree: MemoryTree, s: MemoryBlobStore, c = clock()): Promise
   return (await takeSnapshot({ source: tree, store: s, clock: c }, { label: null })).root;
 }
 
-async function failure(p: Promise<unknown>): Promise<{ code: string; message: string }> {
-  try {
-    await p;
-  } catch (e) {
-    if (!isAssayError(e)) throw e;
-    return { code: e.code, message: e.message };
-  }
-  throw new Error('expected a failure');
-}
 
 function tree(): MemoryTree {
   return new MemoryTree()

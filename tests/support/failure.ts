@@ -1,0 +1,12 @@
+import { isAssayError } from '@assay/core';
+
+/** The code and message of the AssayError a promise rejects with; fails when it resolves or rejects otherwise. */
+export async function failure(p: Promise<unknown>): Promise<{ code: string; message: string }> {
+  try {
+    await p;
+  } catch (e) {
+    if (!isAssayError(e)) throw e;
+    return { code: e.code, message: e.message };
+  }
+  throw new Error('expected a failure');
+}
