@@ -1122,6 +1122,9 @@ class FsBatch implements BlobBatch {
         const now = this.store.clockNow();
         const entries = [...this.staged.values()].map((e) => ({ ...e, timeMs: now }));
         appendRecord(this.store.index.path, entries, this.durable);
+        // The next process loads the table in one read (a cache: failures only cost that process a full read).
+        this.store.index.refresh();
+        this.store.index.saveTable();
       }
       this.writer.close();
       for (const p of opts.pins ?? []) this.store.writePin(p);
