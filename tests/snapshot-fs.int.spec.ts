@@ -127,7 +127,7 @@ describe('determinism on a real file system', () => {
     roots.add(await independentRoot(one));
     roots.add((await takeSnapshot({ source: memorySample(), store: null, clock: future() }, { dryRun: true })).rootCid);
     expect(roots.size).toBe(1);
-  });
+  }, 30_000);
 
   it('ignores mtimes, counts the executable bit, symlink targets and empty directories', async () => {
     const ws = fresh('ws');

@@ -25,6 +25,7 @@ export { FsBlobStore, FS_STORE_FORMAT, FS_STORE_FORMAT_LOOSE, type FsBlobStoreOp
 export { PackIndex, type Loc as PackLocation } from './adapters/pack-index';
 export { SqliteStatCache } from './adapters/sqlite-stat-cache.adapter';
 export { FsTreeSource, type FsTreeSourceOptions } from './adapters/fs-tree-source.adapter';
+export { childListings, decodeListing, nativeLister, nativeListerStatus, summarizeListing, type NativeLister } from './adapters/native-lister';
 export { checkoutSnapshot, type CheckoutOptions, type CheckoutReport } from './adapters/fs-checkout';
 export { exportCar, importCar, MAX_CAR_ROOTS, type ExportReport, type ImportReport } from './adapters/car';
 export * from './home/snapshot-home';

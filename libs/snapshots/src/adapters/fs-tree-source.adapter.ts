@@ -5,9 +5,10 @@ import type { SourceKind, SourceStat } from '../domain/stat-cache';
 import { ioError, showPath, snapshotError } from '../domain/snapshot.errors';
 import { decodeUtf8Strict } from '../domain/names';
 import type { BlobBatch, PackStaging } from '../ports/blob-store.port';
-import type { ContentHasher, HashRequest, HashedFile, SourceEntry, TreeSource } from '../ports/tree-source.port';
+import type { ContentHasher, HashRequest, HashedFile, ListingSummary, SourceEntry, TreeSource } from '../ports/tree-source.port';
 import { STAT_WORDS, type KernelFailure, type KernelStat, type PackTarget, type PackedOutput, type RangeOutput } from './hash-kernel';
 import { HashPool, defaultWorkers } from './hash-pool';
+import { childListings, decodeListing, nativeLister, summarizeListing, type NativeLister, type PrefetcherHandle } from './native-lister';
 
 export function kindOf(st: fs.BigIntStats | fs.Stats): SourceKind {
   if (st.isFile()) return 'file';
@@ -44,6 +45,8 @@ function toSourceStat(k: KernelStat): SourceStat {
 export interface FsTreeSourceOptions {
   /** Hashing threads; 0 hashes on the calling thread. Default: one per core (at most 8). */
   readonly workers?: number;
+  /** Use the native directory lister when it is built (default true); false lists through node:fs. */
+  readonly nativeLister?: boolean;
 }
 
 /**
@@ -70,7 +73,12 @@ export class FsTreeSource implements TreeSource {
     readonly id: string,
     private readonly procCheck: boolean,
     private readonly workers: number,
-  ) {}
+    private readonly native: NativeLister | null,
+  ) {
+    this.listSummary = native ? async (rel, expected) => summarizeListing(this.nativeListing(native, rel, expected)) : undefined;
+  }
+
+  private prefetcher: ListingPrefetcher | null = null;
 
   static open(dir: string, options: FsTreeSourceOptions = {}): FsTreeSource {
     let real: string;
@@ -79,7 +87,7 @@ export class FsTreeSource implements TreeSource {
     } catch (e) {
       throw snapshotError('SNAPSHOT_ROOT_INVALID', `cannot open ${dir}: ${(e as Error).message}`, { path: dir }, e);
     }
-    return new FsTreeSource(real, probeProc(real), options.workers ?? defaultWorkers());
+    return new FsTreeSource(real, probeProc(real), options.workers ?? defaultWorkers(), options.nativeLister === false ? null : nativeLister());
   }
 
   abs(rel: string): string {
@@ -101,6 +109,7 @@ export class FsTreeSource implements TreeSource {
    */
   async listDir(rel: string, expected: SourceStat): Promise<SourceEntry[]> {
     const abs = this.abs(rel);
+    if (this.native) return decodeListing(this.nativeListing(this.native, rel, expected));
     const prefix = abs === '/' ? '/' : `${abs}/`;
     let names: string[];
     try {
@@ -125,6 +134,29 @@ export class FsTreeSource implements TreeSource {
     }
     this.checkSame(rel, abs, expected);
     return out;
+  }
+
+  /** Present when the native lister is in use. */
+  readonly listSummary: ((rel: string, expected: SourceStat) => Promise<ListingSummary>) | undefined;
+
+  private nativeListing(native: NativeLister, rel: string, expected: SourceStat): Buffer {
+    try {
+      return this.prefetcher?.take(rel, expected) ?? native.listDirSync(this.abs(rel), expected.dev, expected.ino);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ASSAY_DIR_CHANGED') throw changedDir(rel);
+      throw ioError('listing', showPath(rel), e);
+    }
+  }
+
+  prefetch(dirs: ReadonlyArray<{ readonly rel: string; readonly stat: SourceStat }>): void {
+    if (!this.native || dirs.length === 0) return;
+    this.prefetcher ??= new ListingPrefetcher(this.native, (rel) => this.abs(rel));
+    this.prefetcher.add(dirs);
+  }
+
+  release(): void {
+    this.prefetcher?.close();
+    this.prefetcher = null;
   }
 
   /** The slow path for a directory holding a name that may not be UTF-8. */
@@ -170,6 +202,59 @@ export class FsTreeSource implements TreeSource {
   relstat(rel: string): SourceStat | null {
     const st = fs.lstatSync(this.abs(rel), { bigint: true, throwIfNoEntry: false });
     return st ? sourceStat(st) : null;
+  }
+}
+
+/** Directory listings done ahead of the walk and not yet taken by it (the native side also caps their bytes). */
+const PREFETCH_HELD = 1024;
+
+/**
+ * Lists directories ahead of a depth-first walk on a thread of the native lister's own, so that their system calls
+ * run on another core while the walk works on what it already has. The walk hints a directory's subdirectories
+ * just before it descends into the first of them; the native side lists the most recent hint first, which is
+ * what the walk needs next. At most PREFETCH_HELD listings wait to be taken (memory stays bounded on huge
+ * trees); a directory the walk reaches before its listing started is listed on the spot.
+ */
+class ListingPrefetcher {
+  private readonly handle: PrefetcherHandle;
+  private readonly ids = new Map<string, { id: number; dev: bigint; ino: bigint }>();
+
+  constructor(
+    private readonly native: NativeLister,
+    private readonly abs: (rel: string) => string,
+  ) {
+    this.handle = native.prefetcherCreate(PREFETCH_HELD);
+  }
+
+  add(dirs: ReadonlyArray<{ readonly rel: string; readonly stat: SourceStat }>): void {
+    for (let i = dirs.length - 1; i >= 0; i--) {
+      const d = dirs[i] as { rel: string; stat: SourceStat };
+      if (this.ids.has(d.rel)) continue;
+      const dev = d.stat.dev;
+      const ino = d.stat.ino;
+      const id = this.native.prefetcherAdd(this.handle, this.abs(d.rel), dev, ino);
+      if (id !== 0) this.ids.set(d.rel, { id, dev, ino });
+    }
+  }
+
+  /**
+   * The listing done for `rel` as the directory `expected`, or null (list it now). Throws the listing's error.
+   * The subdirectories it queued on its own are remembered, so that the walk finds them too.
+   */
+  take(rel: string, expected: SourceStat): Buffer | null {
+    const r = this.ids.get(rel);
+    if (!r) return null;
+    this.ids.delete(rel);
+    const listing = this.native.prefetcherTake(this.handle, r.id);
+    if (!listing || r.dev !== expected.dev || r.ino !== expected.ino) return null;
+    const prefix = rel === '' ? '' : `${rel}/`;
+    for (const c of childListings(listing)) this.ids.set(prefix + c.name, { id: c.id, dev: c.dev, ino: c.ino });
+    return listing;
+  }
+
+  close(): void {
+    this.native.prefetcherClose(this.handle);
+    this.ids.clear();
   }
 }
 

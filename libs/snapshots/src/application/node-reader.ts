@@ -7,9 +7,21 @@ export interface BlockGetter {
   get(cid: CID): Promise<Uint8Array>;
 }
 
+/** Manifests known without reading the store (CID string -> manifest); a miss is read from the store. */
+export interface KnownManifests {
+  get(cid: string): DirManifest | undefined;
+}
+
 /** Reads and validates snapshot nodes from a store (every read hash-checked by the store). */
 export class NodeReader implements DirReader {
-  constructor(private readonly blocks: BlockGetter) {}
+  /**
+   * `built`: manifests this process has just encoded itself or can rebuild and check (see take-snapshot's
+   * ManifestMemo), served without reading them from the store or decoding them again.
+   */
+  constructor(
+    private readonly blocks: BlockGetter,
+    private readonly built: KnownManifests | null = null,
+  ) {}
 
   async readNode(cid: CID, where: string): Promise<SnapshotNode> {
     let bytes: Uint8Array;
@@ -22,6 +34,8 @@ export class NodeReader implements DirReader {
   }
 
   async readDir(cid: CID, where: string): Promise<DirManifest> {
+    const mine = this.built?.get(cid.toString());
+    if (mine) return mine;
     const n = await this.readNode(cid, where);
     if (n.type !== 'dir') {
       throw snapshotError('SNAPSHOT_MANIFEST_INVALID', `${showPath(where)}: block ${cid.toString()} is a file node, expected a directory manifest`, {

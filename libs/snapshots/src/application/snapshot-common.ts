@@ -5,7 +5,7 @@
  */
 import type { CID } from 'multiformats/cid';
 import type { Clock, Progress } from '@assay/core';
-import { CHUNK_SIZE, FORMAT_ID, MAX_NODE_BYTES, cidString, encodeDirManifest, parseCid, validateSymlinkTarget, type Block, type Entry } from '../domain/format';
+import { CHUNK_SIZE, FORMAT_ID, MAX_NODE_BYTES, cidString, encodeSortedDirManifest, parseCid, validateSymlinkTarget, type Block, type Entry } from '../domain/format';
 import { decodeUtf8Strict, displayBytes, findNfcCollision } from '../domain/names';
 import { policyDigest, policyDocument, type PolicyDocument, type SnapshotPolicy } from '../domain/policy';
 import { outsideSymlinks } from '../domain/symlinks';
@@ -13,7 +13,7 @@ import { joinRel, snapshotError } from '../domain/snapshot.errors';
 import { boundedPaths, type SnapshotEventSink, type SnapshotTakenData, type WorkspaceEditedData } from '../domain/events';
 import { summarizeDiff } from '../domain/diff';
 import type { BlobBatch, BlobStore } from '../ports/blob-store.port';
-import { NodeReader } from './node-reader';
+import { NodeReader, type KnownManifests } from './node-reader';
 
 export interface SnapshotResult {
   readonly root: CID;
@@ -81,6 +81,20 @@ export class TreeTally {
         { path: rel, size, total: this.bytes, limit: this.policy.maxTotalBytes },
       );
     }
+  }
+
+  /**
+   * Counts `n` regular files of `bytes` in all, if that stays within the limits (the largest being `largest`
+   * bytes); returns false, counting nothing, if it would not (the caller then counts them one by one, which
+   * names the offending file).
+   */
+  countFilesInBulk(n: number, bytes: number, largest: number): boolean {
+    const p = this.policy;
+    if (this.entries + n > p.maxFiles || largest > p.maxFileBytes || this.bytes + bytes > p.maxTotalBytes) return false;
+    this.entries += n;
+    this.files += n;
+    this.bytes += bytes;
+    return true;
   }
 
   /** Counts a regular file (or a hard link to one) of `size` bytes. */
@@ -154,7 +168,12 @@ export function refuseNfcCollision(rel: string, names: readonly string[]): void 
 
 /** Encodes the manifest of the directory `rel`, refusing one over the format's size limit. */
 export function encodeManifest(rel: string, entries: readonly Entry[]): Block {
-  const block = encodeDirManifest(entries);
+  return encodeManifestSorted(rel, entries).block;
+}
+
+/** encodeManifest, also returning the entries in manifest order. */
+export function encodeManifestSorted(rel: string, entries: readonly Entry[]): { block: Block; sorted: readonly Entry[] } {
+  const { block, sorted } = encodeSortedDirManifest(entries);
   if (block.bytes.length > MAX_NODE_BYTES) {
     throw snapshotError(
       'SNAPSHOT_TOO_MANY_FILES',
@@ -162,7 +181,7 @@ export function encodeManifest(rel: string, entries: readonly Entry[]): Block {
       { path: rel, entries: entries.length, limit: MAX_NODE_BYTES },
     );
   }
-  return block;
+  return { block, sorted };
 }
 
 /**
@@ -210,6 +229,8 @@ export interface SnapshotDone {
   readonly root: CID;
   readonly tally: TreeTally;
   readonly cache: { hits: number; hashed: number };
+  /** Manifests known without reading the store (built by this snapshot, or checked rebuilds of older ones). */
+  readonly built?: KnownManifests;
   /** Warnings so far; the diff's is added. */
   readonly warnings: string[];
   /** performance.now() marks: the walk's start and end, the commit's end, the stat cache update's end. */
@@ -260,7 +281,7 @@ export async function finishSnapshot(
     };
     if (previous && !previous.equals(done.root)) {
       try {
-        edited = await summarizeDiff(new NodeReader(store), previous, done.root);
+        edited = await summarizeDiff(new NodeReader(store, done.built ?? null), previous, done.root);
       } catch (e) {
         warnings.push(`no WorkspaceEdited event: the previous snapshot ${previous.toString()} cannot be read (${(e as Error).message})`);
       }

@@ -1,16 +1,17 @@
 import type { CID } from 'multiformats/cid';
 import { silentProgress, type Clock, type Progress } from '@assay/core';
-import { MODE_DIR, MODE_EXEC, MODE_FILE, MODE_SYMLINK, cidString, fileContent, normaliseFileMode, parseCid, type Entry } from '../domain/format';
+import { MODE_DIR, MODE_EXEC, MODE_FILE, MODE_SYMLINK, cidString, encodeSortedDirManifest, fileContent, normaliseFileMode, parseCid, type DirManifest, type Entry } from '../domain/format';
 import { compareNames, displayBytes, validateEntryName } from '../domain/names';
 import { resolvePolicy, type SnapshotPolicy } from '../domain/policy';
 import { compileExcludes, type ExcludeMatcher } from '../domain/exclude';
-import { ListingKey, isClean, recordedTimeNs, statSig, type CachedEntry, type DirCacheRecord, type SourceStat } from '../domain/stat-cache';
+import { ListingKey, digestBytes, isClean, recordedTimeNs, statSig, type CachedEntry, type DirCacheRecord, type SourceStat } from '../domain/stat-cache';
 import { snapshotError } from '../domain/snapshot.errors';
 import type { SnapshotEventSink } from '../domain/events';
 import type { BlobBatch, BlobStore } from '../ports/blob-store.port';
 import type { StatCache } from '../ports/stat-cache.port';
-import type { ContentHasher, TreeSource } from '../ports/tree-source.port';
-import { TreeTally, commitSnapshot, encodeManifest, finishSnapshot, refuseNfcCollision, resolvePrevious, type SnapshotResult } from './snapshot-common';
+import type { ContentHasher, ListingSummary, SourceEntry, TreeSource } from '../ports/tree-source.port';
+import type { KnownManifests } from './node-reader';
+import { TreeTally, commitSnapshot, encodeManifestSorted, finishSnapshot, refuseNfcCollision, resolvePrevious, type SnapshotResult } from './snapshot-common';
 
 export type { SnapshotResult } from './snapshot-common';
 
@@ -79,7 +80,40 @@ function fromCached(name: string, e: CachedEntry): Child {
   return { name, kind: e.kind, mode: e.mode, size: e.size, cid: e.cid, cidObj: null, target: e.target, cached: e };
 }
 
+/**
+ * The manifests a diff against the previous snapshot can have without reading the store: those this snapshot
+ * built, and older ones rebuilt from the stat cache's records, each re-encoded and used only if it gives exactly
+ * the CID asked for (a damaged cache cannot change the diff).
+ */
+class ManifestMemo implements KnownManifests {
+  constructor(
+    private readonly built: ReadonlyMap<string, DirManifest>,
+    private readonly records: ReadonlyMap<string, DirCacheRecord>,
+  ) {}
+
+  get(cid: string): DirManifest | undefined {
+    const mine = this.built.get(cid);
+    if (mine) return mine;
+    const record = this.records.get(cid);
+    if (!record) return undefined;
+    const entries: Entry[] = [];
+    for (const [name, e] of record.entries()) entries.push(toEntry(fromCached(name, e)));
+    const { block, sorted } = encodeSortedDirManifest(entries);
+    return cidString(block.cid) === cid ? { type: 'dir', entries: sorted } : undefined;
+  }
+}
+
+/** Entries of the manifests a snapshot keeps for its diff (a re-snapshot builds few; a first one may build many). */
+const BUILT_MANIFESTS_KEPT = 50_000;
+
 class Walk extends TreeTally {
+  /** Manifests built by this walk, for the diff (see BUILT_MANIFESTS_KEPT). */
+  readonly built = new Map<string, DirManifest>();
+  /** The stat cache's records met by the walk, by the manifest they describe (the diff rebuilds old ones from them). */
+  readonly previousManifests = new Map<string, DirCacheRecord>();
+  builtEntries = 0;
+  /** No exclusion patterns: listings can be judged from their summary (see filesUnchanged). */
+  readonly noExcludes: boolean;
   hits = 0;
   hashed = 0;
   readonly hardlinks = new Map<string, Promise<{ cid: CID; size: number; stat: SourceStat }>>();
@@ -100,6 +134,7 @@ class Walk extends TreeTally {
     readonly progress: Progress,
   ) {
     super(policy);
+    this.noExcludes = policy.exclude.length === 0;
   }
 
   check(): void {
@@ -187,8 +222,17 @@ class Walk extends TreeTally {
       this.lastYield = performance.now();
     }
     this.check();
-    const listing = await this.deps.source.listDir(rel, st);
     const record = this.cache ? await this.cache.lookupDir(this.deps.source.id, rel) : null;
+    if (record) this.previousManifests.set(record.manifest, record);
+    let listing: SourceEntry[];
+    const summarize = this.cache && this.noExcludes ? this.deps.source.listSummary : undefined;
+    if (summarize) {
+      const sum = await summarize.call(this.deps.source, rel, st);
+      if (record && this.filesUnchanged(sum, record)) return this.walkUnchanged(rel, depth, record, sum);
+      listing = sum.entries();
+    } else {
+      listing = await this.deps.source.listDir(rel, st);
+    }
     const items: Item[] = [];
     let plain = true;
     for (const e of listing) {
@@ -251,12 +295,67 @@ class Walk extends TreeTally {
 
     // Backpressure: do not walk further ahead than the hasher can take (bounds memory on huge trees).
     if (fileJobs && fileJobs.length > 0) await this.hasher.ready();
+    this.deps.source.prefetch?.(dirItems);
     const dirJobs: Array<{ name: string; result: Promise<DirResult> }> = [];
     for (const it of dirItems) {
       this.check();
       dirJobs.push({ name: it.name, result: (await this.walkDir(it.rel, it.stat, depth + 1)).result });
     }
     return { result: this.guard(this.complete(rel, record, filesKey, key, fileItems, fileJobs, dirJobs, linkChildren)) };
+  }
+
+  /**
+   * Whether a directory's regular files are exactly those the cache recorded, with the same stat signatures,
+   * all clean when recorded and stored (when storing), judged from the listing's summary alone. Only directories
+   * without symlinks, special files or names that need checking qualify; the others take the entry-by-entry
+   * path, which gives the same result.
+   */
+  private filesUnchanged(sum: ListingSummary, record: DirCacheRecord): boolean {
+    if (!sum.allPlain || sum.others !== 0 || !record.allClean || (this.batch !== null && !record.stored)) return false;
+    if (digestBytes(sum.filesKeyText) !== record.filesKey) return false;
+    return this.countFilesInBulk(sum.files, sum.fileBytes, sum.largestFile);
+  }
+
+  /** walkDir for a directory whose files are unchanged (filesUnchanged): only its subdirectories are looked at. */
+  private async walkUnchanged(rel: string, depth: number, record: DirCacheRecord, sum: ListingSummary): Promise<{ result: Promise<DirResult> }> {
+    this.visitedDirs.add(rel);
+    this.hits += sum.files;
+    this.tick();
+    const dirItems: Item[] = sum.subdirectories().map((e) => ({ name: e.name, rel: rel === '' ? e.name : `${rel}/${e.name}`, stat: e.stat }));
+    dirItems.sort((a, b) => compareNames(a.name, b.name));
+    for (const it of dirItems) this.countDir(it.rel, depth + 1);
+    this.deps.source.prefetch?.(dirItems);
+    const dirJobs: Array<{ name: string; result: Promise<DirResult> }> = [];
+    for (const it of dirItems) {
+      this.check();
+      dirJobs.push({ name: it.name, result: (await this.walkDir(it.rel, it.stat, depth + 1)).result });
+    }
+    return { result: this.guard(this.completeUnchanged(rel, record, sum.fileBytes, dirJobs)) };
+  }
+
+  /** complete() for a directory whose files are unchanged: its manifest is rebuilt only if a subdirectory changed. */
+  private async completeUnchanged(
+    rel: string,
+    record: DirCacheRecord,
+    fileBytes: number,
+    dirJobs: ReadonlyArray<{ name: string; result: Promise<DirResult> }>,
+  ): Promise<DirResult> {
+    const key = new ListingKey();
+    const dirChildren: Child[] = [];
+    let size = fileBytes;
+    for (const d of dirJobs) {
+      const r = await d.result;
+      key.dir(d.name, r.cid, r.size);
+      size += r.size;
+      dirChildren.push(fromCached(d.name, { kind: 'dir', sig: '', cid: r.cid, mode: MODE_DIR, size: r.size, clean: true, target: '' }));
+    }
+    this.check();
+    const dirsKey = key.dirsKey();
+    if (record.dirsKey === dirsKey && record.size === size) return { cid: record.manifest, size };
+    const files: Child[] = [];
+    for (const [name, e] of record.entries()) if (e.kind === 'file') files.push(fromCached(name, e));
+    files.sort((a, b) => compareNames(a.name, b.name));
+    return this.buildManifest(rel, files, [], dirChildren, size, record.filesKey, dirsKey);
   }
 
   /** Waits for a directory's files and subdirectories, then reuses or builds its manifest. */
@@ -297,12 +396,29 @@ class Walk extends TreeTally {
         return fromCached(f.it.name, e);
       });
     }
+    return this.buildManifest(rel, files, linkChildren, dirChildren, size, filesKey, dirsKey);
+  }
+
+  /** Encodes and stores a directory's manifest and records the directory for the stat cache. */
+  private async buildManifest(
+    rel: string,
+    files: readonly Child[],
+    linkChildren: readonly Child[],
+    dirChildren: readonly Child[],
+    size: number,
+    filesKey: string,
+    dirsKey: string,
+  ): Promise<DirResult> {
     const children = [...files, ...linkChildren, ...dirChildren];
-    const block = encodeManifest(rel, children.map(toEntry));
+    const { block, sorted } = encodeManifestSorted(rel, children.map(toEntry));
     if (this.batch) await this.batch.put(block);
     const cid = cidString(block.cid);
+    if (this.builtEntries + sorted.length <= BUILT_MANIFESTS_KEPT) {
+      this.builtEntries += sorted.length;
+      this.built.set(cid, { type: 'dir', entries: sorted });
+    }
     if (this.cache) {
-      const entries = new Map(children.map((c) => [c.name, c.cached] as const));
+      const cachedEntries = new Map(children.map((c) => [c.name, c.cached] as const));
       this.upserts.push({
         dir: rel,
         record: {
@@ -312,7 +428,7 @@ class Walk extends TreeTally {
           allClean: files.every((f) => f.cached.clean),
           filesKey,
           dirsKey,
-          entries: () => entries,
+          entries: () => cachedEntries,
         },
       });
     }
@@ -341,6 +457,30 @@ export async function takeSnapshot(deps: TakeSnapshotDeps, options: TakeSnapshot
     throw snapshotError('SNAPSHOT_ROOT_INVALID', `${deps.source.id} is not a directory (it is a ${rootStat.kind})`, { path: deps.source.id });
   }
 
+  // A source that can list ahead starts on the whole tree now, while the store and the stat cache load.
+  deps.source.prefetch?.([{ rel: '', stat: rootStat }]);
+  try {
+    return await snapshotTree(deps, options, { policy, excluded, dryRun, started, progress, label, cache, rootStat });
+  } finally {
+    deps.source.release?.();
+  }
+}
+
+async function snapshotTree(
+  deps: TakeSnapshotDeps,
+  options: TakeSnapshotOptions,
+  o: {
+    policy: SnapshotPolicy;
+    excluded: ExcludeMatcher;
+    dryRun: boolean;
+    started: Date;
+    progress: Progress;
+    label: string | null;
+    cache: StatCache | null;
+    rootStat: SourceStat;
+  },
+): Promise<SnapshotResult> {
+  const { policy, excluded, dryRun, started, progress, label, cache, rootStat } = o;
   const store = dryRun ? null : deps.store;
   const previous = store ? await resolvePrevious(store, label, options.previous) : null;
 
@@ -356,6 +496,7 @@ export async function takeSnapshot(deps: TakeSnapshotDeps, options: TakeSnapshot
   try {
     walk = new Walk(deps, policy, excluded, hasher, batch, cache, recordedTimeNs(started), progress);
     root = await (await walk.walkDir('', rootStat, 0)).result;
+    deps.source.release?.();
     walk.checkOutsideSymlinks();
     t1 = performance.now();
     rootCid = parseCid(root.cid);
@@ -382,6 +523,7 @@ export async function takeSnapshot(deps: TakeSnapshotDeps, options: TakeSnapshot
     root: rootCid,
     tally: walk,
     cache: { hits: walk.hits, hashed: walk.hashed },
+    built: new ManifestMemo(walk.built, walk.previousManifests),
     warnings,
     marks: { t0, t1, t2, t3 },
   });

@@ -295,18 +295,43 @@ describe('events', () => {
     expect(r.code).toBe('SNAPSHOT_NOT_FOUND');
   });
 
-  it('still takes the snapshot when the previous one cannot be read, and says so', async () => {
+  /** A snapshot of d/x, then every manifest of it but the root lost from the store, then d/x changed. */
+  async function lostPrevious(): Promise<{ e: Env; t: MemoryTree }> {
     const e = env();
     const t = new MemoryTree().file('d/x', '1');
     await snap(t, e, { label: 'ws' });
-    // Lose every manifest of the previous snapshot but its root.
     const head = await e.store.head('ws');
     for (const [k, b] of [...e.store.blobs]) if (b.cid.code === 0x71 && k !== head) e.store.blobs.delete(k);
     t.file('d/x', '2');
-    const r = await snap(t, e, { label: 'ws' });
+    return { e, t };
+  }
+
+  it('still takes the snapshot when the previous one cannot be read (nor rebuilt from the stat cache), and says so', async () => {
+    const { e, t } = await lostPrevious();
+    const r = await snap(t, e, { label: 'ws', useCache: false });
     expect(r.edited).toBeNull();
     expect(r.warnings).toEqual([expect.stringMatching(/no WorkspaceEdited event: the previous snapshot bafy\w+ cannot be read/)]);
     expect(e.sink.events.map((x) => x.type)).toEqual(['SnapshotTaken', 'SnapshotTaken']);
+  });
+
+  it('diffs against manifests rebuilt from the stat cache when they match their CIDs, never otherwise', async () => {
+    const { e, t } = await lostPrevious();
+    const r = await snap(t, e, { label: 'ws' });
+    expect(r.warnings).toEqual([]);
+    expect(r.edited).toMatchObject({ totalChanges: 1, changed: { files: 1, bytesBefore: 1, bytesAfter: 1 }, paths: [{ path: 'd/x', change: 'changed' }] });
+
+    // A damaged cache record (its entries no longer encode to the manifest it names) is not believed.
+    const again = await lostPrevious();
+    const rec = await again.e.cache.lookupDir(again.t.id, 'd');
+    if (!rec) throw new Error('no cache record for d');
+    const entries = new Map(rec.entries());
+    const x = entries.get('x');
+    if (!x) throw new Error('no cache entry for d/x');
+    entries.set('x', { ...x, size: x.size + 1 });
+    await again.e.cache.commit(again.t.id, { upserts: [{ dir: 'd', record: { ...rec, entries: () => entries } }], visitedDirs: new Set(['', 'd']) });
+    const r2 = await snap(again.t, again.e, { label: 'ws' });
+    expect(r2.edited).toBeNull();
+    expect(r2.warnings).toEqual([expect.stringMatching(/no WorkspaceEdited event: the previous snapshot bafy\w+ cannot be read/)]);
   });
 
   it('pins every stored snapshot', async () => {

@@ -149,8 +149,14 @@ export function sortEntries(entries: readonly Entry[]): Entry[] {
 
 /** Encodes a directory manifest (entries sorted here, whatever order they come in). */
 export function encodeDirManifest(entries: readonly Entry[]): Block {
-  const bytes = encodeDirBytes(sortEntries(entries));
-  return { cid: cidFromDigest(DAG_CBOR_CODE, sha256(bytes)), bytes };
+  return encodeSortedDirManifest(entries).block;
+}
+
+/** encodeDirManifest, also returning the entries in manifest order (what decodeNode would give back). */
+export function encodeSortedDirManifest(entries: readonly Entry[]): { block: Block; sorted: readonly Entry[] } {
+  const sorted = sortEntries(entries);
+  const bytes = encodeDirBytes(sorted);
+  return { block: { cid: cidFromDigest(DAG_CBOR_CODE, sha256(bytes)), bytes }, sorted };
 }
 
 /** The usual string form of a CID (base32), computed without multiformats' allocations. */

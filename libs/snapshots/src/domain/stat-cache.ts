@@ -1,5 +1,5 @@
 /** The stat cache's rules, as pure functions (the store is behind the StatCache port). */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 
 /** What a tree source reports for an entry (lstat; never follows a symlink). */
 export type SourceKind = 'file' | 'dir' | 'symlink' | 'fifo' | 'socket' | 'char-device' | 'block-device' | 'unknown';
@@ -80,7 +80,12 @@ export class ListingKey {
 }
 
 function digestHex(s: string): string {
-  return createHash('sha256').update(s).digest('base64');
+  return hash('sha256', s, 'base64');
+}
+
+/** The digest ListingKey gives for a key text already encoded as UTF-8 bytes. */
+export function digestBytes(b: Uint8Array): string {
+  return hash('sha256', b, 'base64');
 }
 
 /**

@@ -23,6 +23,8 @@ export interface SnapshotHomeOptions {
   /** Hashing threads (default: one per core, at most 8; 0 = calling thread only). */
   readonly workers?: number;
   readonly durability?: 'batch' | 'none';
+  /** List directories with the native lister when it is built (default true); false lists through node:fs. */
+  readonly nativeLister?: boolean;
 }
 
 export interface CreateOptions {
@@ -62,7 +64,10 @@ export class SnapshotHome {
   }
 
   async create(dir: string, o: CreateOptions = {}): Promise<SnapshotResult> {
-    const source = FsTreeSource.open(dir, this.options.workers === undefined ? {} : { workers: this.options.workers });
+    const source = FsTreeSource.open(dir, {
+      ...(this.options.workers === undefined ? {} : { workers: this.options.workers }),
+      ...(this.options.nativeLister === undefined ? {} : { nativeLister: this.options.nativeLister }),
+    });
     return takeSnapshot(
       {
         source,

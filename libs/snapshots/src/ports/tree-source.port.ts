@@ -9,6 +9,31 @@ export interface SourceEntry {
   readonly stat: SourceStat;
 }
 
+/**
+ * A directory's listing with what lets the walk recognise an unchanged directory without looking at each entry.
+ * Counts are over the listing as read (before exclusions).
+ */
+export interface ListingSummary {
+  readonly files: number;
+  readonly dirs: number;
+  /** Symlinks, special files and entries of unknown kind. */
+  readonly others: number;
+  /** Every name is printable ASCII other than `/`, and not `..`. */
+  readonly allPlain: boolean;
+  /** Bytes of the regular files, and the size of the largest. */
+  readonly fileBytes: number;
+  readonly largestFile: number;
+  /**
+   * For every regular file in byte order of names: `f`, NUL, the name, NUL, its stat signature (statSig), `\n`.
+   * The same bytes as the files' part of the walk's ListingKey when the directory has no symlink.
+   */
+  readonly filesKeyText: Uint8Array;
+  /** Every entry, unsorted (as listDir returns them). */
+  entries(): SourceEntry[];
+  /** The subdirectories only, unsorted. */
+  subdirectories(): SourceEntry[];
+}
+
 export interface HashRequest {
   /** Path relative to the root, '/'-separated. */
   readonly rel: string;
@@ -43,6 +68,15 @@ export interface TreeSource {
   statRoot(): Promise<SourceStat>;
   /** The entries of a directory (unsorted; `.` and `..` excluded). `expected` is the directory's own lstat. */
   listDir(rel: string, expected: SourceStat): Promise<SourceEntry[]>;
+  /** listDir with a summary (sources that can produce one cheaply; the walk then skips unchanged directories). */
+  listSummary?(rel: string, expected: SourceStat): Promise<ListingSummary>;
+  /**
+   * A hint: these directories (relative path and lstat, in the order the walk will visit them) will be listed
+   * soon. A source may start listing them in the background; listDir must give the same result either way.
+   */
+  prefetch?(dirs: ReadonlyArray<{ readonly rel: string; readonly stat: SourceStat }>): void;
+  /** The walk is over (done or failed): drop whatever prefetch still holds. */
+  release?(): void;
   /** The raw bytes of a symlink's target. */
   readLink(rel: string): Promise<Uint8Array>;
   openHasher(batch: BlobBatch | null): ContentHasher;
