@@ -194,6 +194,24 @@ describe('the native directory lister', () => {
     expect(l.prefetcherTake(h, 1)).toBeNull();
   });
 
+  it('lists only what it is asked for when told the walk may skip directories (exclusions)', async () => {
+    const dir = fresh('hinted');
+    mkdirSync(join(dir, 'a', 'b'), { recursive: true });
+    const l = lister();
+    const h = l.prefetcherCreate(16, false);
+    try {
+      const a = rootStat(join(dir, 'a'));
+      const id = l.prefetcherAdd(h, join(dir, 'a'), a.dev, a.ino);
+      await new Promise((r) => setTimeout(r, 300));
+      const listing = l.prefetcherTake(h, id);
+      if (!listing) throw new Error('a was not prefetched');
+      expect(decodeListing(listing).map((e) => e.name)).toEqual(['b']);
+      expect(childListings(listing)).toEqual([]);
+    } finally {
+      l.prefetcherClose(h);
+    }
+  });
+
   it('hands a request back when it has not started: the caller lists it, and it is never listed twice', () => {
     const dir = fresh('many');
     for (let i = 0; i < 300; i++) mkdirSync(join(dir, `d${i}`, 'x'), { recursive: true });

@@ -405,6 +405,7 @@ typedef struct {
   uint32_t nstack, cap_stack;
   uint32_t held, max_held;
   size_t held_bytes;    /* bytes of listings done and not taken */
+  int descend;          /* queue each listing's subdirectories (off when the walk may skip some) */
 } prefetcher;
 
 static void free_listing(napi_env env, void *data, void *hint) {
@@ -527,7 +528,7 @@ static void *pf_main(void *arg) {
     pthread_mutex_unlock(&pf->mu);
     s->step = "open";
     s->rc = list_dir(s->req.path, s->req.dev, s->req.ino, s->req.check, &s->out, &s->step, s->entry, sizeof s->entry);
-    if (s->rc == 0) pf_queue_children(pf, s);
+    if (s->rc == 0 && pf->descend) pf_queue_children(pf, s);
     pthread_mutex_lock(&pf->mu);
     s->state = SLOT_DONE;
     pf->held_bytes += s->out.cap;
@@ -578,13 +579,15 @@ static prefetcher *pf_get(napi_env env, napi_value v) {
   return p;
 }
 
-/* prefetcherCreate(maxHeld) -> handle */
+/* prefetcherCreate(maxHeld, descend) -> handle; with descend false only what prefetcherAdd queues is listed. */
 static napi_value pf_create(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
-  napi_value argv[1];
+  size_t argc = 2;
+  napi_value argv[2];
   CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   uint32_t max_held = 64;
+  bool descend = true;
   if (argc >= 1) napi_get_value_uint32(env, argv[0], &max_held);
+  if (argc >= 2) napi_get_value_bool(env, argv[1], &descend);
   prefetcher *pf = calloc(1, sizeof *pf);
   if (!pf) {
     napi_throw_error(env, "ENOMEM", "out of memory");
@@ -594,6 +597,7 @@ static napi_value pf_create(napi_env env, napi_callback_info info) {
   pthread_cond_init(&pf->work, NULL);
   pthread_cond_init(&pf->done, NULL);
   pf->max_held = max_held ? max_held : 1;
+  pf->descend = descend ? 1 : 0;
   pf->next_id = 1;
   napi_value handle;
   CALL(env, napi_create_external(env, pf, pf_finalize, NULL, &handle));

@@ -5,7 +5,7 @@ import type { SourceKind, SourceStat } from '../domain/stat-cache';
 import { ioError, showPath, snapshotError } from '../domain/snapshot.errors';
 import { decodeUtf8Strict } from '../domain/names';
 import type { BlobBatch, PackStaging } from '../ports/blob-store.port';
-import type { ContentHasher, HashRequest, HashedFile, ListingSummary, SourceEntry, TreeSource } from '../ports/tree-source.port';
+import type { ContentHasher, HashRequest, HashedFile, ListingSummary, PrefetchOptions, SourceEntry, TreeSource } from '../ports/tree-source.port';
 import { STAT_WORDS, type KernelFailure, type KernelStat, type PackTarget, type PackedOutput, type RangeOutput } from './hash-kernel';
 import { HashPool, defaultWorkers } from './hash-pool';
 import { childListings, decodeListing, nativeLister, summarizeListing, type NativeLister, type PrefetcherHandle } from './native-lister';
@@ -148,9 +148,9 @@ export class FsTreeSource implements TreeSource {
     }
   }
 
-  prefetch(dirs: ReadonlyArray<{ readonly rel: string; readonly stat: SourceStat }>): void {
+  prefetch(dirs: ReadonlyArray<{ readonly rel: string; readonly stat: SourceStat }>, options: PrefetchOptions = {}): void {
     if (!this.native || dirs.length === 0) return;
-    this.prefetcher ??= new ListingPrefetcher(this.native, (rel) => this.abs(rel));
+    this.prefetcher ??= new ListingPrefetcher(this.native, (rel) => this.abs(rel), options.wholeTree === true);
     this.prefetcher.add(dirs);
   }
 
@@ -209,11 +209,12 @@ export class FsTreeSource implements TreeSource {
 const PREFETCH_HELD = 1024;
 
 /**
- * Lists directories ahead of a depth-first walk on a thread of the native lister's own, so that their system calls
- * run on another core while the walk works on what it already has. The walk hints a directory's subdirectories
- * just before it descends into the first of them; the native side lists the most recent hint first, which is
- * what the walk needs next. At most PREFETCH_HELD listings wait to be taken (memory stays bounded on huge
- * trees); a directory the walk reaches before its listing started is listed on the spot.
+ * Lists directories ahead of a depth-first walk on threads of the native lister's own, so that their system calls
+ * run on another core while the walk works on what it already has. The walk hints the root (and each directory's
+ * subdirectories before it descends into them); the native side lists the most recent request first and, for a
+ * walk that visits the whole tree, queues each listing's subdirectories itself, first in name order on top: the
+ * walk's own order. At most PREFETCH_HELD listings wait to be taken (memory stays bounded on huge trees); a
+ * directory the walk reaches before its listing started is listed on the spot.
  */
 class ListingPrefetcher {
   private readonly handle: PrefetcherHandle;
@@ -222,8 +223,11 @@ class ListingPrefetcher {
   constructor(
     private readonly native: NativeLister,
     private readonly abs: (rel: string) => string,
+    wholeTree: boolean,
   ) {
-    this.handle = native.prefetcherCreate(PREFETCH_HELD);
+    // Listing the whole tree ahead only pays when the walk will visit all of it: with exclusions it could fill
+    // the prefetcher with directories the walk never takes, so then only hinted directories are listed.
+    this.handle = native.prefetcherCreate(PREFETCH_HELD, wholeTree);
   }
 
   add(dirs: ReadonlyArray<{ readonly rel: string; readonly stat: SourceStat }>): void {

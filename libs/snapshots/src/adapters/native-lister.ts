@@ -30,8 +30,11 @@ import type { ListingSummary, SourceEntry } from '../ports/tree-source.port';
 export interface NativeLister {
   /** Lists `path`; with dev and ino, fails with code ASSAY_DIR_CHANGED unless the opened directory is that inode. */
   listDirSync(path: string, dev?: bigint, ino?: bigint): Buffer;
-  /** A background lister (one thread of its own) holding at most `maxHeld` listings not yet taken. */
-  prefetcherCreate(maxHeld: number): PrefetcherHandle;
+  /**
+   * A background lister (threads of its own) holding at most `maxHeld` listings not yet taken; with `descend`
+   * (the default) each listing's subdirectories are queued in turn, else only what prefetcherAdd queues.
+   */
+  prefetcherCreate(maxHeld: number, descend?: boolean): PrefetcherHandle;
   /**
    * Queues a listing (the most recently queued is listed first) and returns its id, or 0 if it could not be
    * queued. A listing's subdirectories are queued in turn; their ids are in the listing (see childListings).

@@ -458,7 +458,7 @@ export async function takeSnapshot(deps: TakeSnapshotDeps, options: TakeSnapshot
   }
 
   // A source that can list ahead starts on the whole tree now, while the store and the stat cache load.
-  deps.source.prefetch?.([{ rel: '', stat: rootStat }]);
+  deps.source.prefetch?.([{ rel: '', stat: rootStat }], { wholeTree: policy.exclude.length === 0 });
   try {
     return await snapshotTree(deps, options, { policy, excluded, dryRun, started, progress, label, cache, rootStat });
   } finally {

@@ -58,6 +58,14 @@ export interface ContentHasher {
   close(): Promise<void>;
 }
 
+export interface PrefetchOptions {
+  /**
+   * Whether the walk will descend into every subdirectory (no exclusion patterns): a source may then list the
+   * whole tree below the hinted directories without waiting for more hints. Decided by the first hint.
+   */
+  readonly wholeTree?: boolean;
+}
+
 /**
  * A directory tree to snapshot, seen through lstat only. Implementations never follow a symlink and check that
  * what they read is still what the walk saw.
@@ -74,7 +82,7 @@ export interface TreeSource {
    * A hint: these directories (relative path and lstat, in the order the walk will visit them) will be listed
    * soon. A source may start listing them in the background; listDir must give the same result either way.
    */
-  prefetch?(dirs: ReadonlyArray<{ readonly rel: string; readonly stat: SourceStat }>): void;
+  prefetch?(dirs: ReadonlyArray<{ readonly rel: string; readonly stat: SourceStat }>, options?: PrefetchOptions): void;
   /** The walk is over (done or failed): drop whatever prefetch still holds. */
   release?(): void;
   /** The raw bytes of a symlink's target. */
