@@ -546,6 +546,7 @@ static void pf_stop(prefetcher *pf) {
     pthread_mutex_unlock(&pf->mu);
     for (int i = 0; i < pf->started; i++) pthread_join(pf->threads[i], NULL);
     pf->started = 0;
+    pf->stopping = 0;
   }
   for (uint32_t i = 0; i < pf->cap_slots; i++) {
     slot_free(pf->slots[i]);
