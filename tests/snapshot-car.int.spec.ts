@@ -1,15 +1,12 @@
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CID } from 'multiformats/cid';
 import * as dagCbor from '@ipld/dag-cbor';
 import { ManualClock, isAssayError } from '@assay/core';
 import { CHUNK_SIZE, SnapshotHome, rawBlock } from '@assay/snapshots';
+import { scratchDirs } from './support/scratch';
 
-const base = mkdtempSync(join(tmpdir(), 'assay-snap-car-'));
-afterAll(() => rmSync(base, { recursive: true, force: true }));
-let n = 0;
-const fresh = (name: string) => join(base, `${name}-${++n}`);
+const { fresh } = scratchDirs('assay-snap-car-');
 const home = () => SnapshotHome.open(fresh('home'), { clock: new ManualClock('2099-01-01'), durability: 'none' });
 
 function varint(n: number): Buffer {

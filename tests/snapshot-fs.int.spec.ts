@@ -5,7 +5,6 @@ import {
   linkSync,
   lstatSync,
   mkdirSync,
-  mkdtempSync,
   readFileSync,
   readdirSync,
   readlinkSync,
@@ -16,7 +15,6 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { createServer, type Server } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CID } from 'multiformats/cid';
 import * as dagCbor from '@ipld/dag-cbor';
@@ -25,11 +23,9 @@ import * as raw from 'multiformats/codecs/raw';
 import { ManualClock } from '@assay/core';
 import { CHUNK_SIZE, FsBlobStore, FsTreeSource, MemoryTree, SnapshotHome, takeSnapshot, type SnapshotHomeOptions } from '@assay/snapshots';
 import { failure } from './support/failure';
+import { scratchDirs } from './support/scratch';
 
-const base = mkdtempSync(join(tmpdir(), 'assay-snap-fs-'));
-afterAll(() => rmSync(base, { recursive: true, force: true }));
-let n = 0;
-const fresh = (name: string) => join(base, `${name}-${++n}`);
+const { base, fresh } = scratchDirs('assay-snap-fs-');
 
 /** A clock far ahead of the files' timestamps: stat cache entries recorded by it are clean. */
 const future = () => new ManualClock('2099-01-01T00:00:00.000Z');

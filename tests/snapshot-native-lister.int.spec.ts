@@ -1,6 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { chmodSync, linkSync, lstatSync, mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, linkSync, lstatSync, mkdirSync, renameSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ManualClock } from '@assay/core';
 import {
@@ -20,16 +19,14 @@ import {
   type SourceStat,
 } from '@assay/snapshots';
 import { failure } from './support/failure';
+import { scratchDirs } from './support/scratch';
 
 /*
  * The native directory lister (libs/snapshots/native/fs-list.c) is built by `npm run build`; these tests need it
  * and fail (never skip) without it. Everything it produces is held equal to what node:fs gives, and snapshots
  * taken with it equal those taken without it.
  */
-const base = mkdtempSync(join(tmpdir(), 'assay-native-lister-'));
-afterAll(() => rmSync(base, { recursive: true, force: true }));
-let n = 0;
-const fresh = (name: string) => join(base, `${name}-${++n}`);
+const { fresh } = scratchDirs('assay-native-lister-');
 const future = () => new ManualClock('2099-01-01T00:00:00.000Z');
 
 function lister(): NativeLister {

@@ -571,10 +571,16 @@ static void pf_finalize(napi_env env, void *data, void *hint) {
   free(pf);
 }
 
-static prefetcher *pf_get(napi_env env, napi_value v) {
+/*
+ * The arguments of a prefetcher call: the handle (argv[0], returned) and `n - 1` more. NULL, with a TypeError
+ * pending, when there are fewer or the first is not a prefetcher; `usage` names the call for the message.
+ */
+static prefetcher *pf_args(napi_env env, napi_callback_info info, size_t n, napi_value *argv, const char *usage) {
+  size_t argc = n;
   void *p = NULL;
-  if (napi_get_value_external(env, v, &p) != napi_ok || !p) {
-    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "expected a prefetcher");
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < n || napi_get_value_external(env, argv[0], &p) != napi_ok ||
+      !p) {
+    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", usage);
     return NULL;
   }
   return p;
@@ -607,14 +613,8 @@ static napi_value pf_create(napi_env env, napi_callback_info info) {
 
 /* prefetcherAdd(handle, path, dev, ino) -> id (0 when it could not be queued: list it yourself). */
 static napi_value pf_add(napi_env env, napi_callback_info info) {
-  size_t argc = 4;
   napi_value argv[4];
-  CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  if (argc < 4) {
-    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "prefetcherAdd(handle, path, dev, ino)");
-    return NULL;
-  }
-  prefetcher *pf = pf_get(env, argv[0]);
+  prefetcher *pf = pf_args(env, info, 4, argv, "prefetcherAdd(handle, path, dev, ino)");
   if (!pf) return NULL;
   slot *s = calloc(1, sizeof *s);
   if (!s) {
@@ -652,10 +652,8 @@ static napi_value pf_add(napi_env env, napi_callback_info info) {
  * error. Either way the request is finished.
  */
 static napi_value pf_take(napi_env env, napi_callback_info info) {
-  size_t argc = 2;
   napi_value argv[2];
-  CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  prefetcher *pf = pf_get(env, argv[0]);
+  prefetcher *pf = pf_args(env, info, 2, argv, "prefetcherTake(handle, id)");
   if (!pf) return NULL;
   uint32_t id;
   CALL(env, napi_get_value_uint32(env, argv[1], &id));
@@ -694,10 +692,8 @@ static napi_value pf_take(napi_env env, napi_callback_info info) {
 
 /* prefetcherClose(handle): stops the threads and drops every listing not taken. */
 static napi_value pf_close(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
   napi_value argv[1];
-  CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  prefetcher *pf = pf_get(env, argv[0]);
+  prefetcher *pf = pf_args(env, info, 1, argv, "prefetcherClose(handle)");
   if (!pf) return NULL;
   pf_stop(pf);
   return NULL;

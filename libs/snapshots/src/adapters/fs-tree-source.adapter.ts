@@ -104,12 +104,13 @@ export class FsTreeSource implements TreeSource {
   }
 
   /**
-   * Lists a directory: readdir, then lstat of every entry (on the calling thread: for the tens of thousands of
-   * small syscalls of a re-snapshot, a round trip to a worker per directory costs more than it saves).
+   * Lists a directory: through the native lister when it is in use (prefetched when it was hinted), else
+   * readdir, then lstat of every entry on the calling thread (for the tens of thousands of small syscalls of a
+   * re-snapshot, a round trip to a worker per directory costs more than it saves).
    */
   async listDir(rel: string, expected: SourceStat): Promise<SourceEntry[]> {
-    const abs = this.abs(rel);
     if (this.native) return decodeListing(this.nativeListing(this.native, rel, expected));
+    const abs = this.abs(rel);
     const prefix = abs === '/' ? '/' : `${abs}/`;
     let names: string[];
     try {

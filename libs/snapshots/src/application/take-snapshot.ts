@@ -61,6 +61,12 @@ interface Child {
   readonly cached: CachedEntry;
 }
 
+/** A subdirectory being walked: its name and the promise of its manifest. */
+interface DirJob {
+  readonly name: string;
+  readonly result: Promise<DirResult>;
+}
+
 interface Item {
   readonly name: string;
   readonly rel: string;
@@ -295,13 +301,32 @@ class Walk extends TreeTally {
 
     // Backpressure: do not walk further ahead than the hasher can take (bounds memory on huge trees).
     if (fileJobs && fileJobs.length > 0) await this.hasher.ready();
+    const dirJobs = await this.walkSubdirs(dirItems, depth);
+    return { result: this.guard(this.complete(rel, record, filesKey, key, fileItems, fileJobs, dirJobs, linkChildren)) };
+  }
+
+  /** Walks a directory's subdirectories one after the other (hinting them to the source first). */
+  private async walkSubdirs(dirItems: readonly Item[], depth: number): Promise<DirJob[]> {
     this.deps.source.prefetch?.(dirItems);
-    const dirJobs: Array<{ name: string; result: Promise<DirResult> }> = [];
+    const dirJobs: DirJob[] = [];
     for (const it of dirItems) {
       this.check();
       dirJobs.push({ name: it.name, result: (await this.walkDir(it.rel, it.stat, depth + 1)).result });
     }
-    return { result: this.guard(this.complete(rel, record, filesKey, key, fileItems, fileJobs, dirJobs, linkChildren)) };
+    return dirJobs;
+  }
+
+  /** Waits for the subdirectories' results: their entries, their total size, and (given a key) their part of it. */
+  private async collectSubdirs(dirJobs: readonly DirJob[], key: ListingKey | null): Promise<{ dirChildren: Child[]; size: number }> {
+    const dirChildren: Child[] = [];
+    let size = 0;
+    for (const d of dirJobs) {
+      const r = await d.result;
+      key?.dir(d.name, r.cid, r.size);
+      size += r.size;
+      dirChildren.push(fromCached(d.name, { kind: 'dir', sig: '', cid: r.cid, mode: MODE_DIR, size: r.size, clean: true, target: '' }));
+    }
+    return { dirChildren, size };
   }
 
   /**
@@ -324,12 +349,7 @@ class Walk extends TreeTally {
     const dirItems: Item[] = sum.subdirectories().map((e) => ({ name: e.name, rel: rel === '' ? e.name : `${rel}/${e.name}`, stat: e.stat }));
     dirItems.sort((a, b) => compareNames(a.name, b.name));
     for (const it of dirItems) this.countDir(it.rel, depth + 1);
-    this.deps.source.prefetch?.(dirItems);
-    const dirJobs: Array<{ name: string; result: Promise<DirResult> }> = [];
-    for (const it of dirItems) {
-      this.check();
-      dirJobs.push({ name: it.name, result: (await this.walkDir(it.rel, it.stat, depth + 1)).result });
-    }
+    const dirJobs = await this.walkSubdirs(dirItems, depth);
     return { result: this.guard(this.completeUnchanged(rel, record, sum.fileBytes, dirJobs)) };
   }
 
@@ -338,17 +358,12 @@ class Walk extends TreeTally {
     rel: string,
     record: DirCacheRecord,
     fileBytes: number,
-    dirJobs: ReadonlyArray<{ name: string; result: Promise<DirResult> }>,
+    dirJobs: readonly DirJob[],
   ): Promise<DirResult> {
     const key = new ListingKey();
-    const dirChildren: Child[] = [];
-    let size = fileBytes;
-    for (const d of dirJobs) {
-      const r = await d.result;
-      key.dir(d.name, r.cid, r.size);
-      size += r.size;
-      dirChildren.push(fromCached(d.name, { kind: 'dir', sig: '', cid: r.cid, mode: MODE_DIR, size: r.size, clean: true, target: '' }));
-    }
+    const subdirs = await this.collectSubdirs(dirJobs, key);
+    const dirChildren = subdirs.dirChildren;
+    const size = fileBytes + subdirs.size;
     this.check();
     const dirsKey = key.dirsKey();
     if (record.dirsKey === dirsKey && record.size === size) return { cid: record.manifest, size };
@@ -366,17 +381,12 @@ class Walk extends TreeTally {
     key: ListingKey,
     fileItems: ReadonlyArray<{ it: Item; sig: string }>,
     fileJobs: Array<Promise<Child>> | null,
-    dirJobs: ReadonlyArray<{ name: string; result: Promise<DirResult> }>,
+    dirJobs: readonly DirJob[],
     linkChildren: readonly Child[],
   ): Promise<DirResult> {
-    const dirChildren: Child[] = [];
-    let size = 0;
-    for (const d of dirJobs) {
-      const r = await d.result;
-      if (this.cache) key.dir(d.name, r.cid, r.size);
-      size += r.size;
-      dirChildren.push(fromCached(d.name, { kind: 'dir', sig: '', cid: r.cid, mode: MODE_DIR, size: r.size, clean: true, target: '' }));
-    }
+    const subdirs = await this.collectSubdirs(dirJobs, this.cache ? key : null);
+    const dirChildren = subdirs.dirChildren;
+    let size = subdirs.size;
     const fileChildren = fileJobs ? await Promise.all(fileJobs) : null;
     this.check();
     if (fileChildren) for (const c of fileChildren) size += c.size;

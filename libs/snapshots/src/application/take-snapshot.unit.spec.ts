@@ -1,4 +1,4 @@
-import { ManualClock, isAssayError } from '@assay/core';
+import { ManualClock } from '@assay/core';
 import { MemoryTree } from '../adapters/memory-tree-source.adapter';
 import { MemoryBlobStore } from '../adapters/memory-blob-store.adapter';
 import { MemoryStatCache } from '../adapters/memory-stat-cache.adapter';
@@ -7,6 +7,7 @@ import { MemoryEventSink, isPlainJson } from '../domain/events';
 import { policyDigest, resolvePolicy, type SnapshotPolicy } from '../domain/policy';
 import { takeSnapshot, type SnapshotResult } from './take-snapshot';
 import { verifySnapshot } from './verify';
+import { failure } from '../../../../tests/support/failure';
 
 const bigCache = new Map<string, Uint8Array>();
 const big = (n: number, seed: number): Uint8Array => {
@@ -70,15 +71,6 @@ async function rootOf(tree: MemoryTree, policy: Partial<SnapshotPolicy> = {}): P
   return (await takeSnapshot({ source: tree, store: null, clock: new ManualClock('2030-01-01') }, { dryRun: true, policy })).rootCid;
 }
 
-async function refusal(p: Promise<unknown>): Promise<{ code: string; message: string }> {
-  try {
-    await p;
-  } catch (e) {
-    if (!isAssayError(e)) throw e;
-    return { code: e.code, message: e.message };
-  }
-  throw new Error('expected a refusal');
-}
 
 describe('determinism', () => {
   it('gives the same root CID whatever the walk order and the order the tree was built in', async () => {
@@ -142,7 +134,7 @@ describe('policy refusals name the path and the limit', () => {
     const t = sample();
     change(t);
     const e = env();
-    const r = await refusal(snap(t, e, { policy }));
+    const r = await failure(snap(t, e, { policy }));
     expect(r.code).toBe(code);
     expect(r.message).toMatch(message);
     // nothing of a refused snapshot is kept
@@ -291,7 +283,7 @@ describe('events', () => {
     const b = await snap(new MemoryTree().file('x', '2'), e, { label: null, previous: a.rootCid });
     expect(b.edited).toMatchObject({ fromCid: a.rootCid, changed: { files: 1 } });
     const other = await rootOf(new MemoryTree().file('y', 'never stored'));
-    const r = await refusal(snap(new MemoryTree().file('x', '3'), e, { previous: other }));
+    const r = await failure(snap(new MemoryTree().file('x', '3'), e, { previous: other }));
     expect(r.code).toBe('SNAPSHOT_NOT_FOUND');
   });
 
