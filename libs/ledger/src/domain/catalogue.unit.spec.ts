@@ -21,6 +21,11 @@ describe('event catalogue', () => {
     expect(eventDataProblem('Nope', {})).toMatchObject({ code: 'LEDGER_UNKNOWN_EVENT_TYPE' });
     expect(eventDataProblem('Note', {})).toMatchObject({ code: 'LEDGER_EVENT_INVALID', message: expect.stringContaining('data.text: is required') });
     expect(eventDataProblem('Note', { text: 'x', extra: 1 })).toMatchObject({ message: expect.stringContaining('data.extra: is not a field') });
+    // Names that every object inherits are still unknown fields.
+    for (const name of ['constructor', 'toString', 'hasOwnProperty', '__proto__'])
+      expect(eventDataProblem('Note', JSON.parse(`{"text":"x","${name}":1}`))).toMatchObject({ message: `Note data.${name}: is not a field of this event type` });
+    // Paths name nested fields and map entries.
+    expect(eventDataProblem('RewardRecorded', { run: 'r', round: 1, judge: 'j', rewards: { loss: 'low' }, primaryMetric: 'loss', primaryScore: 1 })).toMatchObject({ message: expect.stringContaining('data.rewards.loss: must be') });
     expect(eventDataProblem('Note', { text: 'x'.repeat(80_000) })).toMatchObject({ code: 'LEDGER_EVENT_TOO_LARGE' });
     expect(eventDataProblem('RuleViolation', { rule: 'r', detail: 'd', score: 0.5 })).toMatchObject({ message: expect.stringContaining('data.score: must be exactly 0') });
     expect(eventDataProblem('RewardRecorded', { judge: 'j', rewards: { loss: true }, primaryMetric: null, primaryScore: null })).toMatchObject({ message: expect.stringContaining('data.rewards.loss') });

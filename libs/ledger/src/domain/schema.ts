@@ -38,48 +38,64 @@ function describe(spec: FieldSpec): string {
   }
 }
 
+/**
+ * A field's path, built only when a problem is reported or a container is entered: `parent` and `key` give
+ * `parent.key` (or `parent[key]` for an array index). Checking valid data, the common case, then builds no strings.
+ */
+function join(parent: string, key: string | number): string {
+  return typeof key === 'number' ? `${parent}[${key}]` : `${parent}.${key}`;
+}
+
 /** Returns the first problem as `<path>: <what was expected>`, or null when the value conforms. */
 export function checkValue(spec: FieldSpec, v: JsonValue | undefined, path: string): string | null {
-  if (v === undefined) return spec.optional ? null : `${path}: is required (${describe(spec)})`;
-  if (v === null) return spec.nullable ? null : `${path}: must be ${describe(spec)}, not null`;
-  const isObj = typeof v === 'object' && !Array.isArray(v);
+  return check(spec, v, path, null);
+}
+
+function check(spec: FieldSpec, v: JsonValue | undefined, parent: string, key: string | number | null): string | null {
+  const path = (): string => (key === null ? parent : join(parent, key));
+  if (v === undefined) return spec.optional ? null : `${path()}: is required (${describe(spec)})`;
+  if (v === null) return spec.nullable ? null : `${path()}: must be ${describe(spec)}, not null`;
   switch (spec.kind) {
     case 'string':
-      if (typeof v !== 'string') return `${path}: must be ${describe(spec)}`;
+      if (typeof v !== 'string') return `${path()}: must be ${describe(spec)}`;
       if (v.length > spec.max || v.length < (spec.min ?? 0) || (spec.pattern && !spec.pattern.test(v)) || (spec.enum && !spec.enum.includes(v)))
-        return `${path}: must be ${describe(spec)}`;
+        return `${path()}: must be ${describe(spec)}`;
       return null;
     case 'integer':
       if (typeof v !== 'number' || !Number.isSafeInteger(v) || (spec.min !== undefined && v < spec.min) || (spec.max !== undefined && v > spec.max))
-        return `${path}: must be ${describe(spec)}`;
+        return `${path()}: must be ${describe(spec)}`;
       return null;
     case 'number':
       if (typeof v !== 'number' || !Number.isFinite(v) || (spec.exactly !== undefined && v !== spec.exactly) || (spec.min !== undefined && v < spec.min) || (spec.max !== undefined && v > spec.max))
-        return `${path}: must be ${describe(spec)}`;
+        return `${path()}: must be ${describe(spec)}`;
       return null;
     case 'boolean':
-      return typeof v === 'boolean' ? null : `${path}: must be a boolean`;
+      return typeof v === 'boolean' ? null : `${path()}: must be a boolean`;
     case 'object':
-      if (!isObj) return `${path}: must be an object`;
-      return checkObject(spec.fields, v as Record<string, JsonValue>, path);
+      if (typeof v !== 'object' || Array.isArray(v)) return `${path()}: must be an object`;
+      return checkObject(spec.fields, v as Record<string, JsonValue>, path());
     case 'freeObject':
-      return isObj ? null : `${path}: must be an object`;
+      return typeof v === 'object' && !Array.isArray(v) ? null : `${path()}: must be an object`;
     case 'map': {
-      if (!isObj) return `${path}: must be an object`;
-      const entries = Object.entries(v as Record<string, JsonValue>);
-      if (entries.length > spec.maxKeys) return `${path}: must have at most ${spec.maxKeys} entries`;
-      for (const [k, val] of entries) {
-        if (spec.keyPattern && !spec.keyPattern.test(k)) return `${path}: key ${JSON.stringify(k)} must match ${spec.keyPattern}`;
-        const p = checkValue(spec.values, val, `${path}.${k}`);
+      if (typeof v !== 'object' || Array.isArray(v)) return `${path()}: must be an object`;
+      const obj = v as Record<string, JsonValue>;
+      let n = 0;
+      for (const _k in obj) n++;
+      if (n > spec.maxKeys) return `${path()}: must have at most ${spec.maxKeys} entries`;
+      const here = path();
+      for (const k in obj) {
+        if (spec.keyPattern && !spec.keyPattern.test(k)) return `${here}: key ${JSON.stringify(k)} must match ${spec.keyPattern}`;
+        const p = check(spec.values, obj[k], here, k);
         if (p) return p;
       }
       return null;
     }
     case 'array': {
-      if (!Array.isArray(v)) return `${path}: must be ${describe(spec)}`;
-      if (v.length > spec.max) return `${path}: must have at most ${spec.max} items`;
+      if (!Array.isArray(v)) return `${path()}: must be ${describe(spec)}`;
+      if (v.length > spec.max) return `${path()}: must have at most ${spec.max} items`;
+      const here = path();
       for (let i = 0; i < v.length; i++) {
-        const p = checkValue(spec.of, v[i], `${path}[${i}]`);
+        const p = check(spec.of, v[i], here, i);
         if (p) return p;
       }
       return null;
@@ -87,10 +103,18 @@ export function checkValue(spec: FieldSpec, v: JsonValue | undefined, path: stri
   }
 }
 
+/** Each schema's fields as a list, made once (schemas are module constants). */
+const fieldLists = new WeakMap<ObjectSchema, ReadonlyArray<readonly [string, FieldSpec]>>();
+
 export function checkObject(schema: ObjectSchema, obj: Record<string, JsonValue>, path = 'data'): string | null {
-  for (const k of Object.keys(obj)) if (!(k in schema)) return `${path}.${k}: is not a field of this event type`;
-  for (const [k, spec] of Object.entries(schema)) {
-    const p = checkValue(spec, obj[k], `${path}.${k}`);
+  for (const k in obj) if (!Object.prototype.hasOwnProperty.call(schema, k)) return `${path}.${k}: is not a field of this event type`;
+  let fields = fieldLists.get(schema);
+  if (!fields) {
+    fields = Object.entries(schema);
+    fieldLists.set(schema, fields);
+  }
+  for (const [k, spec] of fields) {
+    const p = check(spec, obj[k], path, k);
     if (p) return p;
   }
   return null;
