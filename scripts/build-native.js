@@ -1,13 +1,16 @@
 #!/usr/bin/env node
 /*
- * Builds Assay's native directory lister (libs/snapshots/native/fs-list.c) into
- * libs/snapshots/native/build/assay_fs_list.node with the system C compiler and Node's own headers.
+ * Builds Assay's native addons with the system C compiler and Node's own headers:
  *
- * The lister only makes re-snapshots of large trees faster; without it snapshots list directories through node:fs
- * and produce the same CIDs. So a machine without a C compiler or Node's headers gets a warning, not a failed
- * build, unless ASSAY_REQUIRE_NATIVE=1 (CI sets it, so that a broken native build cannot go unnoticed).
+ *   libs/snapshots/native/fs-list.c  -> libs/snapshots/native/build/assay_fs_list.node  (directory lister)
+ *   libs/ledger/native/ledger-kernels.c     -> libs/ledger/native/build/assay_ledger_kernels.node     (SHA-256 of many envelopes,
+ *                                       with the OpenSSL that Node itself carries; needs Node's openssl/ headers)
  *
- * Rebuilds only when the source or this script is newer than the addon. `--force` rebuilds anyway.
+ * Both only make things faster: without them snapshots list directories through node:fs and verification hashes
+ * through node:crypto, with the same results. So a machine without a C compiler or Node's headers gets a warning, not
+ * a failed build, unless ASSAY_REQUIRE_NATIVE=1 (CI sets it, so that a broken native build cannot go unnoticed).
+ *
+ * Each addon is rebuilt only when its source or this script is newer than it. `--force` rebuilds anyway.
  */
 'use strict';
 const { spawnSync } = require('node:child_process');
@@ -15,21 +18,28 @@ const fs = require('node:fs');
 const path = require('node:path');
 
 const root = path.resolve(__dirname, '..');
-const dir = path.join(root, 'libs', 'snapshots', 'native');
-const source = path.join(dir, 'fs-list.c');
-const out = path.join(dir, 'build', 'assay_fs_list.node');
 const required = process.env.ASSAY_REQUIRE_NATIVE === '1';
 
-function give(why) {
-  if (required) {
-    console.error(`build-native: ${why} (ASSAY_REQUIRE_NATIVE=1: failing)`);
-    process.exit(1);
-  }
-  console.error(`build-native: warning: ${why}; snapshots will list directories through node:fs (slower re-snapshots, same CIDs)`);
-  process.exit(0);
-}
+const ADDONS = [
+  {
+    name: 'directory lister',
+    source: path.join(root, 'libs', 'snapshots', 'native', 'fs-list.c'),
+    out: path.join(root, 'libs', 'snapshots', 'native', 'build', 'assay_fs_list.node'),
+    headers: ['node_api.h', 'uv.h'],
+    exports: ['listDirSync'],
+    without: 'snapshots will list directories through node:fs (slower re-snapshots, same CIDs)',
+  },
+  {
+    name: 'ledger kernels',
+    source: path.join(root, 'libs', 'ledger', 'native', 'ledger-kernels.c'),
+    out: path.join(root, 'libs', 'ledger', 'native', 'build', 'assay_ledger_kernels.node'),
+    headers: ['node_api.h', path.join('openssl', 'evp.h')],
+    exports: ['digestAll', 'subtreeRoot', 'scanEnvelopes'],
+    without: 'ledger verification will hash through node:crypto (slower, same digests)',
+  },
+];
 
-/** Directories that may hold node_api.h: next to this Node, then where npm's configuration says. */
+/** Directories that may hold Node's headers: next to this Node, then where npm's configuration says. */
 function headerDirs() {
   const dirs = [path.join(path.dirname(process.execPath), '..', 'include', 'node')];
   for (const v of [process.env.npm_config_nodedir, process.config.variables.node_prefix]) {
@@ -47,26 +57,42 @@ function mtime(f) {
   }
 }
 
-if (!process.argv.includes('--force') && mtime(out) > Math.max(mtime(source), mtime(__filename))) process.exit(0);
+/** Builds one addon; returns null when it is in place, or why it is not. */
+function build(addon) {
+  if (!process.argv.includes('--force') && mtime(addon.out) > Math.max(mtime(addon.source), mtime(__filename))) return null;
+  const include = headerDirs().find((d) => addon.headers.every((h) => fs.existsSync(path.join(d, h))));
+  if (!include) return `Node's headers (${addon.headers.join(', ')}) were not found in ${headerDirs().join(', ')}`;
+  const cc = process.env.CC || 'cc';
+  fs.mkdirSync(path.dirname(addon.out), { recursive: true });
+  // A temporary name that still ends in .node (require() picks the loader by extension).
+  const tmp = addon.out.replace(/\.node$/, `.${process.pid}.tmp.node`);
+  const args = ['-O2', '-Wall', '-Wextra', '-std=gnu11', '-fPIC', '-shared', '-pthread', '-DNAPI_VERSION=8', `-I${include}`, addon.source, '-o', tmp];
+  const r = spawnSync(cc, args, { stdio: ['ignore', 'inherit', 'inherit'] });
+  if (r.error || r.status !== 0) {
+    fs.rmSync(tmp, { force: true });
+    return r.error ? `${cc} could not be run (${r.error.message})` : `${cc} ${args.join(' ')} failed (exit ${r.status})`;
+  }
+  // Load it once: an addon that builds but does not load is as good as none.
+  try {
+    const m = require(tmp);
+    for (const e of addon.exports) if (typeof m[e] !== 'function') throw new Error(`${e} missing`);
+  } catch (e) {
+    fs.rmSync(tmp, { force: true });
+    return `the built addon does not load (${e.message})`;
+  }
+  fs.renameSync(tmp, addon.out);
+  return null;
+}
 
-const include = headerDirs().find((d) => fs.existsSync(path.join(d, 'node_api.h')) && fs.existsSync(path.join(d, 'uv.h')));
-if (!include) give(`Node's headers (node_api.h, uv.h) were not found in ${headerDirs().join(', ')}`);
-const cc = process.env.CC || 'cc';
-fs.mkdirSync(path.dirname(out), { recursive: true });
-// A temporary name that still ends in .node (require() picks the loader by extension).
-const tmp = path.join(path.dirname(out), `assay_fs_list.${process.pid}.tmp.node`);
-const args = ['-O2', '-Wall', '-Wextra', '-std=gnu11', '-fPIC', '-shared', '-pthread', '-DNAPI_VERSION=8', `-I${include}`, source, '-o', tmp];
-const r = spawnSync(cc, args, { stdio: ['ignore', 'inherit', 'inherit'] });
-if (r.error || r.status !== 0) {
-  fs.rmSync(tmp, { force: true });
-  give(r.error ? `${cc} could not be run (${r.error.message})` : `${cc} ${args.join(' ')} failed (exit ${r.status})`);
+let failed = false;
+for (const addon of ADDONS) {
+  const why = build(addon);
+  if (why === null) continue;
+  if (required) {
+    console.error(`build-native: ${addon.name}: ${why} (ASSAY_REQUIRE_NATIVE=1: failing)`);
+    failed = true;
+  } else {
+    console.error(`build-native: warning: ${addon.name}: ${why}; ${addon.without}`);
+  }
 }
-// Load it once: an addon that builds but does not load is as good as none.
-try {
-  const m = require(tmp);
-  if (typeof m.listDirSync !== 'function') throw new Error('listDirSync missing');
-} catch (e) {
-  fs.rmSync(tmp, { force: true });
-  give(`the built addon does not load (${e.message})`);
-}
-fs.renameSync(tmp, out);
+process.exit(failed ? 1 : 0);

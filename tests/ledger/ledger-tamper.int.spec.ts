@@ -10,9 +10,10 @@ import { buildSampleHome, copyHome, deps, tamper, verifyHome } from '../support/
 
 // Inline, and with worker threads that read the SQLite file themselves (chunks of 4, so every test spans many
 // chunks and crosses chunk boundaries): both must report the same step and first bad position.
-const MODES: Array<[string, { workers: number; chunkSize?: number }]> = [
+const MODES: Array<[string, { workers: number; chunkSize?: number; mainThread?: boolean }]> = [
   ['checked on the main thread', { workers: 0 }],
-  ['checked by 2 workers reading the file themselves', { workers: 2, chunkSize: 4 }],
+  ['checked by the main thread and a worker, each reading the file itself', { workers: 2, chunkSize: 4 }],
+  ['checked by 2 workers reading the file themselves', { workers: 2, chunkSize: 4, mainThread: false }],
 ];
 
 // Each verification with workers starts two threads (from TypeScript sources under jest: a few hundred ms each).
@@ -44,7 +45,13 @@ describe.each(MODES)('ledger tamper evidence (SQLite), %s', (_name, mode) => {
     expect(total).toBeGreaterThan(40);
     expect(r.steps.every((s) => s.ok)).toBe(true);
     expect(r.steps.find((s) => s.name === 'signatures')?.checked).toBe(total);
-    expect(r.checks).toEqual(mode.workers > 0 ? { workers: 2, readBy: 'workers' } : { workers: 0, readBy: 'main' });
+    expect(r.checks).toEqual(
+      mode.workers === 0
+        ? { workers: 0, readBy: 'main', mainChecks: true }
+        : mode.mainThread === false
+          ? { workers: 2, readBy: 'workers', mainChecks: false }
+          : { workers: 1, readBy: 'workers', mainChecks: true },
+    );
   });
 
   it('reports one flipped byte in any stored event with its position', async () => {

@@ -69,7 +69,8 @@ export class LedgerController {
 
   @Get('verify')
   verify() {
-    return this.queries.execute(new VerifyLedgerQuery());
+    // Only worker threads check events, so the server keeps answering other requests meanwhile.
+    return this.queries.execute(new VerifyLedgerQuery({ mainThread: false }));
   }
 
   @Post('checkpoints')

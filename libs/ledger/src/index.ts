@@ -27,11 +27,13 @@ export { MemoryEventStore } from './adapters/memory/memory-event-store.adapter';
 export { MemoryCheckpointStore } from './adapters/memory/memory-checkpoint-store.adapter';
 export { MemoryMerkleNodeStore } from './adapters/memory/memory-merkle-node-store.adapter';
 export { SqliteLedgerDatabase } from './adapters/sqlite/sqlite-ledger-database';
+export { bestKernels, nativeKernels, nativeKernelsStatus } from './adapters/native-kernels';
 
 // application
 export * from './domain/signing-key';
 export * from './application/ledger';
 export * from './application/proof-format';
+export { jsKernels, type DigestAll, type VerifyKernels, type SubtreeRoot } from './application/verify/check-chunk';
 export { verifyLedger, STEPS as VERIFY_STEPS, type VerificationReport, type VerifyFailure, type VerifyOptions } from './application/verify/ledger-verifier';
 export * from './home/ledger-home';
 

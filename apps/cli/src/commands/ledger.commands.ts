@@ -118,7 +118,7 @@ export function register(program: Command, ctx: CliContext): void {
     .option('--trusted-root <key>', "the controller key (verifier key text or a .pub file) the ledger's genesis must use")
     .option('--db <file>', 'verify this ledger database file read-only, without ASSAY_HOME or any private key (auditors)')
     .option('--origin <origin>', 'with --db: the origin every checkpoint must name')
-    .addOption(new Option('--workers <n>', 'worker threads for signature checks (default: cores)'))
+    .addOption(new Option('--workers <n>', 'threads that check events, this one included (default: cores; 0: this thread only)'))
     .option('--json', 'print JSON')
     .action(async (o: { checkpoint?: string[]; trustedRoot?: string; db?: string; origin?: string; workers?: string; json?: boolean }) => {
       const externalCheckpoints = (o.checkpoint ?? []).map((f) => readText(f, 'checkpoint'));

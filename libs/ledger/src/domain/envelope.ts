@@ -58,6 +58,7 @@ export interface Envelope extends UnsignedEnvelope {
 }
 
 export const ENVELOPE_FIELDS = ['data', 'id', 'position', 'prev', 'revision', 'sig', 'signer', 'stream', 'time', 'type'];
+const FIELD_SET: ReadonlySet<string> = new Set(ENVELOPE_FIELDS);
 
 export function sha256(bytes: Uint8Array): Buffer {
   return hash('sha256', bytes, 'buffer');
@@ -93,12 +94,20 @@ function bad(code: string, message: string, details: Record<string, unknown>): A
   return new AssayError(code, 'integrity', message, { details });
 }
 
+/** HASH_HEX_RE.test(s) without a regular expression (this runs once per event on the verification hot path). */
+function isHashHex(s: string): boolean {
+  if (s.length !== 64) return false;
+  for (let i = 0; i < 64; i++) {
+    const c = s.charCodeAt(i);
+    if (!((c >= 48 && c <= 57) || (c >= 97 && c <= 102))) return false;
+  }
+  return true;
+}
+
 /** Field-level checks shared by the parser and by code that builds envelopes. Returns a problem or null. */
 export function envelopeFieldProblem(e: Record<string, unknown>, requireSig: boolean): string | null {
-  const keys = Object.keys(e);
-  const expected = requireSig ? ENVELOPE_FIELDS : ENVELOPE_FIELDS.filter((f) => f !== 'sig');
-  for (const k of keys) if (!expected.includes(k)) return `unexpected field "${k}"`;
-  for (const k of expected) if (!(k in e)) return `missing field "${k}"`;
+  for (const k in e) if (!FIELD_SET.has(k) || (!requireSig && k === 'sig')) return `unexpected field "${k}"`;
+  for (const k of ENVELOPE_FIELDS) if ((requireSig || k !== 'sig') && !(k in e)) return `missing field "${k}"`;
   if (typeof e.type !== 'string' || !EVENT_TYPE_RE.test(e.type)) return 'field "type" must match ' + EVENT_TYPE_RE;
   if (!isJsonObject(e.data)) return 'field "data" must be a JSON object';
   if (typeof e.stream !== 'string' || !STREAM_RE.test(e.stream)) return 'field "stream" must be <category>-<id>';
@@ -107,7 +116,7 @@ export function envelopeFieldProblem(e: Record<string, unknown>, requireSig: boo
   if (typeof e.id !== 'string' || !UUID_RE.test(e.id)) return 'field "id" must be a lowercase UUID';
   if (typeof e.time !== 'string' || !TIME_RE.test(e.time) || Number.isNaN(Date.parse(e.time)))
     return 'field "time" must be RFC 3339 UTC with milliseconds (YYYY-MM-DDTHH:MM:SS.sssZ)';
-  if (typeof e.prev !== 'string' || !HASH_HEX_RE.test(e.prev)) return 'field "prev" must be 64 lowercase hex digits';
+  if (typeof e.prev !== 'string' || !isHashHex(e.prev)) return 'field "prev" must be 64 lowercase hex digits';
   if (typeof e.signer !== 'string' || !SIGNER_RE.test(e.signer)) return 'field "signer" must be <key name>+<8 hex>';
   if (requireSig && (typeof e.sig !== 'string' || !isCanonicalSigBase64(e.sig)))
     return 'field "sig" must be standard base64 of 64 bytes (88 characters, padded, unused bits zero)';
@@ -165,6 +174,22 @@ function canonicalParsedJson(v: JsonObject): string {
   return namesSorted(v) ? JSON.stringify(v) : canonicalJson(v);
 }
 
+/**
+ * The object `text` encodes when `text` is already its RFC 8785 canonical form in the common shape (no `\u` escape,
+ * every object's names in order), else null; null says nothing about validity, only that the general parser must
+ * decide. For the fast path of verification, which has the rest of the envelope checked elsewhere.
+ */
+export function parseCommonCanonicalObject(text: string): JsonObject | null {
+  if (text.includes('\\u')) return null;
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch {
+    return null;
+  }
+  return isJsonObject(v) && namesSorted(v) && JSON.stringify(v) === text ? v : null;
+}
+
 
 /**
  * Parses stored or received wire bytes, hostile by default: size bound, strict UTF-8 JSON, exact field set and
@@ -197,9 +222,11 @@ export function parseEnvelope(wire: Uint8Array, where: Record<string, unknown> =
   let head: string;
   let tail: string;
   try {
-    dataJson = text.includes('\\u') ? canonicalJson(env.data) : canonicalParsedJson(env.data);
+    // Without \u escapes no string can hold a lone surrogate, and JSON.stringify writes RFC 8785's strings.
+    const escapes = text.includes('\\u');
+    dataJson = escapes ? canonicalJson(env.data) : canonicalParsedJson(env.data);
     head = `{"data":${dataJson},"id":"${env.id}","position":${env.position},"prev":"${env.prev}","revision":${env.revision},`;
-    tail = `"signer":${canonicalJson(env.signer)},"stream":"${env.stream}","time":"${env.time}","type":"${env.type}"}`;
+    tail = `"signer":${escapes ? canonicalJson(env.signer) : JSON.stringify(env.signer)},"stream":"${env.stream}","time":"${env.time}","type":"${env.type}"}`;
   } catch (e) {
     throw bad('ENVELOPE_NOT_CANONICAL', `envelope cannot be canonicalized: ${(e as Error).message}`, where);
   }

@@ -15,13 +15,23 @@ export class RootAccumulator {
   }
 
   push(leafHash: Uint8Array): void {
-    let top = { size: 1, hash: leafHash };
+    this.pushSubtree(1, leafHash);
+  }
+
+  /**
+   * Appends `size` leaves at once, given the hash of the perfect subtree over them (merkle.ts, "perfect subtrees"):
+   * `size` must be a power of two and the leaves so far a multiple of it, so that the subtree is one of the tree's.
+   */
+  pushSubtree(size: number, hash: Uint8Array): void {
+    if (!Number.isSafeInteger(size) || size < 1 || (size & (size - 1)) !== 0 || this.n % size !== 0)
+      throw new RangeError(`a perfect subtree of ${size} leaves cannot follow ${this.n} leaves`);
+    let top = { size, hash };
     while (this.stack.length > 0 && (this.stack[this.stack.length - 1] as { size: number }).size === top.size) {
       const left = this.stack.pop() as { size: number; hash: Uint8Array };
       top = { size: left.size * 2, hash: node(left.hash, top.hash) };
     }
     this.stack.push(top);
-    this.n += 1;
+    this.n += size;
   }
 
   /** Root of all leaves pushed so far (SHA-256 of the empty string for none). */

@@ -34,6 +34,8 @@ export class VerifyLedgerQuery extends Query<VerificationReport> {
       externalCheckpoints?: string[];
       trustedRoot?: string;
       workers?: number;
+      /** Whether the calling thread checks events too (a server passes false to stay responsive). */
+      mainThread?: boolean;
       progress?: Progress;
       /** Verify this database file read-only instead of the ledger under ASSAY_HOME. */
       db?: string;

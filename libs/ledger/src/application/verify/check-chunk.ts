@@ -7,9 +7,9 @@
  * only 96 bytes back (prev, envelope hash, leaf hash), a signer index, and sparse lists of problems.
  */
 import { eventDataProblem } from '../../domain/catalogue';
-import { parseEnvelope, sha256 } from '../../domain/envelope';
+import { parseCommonCanonicalObject, parseEnvelope, sha256 } from '../../domain/envelope';
 import type { JsonObject } from '../../domain/json';
-import { leafHash } from '../../domain/merkle';
+import { leafHash, nodeHash } from '../../domain/merkle';
 import { nodeEd25519 } from '../../crypto/ed25519';
 
 export type StepName = 'storage' | 'envelopes' | 'schemas' | 'signatures' | 'roles' | 'chains' | 'merkle' | 'checkpoints';
@@ -74,6 +74,27 @@ function intern(values: readonly string[]): { table: string[]; index: Uint32Arra
   return { table, index };
 }
 
+/** Reads events [from, to) as rows (a store's own reader; the SQLite one is adapters/sqlite/sqlite-range-reader.ts). */
+export interface RowReader {
+  rawRange(from: number, to: number): ReadonlyArray<PackedRow>;
+  /** Stored bytes of every KeyRegistered event, in position order (unverified: a hint for the signature checks). */
+  keyRegistrations(): ReadonlyArray<{ position: number; bytes: Uint8Array }>;
+  close(): void;
+}
+
+/** Reads and checks events [from, to): what a verification worker does for a `range` request, on any thread. */
+export function checkRange(
+  reader: RowReader,
+  from: number,
+  to: number,
+  keys: Array<[string, Uint8Array]>,
+  keyCache: Map<string, Uint8Array>,
+  kernels: VerifyKernels,
+): { out: ChunkOutput; meta: ChunkMeta } {
+  const input = packRows(reader.rawRange(from, to), keys);
+  return { out: checkChunk(input, keyCache, kernels), meta: chunkMeta(input) };
+}
+
 export function chunkMeta(input: ChunkInput): ChunkMeta {
   const streams = intern(input.streams);
   const types = intern(input.types);
@@ -92,17 +113,27 @@ export function eventBytes(input: Pick<ChunkInput, 'bytes' | 'offsets'>, i: numb
   return Buffer.from(b.buffer, b.byteOffset + (input.offsets[i] as number), (input.offsets[i + 1] as number) - (input.offsets[i] as number));
 }
 
+type PackedEvent = { position: number; stream: string; revision: number; id: string; type: string; bytes: Uint8Array; hash: Uint8Array };
+/** An event as a tuple, the order of PackedEvent's fields (what a store reads in bulk without an object per row). */
+export type PackedRow = readonly [position: number, stream: string, revision: number, id: string, type: string, bytes: Uint8Array, hash: Uint8Array];
+
 /** Packs recorded events into a chunk (one buffer for all bytes, so it can be transferred, not copied). */
-export function packChunk(
-  events: ReadonlyArray<{ position: number; stream: string; revision: number; id: string; type: string; bytes: Uint8Array; hash: Uint8Array }>,
-  keys: Array<[string, Uint8Array]>,
-): ChunkInput {
-  const n = events.length;
+export function packChunk(events: ReadonlyArray<PackedEvent>, keys: Array<[string, Uint8Array]>): ChunkInput {
+  return pack(events.map((e): PackedRow => [e.position, e.stream, e.revision, e.id, e.type, e.bytes, e.hash]), keys);
+}
+
+/** packChunk for rows read as tuples. */
+export function packRows(rows: ReadonlyArray<PackedRow>, keys: Array<[string, Uint8Array]>): ChunkInput {
+  return pack(rows, keys);
+}
+
+function pack(rows: ReadonlyArray<PackedRow>, keys: Array<[string, Uint8Array]>): ChunkInput {
+  const n = rows.length;
   const offsets = new Uint32Array(n + 1);
   let total = 0;
   for (let i = 0; i < n; i++) {
     offsets[i] = total;
-    total += (events[i] as { bytes: Uint8Array }).bytes.byteLength;
+    total += (rows[i] as PackedRow)[5].byteLength;
   }
   offsets[n] = total;
   const bytes = new Uint8Array(total);
@@ -113,27 +144,112 @@ export function packChunk(
   const ids = new Array<string>(n);
   const types = new Array<string>(n);
   for (let i = 0; i < n; i++) {
-    const e = events[i] as (typeof events)[number];
-    bytes.set(e.bytes, offsets[i] as number);
-    if (e.hash.byteLength === 32) hashes.set(e.hash, 32 * i);
-    positions[i] = e.position;
-    streams[i] = e.stream;
-    revisions[i] = e.revision;
-    ids[i] = e.id;
-    types[i] = e.type;
+    const [position, stream, revision, id, type, b, hash] = rows[i] as PackedRow;
+    bytes.set(b, offsets[i] as number);
+    if (hash.byteLength === 32) hashes.set(hash, 32 * i);
+    positions[i] = position;
+    streams[i] = stream;
+    revisions[i] = revision;
+    ids[i] = id;
+    types[i] = type;
   }
   return { positions, streams, revisions, ids, types, bytes, offsets, hashes, keys };
 }
 
 /**
- * Two passes over the chunk: first everything but the signatures (hashes, parse, columns, schema), then the
- * signatures in one tight loop, which keeps OpenSSL's code and tables hot in the cache the way a bare verify loop does
- * (measurably faster than interleaving the JSON work with each verify).
+ * Writes, for each event i of `bytes`/`offsets` (event i is bytes[offsets[i], offsets[i + 1])), its envelope hash
+ * SHA-256(bytes) at out[stride * i + at] and its Merkle leaf hash SHA-256(0x00 || bytes) 32 bytes further on.
+ * `jsDigestAll` does it through node:crypto; the ledger kernels addon (adapters/native-kernels.ts) does the same in
+ * one call per chunk.
  */
-export function checkChunk(input: ChunkInput, keyCache: Map<string, Uint8Array>): ChunkOutput {
+export type DigestAll = (bytes: Uint8Array, offsets: Uint32Array, out: Uint8Array, stride: number, at: number) => void;
+
+export const jsDigestAll: DigestAll = (bytes, offsets, out, stride, at) => {
+  for (let i = 0; i + 1 < offsets.length; i++) {
+    const b = bytes.subarray(offsets[i] as number, offsets[i + 1] as number);
+    out.set(sha256(b), stride * i + at);
+    out.set(leafHash(b), stride * i + at + 32);
+  }
+};
+
+/** The RFC 9162 hash of the perfect subtree over `count` (a power of two) leaf hashes at leaves[stride * i + at]. */
+export type SubtreeRoot = (leaves: Uint8Array, stride: number, at: number, count: number) => Uint8Array;
+
+export const jsSubtreeRoot: SubtreeRoot = (leaves, stride, at, count) => {
+  if (count < 1 || (count & (count - 1)) !== 0) throw new RangeError('count must be a power of two');
+  let level: Uint8Array[] = Array.from({ length: count }, (_, i) => leaves.subarray(stride * i + at, stride * i + at + 32));
+  while (level.length > 1) level = Array.from({ length: level.length / 2 }, (_, j) => nodeHash(level[2 * j] as Uint8Array, level[2 * j + 1] as Uint8Array));
+  return Buffer.from(level[0] as Uint8Array);
+};
+
+/**
+ * Recognises envelopes in the canonical layout and cuts them (libs/ledger/native/ledger-kernels.c, scanEnvelopes):
+ * for each recognised event i, meta[SCAN_META * i ...] = 1, end of data, position, revision, signer offset and
+ * length, stream offset and length, type offset and length; the decoded signature at sigs[64 * i]; the signing bytes
+ * at signing[offsets[i]] (the envelope less its 97-byte sig member); `prev` at digests[stride * i + prevAt]. Others
+ * get meta[SCAN_META * i] = 0 and go through parseEnvelope. Returns how many were recognised.
+ */
+export type ScanEnvelopes = (
+  bytes: Uint8Array,
+  offsets: Uint32Array,
+  meta: Float64Array,
+  sigs: Uint8Array,
+  signing: Uint8Array,
+  digests: Uint8Array,
+  stride: number,
+  prevAt: number,
+) => number;
+export const SCAN_META = 10;
+const SIG_MEMBER_BYTES = 97;
+
+/**
+ * The kernels of verification: node:crypto and parseEnvelope (`jsKernels`), or the ledger kernels addon, which gives
+ * the same digests and accepts no envelope parseEnvelope refuses (it leaves anything unusual to it).
+ */
+export interface VerifyKernels {
+  digestAll: DigestAll;
+  subtreeRoot: SubtreeRoot;
+  scanEnvelopes?: ScanEnvelopes;
+}
+
+export const jsKernels: VerifyKernels = { digestAll: jsDigestAll, subtreeRoot: jsSubtreeRoot };
+
+/** What the checks need of an envelope, from parseEnvelope or from the scan. */
+interface Fields {
+  position: number;
+  revision: number;
+  stream: string;
+  id: string;
+  type: string;
+  signer: string;
+  data: JsonObject;
+  dataBytes: number;
+  signing: Buffer;
+  signature: Buffer;
+}
+
+/**
+ * Three passes over the chunk: the digests (and, with the addon, the scan) of every event in one call each, then
+ * everything but the signatures (parse, columns, stored hash, schema), then the signatures in one tight loop, which
+ * keeps OpenSSL's code and tables hot in the cache the way a bare verify loop does (measurably faster than
+ * interleaving the JSON work with each verify).
+ */
+export function checkChunk(input: ChunkInput, keyCache: Map<string, Uint8Array>, kernels: VerifyKernels = jsKernels): ChunkOutput {
   for (const [signer, key] of input.keys) keyCache.set(signer, key);
   const n = input.positions.length;
   const digests = new Uint8Array(DIGEST_STRIDE * n);
+  // A Buffer view for comparisons and hex writes without copies.
+  const d = Buffer.from(digests.buffer, digests.byteOffset, digests.byteLength);
+  const stored = Buffer.from(input.hashes.buffer, input.hashes.byteOffset, input.hashes.byteLength);
+  kernels.digestAll(input.bytes, input.offsets, digests, DIGEST_STRIDE, 32);
+  let scan: { meta: Float64Array; sigs: Buffer; signing: Buffer; bytes: Buffer } | null = null;
+  if (kernels.scanEnvelopes) {
+    const meta = new Float64Array(SCAN_META * n);
+    const sigs = Buffer.allocUnsafeSlow(64 * n);
+    const signing = Buffer.allocUnsafeSlow(input.bytes.byteLength);
+    if (kernels.scanEnvelopes(input.bytes, input.offsets, meta, sigs, signing, digests, DIGEST_STRIDE, 0) > 0)
+      scan = { meta, sigs, signing, bytes: Buffer.from(input.bytes.buffer, input.bytes.byteOffset, input.bytes.byteLength) };
+  }
   const signerIndex = new Uint32Array(n);
   const signers: string[] = [];
   const signerIds = new Map<string, number>();
@@ -141,21 +257,19 @@ export function checkChunk(input: ChunkInput, keyCache: Map<string, Uint8Array>)
   const toVerify: Array<{ i: number; key: Uint8Array; signing: Buffer; signature: Buffer; signer: string }> = [];
   for (let i = 0; i < n; i++) {
     const position = input.positions[i] as number;
-    const bytes = eventBytes(input, i);
-    const hash = sha256(bytes);
-    digests.set(hash, DIGEST_STRIDE * i + 32);
-    digests.set(leafHash(bytes), DIGEST_STRIDE * i + 64);
-    const problem = (step: StepName, code: string, message: string): void => void out.problems.push({ i, step, code, message });
-    let parsed;
-    try {
-      parsed = parseEnvelope(bytes, { position });
-    } catch (e) {
-      const err = e as { code?: string; message: string };
-      problem('envelopes', err.code ?? 'ENVELOPE_MALFORMED', `position ${position}: ${err.message}`);
-      continue;
+    let env: Fields | null = scan ? scanned(scan, input.offsets, i) : null;
+    if (!env) {
+      try {
+        const parsed = parseEnvelope(eventBytes(input, i), { position });
+        env = { ...parsed.envelope, dataBytes: parsed.dataBytes, signing: parsed.signing, signature: parsed.signature };
+        d.write(parsed.envelope.prev, DIGEST_STRIDE * i, 32, 'hex');
+      } catch (e) {
+        const err = e as { code?: string; message: string };
+        out.problems.push({ i, step: 'envelopes', code: err.code ?? 'ENVELOPE_MALFORMED', message: `position ${position}: ${err.message}` });
+        d.fill(0, DIGEST_STRIDE * i, DIGEST_STRIDE * i + 32); // a `prev` the scan may have written: none, as without it
+        continue;
+      }
     }
-    const env = parsed.envelope;
-    digests.set(Buffer.from(env.prev, 'hex'), DIGEST_STRIDE * i);
     let si = signerIds.get(env.signer);
     if (si === undefined) {
       si = signers.push(env.signer) - 1;
@@ -164,20 +278,21 @@ export function checkChunk(input: ChunkInput, keyCache: Map<string, Uint8Array>)
     signerIndex[i] = si;
     if (env.type === 'KeyRegistered' || env.type === 'KeyRevoked') out.keyEvents.push({ i, data: env.data });
     if (env.position !== position || env.stream !== input.streams[i] || env.revision !== input.revisions[i] || env.id !== input.ids[i] || env.type !== input.types[i]) {
-      problem(
-        'envelopes',
-        'VERIFY_COLUMN_MISMATCH',
-        `stored at position ${position} as ${input.streams[i]}@${input.revisions[i]}, ${input.types[i]} ${input.ids[i]}, but the signed envelope says position ${env.position}, ${env.stream}@${env.revision}, ${env.type} ${env.id}`,
-      );
+      out.problems.push({
+        i,
+        step: 'envelopes',
+        code: 'VERIFY_COLUMN_MISMATCH',
+        message: `stored at position ${position} as ${input.streams[i]}@${input.revisions[i]}, ${input.types[i]} ${input.ids[i]}, but the signed envelope says position ${env.position}, ${env.stream}@${env.revision}, ${env.type} ${env.id}`,
+      });
       continue;
     }
-    if (!hash.equals(input.hashes.subarray(32 * i, 32 * i + 32))) {
-      problem('envelopes', 'VERIFY_HASH_MISMATCH', `the stored hash of position ${position} is not the SHA-256 of its bytes`);
+    if (d.compare(stored, 32 * i, 32 * i + 32, DIGEST_STRIDE * i + 32, DIGEST_STRIDE * i + 64) !== 0) {
+      out.problems.push({ i, step: 'envelopes', code: 'VERIFY_HASH_MISMATCH', message: `the stored hash of position ${position} is not the SHA-256 of its bytes` });
       continue;
     }
-    const dp = eventDataProblem(env.type, env.data, parsed.dataBytes);
+    const dp = eventDataProblem(env.type, env.data, env.dataBytes);
     if (dp) {
-      problem('schemas', dp.code.replace(/^LEDGER_/, 'VERIFY_'), dp.message);
+      out.problems.push({ i, step: 'schemas', code: dp.code.replace(/^LEDGER_/, 'VERIFY_'), message: dp.message });
       continue;
     }
     const key = keyCache.get(env.signer);
@@ -185,7 +300,7 @@ export function checkChunk(input: ChunkInput, keyCache: Map<string, Uint8Array>)
       out.unknownSigner.push(i);
       continue;
     }
-    toVerify.push({ i, key, signing: parsed.signing, signature: parsed.signature, signer: env.signer });
+    toVerify.push({ i, key, signing: env.signing, signature: env.signature, signer: env.signer });
   }
   for (const v of toVerify) {
     if (!nodeEd25519.verify(v.key, v.signing, v.signature))
@@ -194,4 +309,35 @@ export function checkChunk(input: ChunkInput, keyCache: Map<string, Uint8Array>)
   // Problems in event order, so the first one reported is the first bad event.
   out.problems.sort((a, b) => a.i - b.i);
   return out;
+}
+
+/**
+ * The fields of a scanned event i, or null when the scan left it to parseEnvelope or its data is not in the common
+ * canonical shape (parseEnvelope then decides, and names any problem).
+ */
+function scanned(scan: { meta: Float64Array; sigs: Buffer; signing: Buffer; bytes: Buffer }, offsets: Uint32Array, i: number): Fields | null {
+  const m = scan.meta;
+  const b = SCAN_META * i;
+  if (m[b] !== 1) return null;
+  const at = offsets[i] as number;
+  const len = (offsets[i + 1] as number) - at;
+  const bytes = scan.bytes;
+  const dataEnd = m[b + 1] as number;
+  // All ASCII (the scan checked), so latin1 is the UTF-8 text.
+  const dataText = bytes.toString('latin1', at + 8, at + dataEnd);
+  const data = parseCommonCanonicalObject(dataText);
+  if (!data) return null;
+  const text = (from: number, length: number): string => bytes.toString('latin1', at + from, at + from + length);
+  return {
+    position: m[b + 2] as number,
+    revision: m[b + 3] as number,
+    signer: text(m[b + 4] as number, m[b + 5] as number),
+    stream: text(m[b + 6] as number, m[b + 7] as number),
+    type: text(m[b + 8] as number, m[b + 9] as number),
+    id: text(dataEnd + 7, 36),
+    data,
+    dataBytes: dataText.length,
+    signing: scan.signing.subarray(at, at + len - SIG_MEMBER_BYTES),
+    signature: scan.sigs.subarray(64 * i, 64 * i + 64),
+  };
 }

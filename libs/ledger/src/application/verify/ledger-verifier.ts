@@ -24,9 +24,9 @@ import { ZERO_HASH } from '../../domain/envelope';
 const ZERO_HASH_BYTES = Buffer.from(ZERO_HASH, 'hex');
 import { parseCheckpointBody } from '../../domain/checkpoint';
 import { parseNote, verifyNote } from '../../domain/note';
-import type { EventStore, RecordedEvent } from '../../ports/event-store.port';
+import type { EventStore, ParallelReadSpec, RecordedEvent } from '../../ports/event-store.port';
 import type { StoredCheckpoint } from '../../ports/checkpoint-store.port';
-import { DIGEST_STRIDE, checkChunk, packChunk, type ChunkOutput, type StepName } from './check-chunk';
+import { DIGEST_STRIDE, checkChunk, checkRange, jsKernels, packChunk, type ChunkMeta, type ChunkOutput, type RowReader, type StepName, type VerifyKernels } from './check-chunk';
 import { inlineChecker, workerChecker, type ChunkChecker } from './worker-pool';
 import { nodeEd25519 } from '../../crypto/ed25519';
 
@@ -54,8 +54,11 @@ export interface VerificationReport {
   steps: Array<{ name: StepName; ok: boolean; checked: number }>;
   failure: VerifyFailure | null;
   durationMs: number;
-  /** How the per-event checks ran: worker threads (0: on the calling thread) and who read the stored events. */
-  checks: { workers: number; readBy: 'workers' | 'main' };
+  /**
+   * How the per-event checks ran: worker threads started (0: none), who read the stored events, and whether the
+   * calling thread checked chunks too.
+   */
+  checks: { workers: number; readBy: 'workers' | 'main'; mainChecks: boolean };
 }
 
 export interface VerifyOptions {
@@ -68,8 +71,21 @@ export interface VerifyOptions {
   /** Storage-level integrity check; returns problems (empty when fine). */
   integrityCheck?: () => string[];
   decodeKey: VerifierKeyDecoder;
-  /** Worker threads for signature checks; 0 runs inline. Default: number of cores. */
+  /**
+   * How this thread hashes and parses envelopes and hashes Merkle subtrees (default: node:crypto and parseEnvelope).
+   * Workers choose their own: the ledger kernels addon when it is built and agrees with node:crypto, else the same
+   * defaults; the results are the same either way.
+   */
+  kernels?: VerifyKernels;
+  /**
+   * Threads that check events; 0 checks on the calling thread only. Default: the number of cores. When the store
+   * can be read in parallel and `openRowReader` is given, the calling thread is one of them (it reads and checks
+   * chunks itself whenever the workers have enough queued, between its ordered pass) and `workers - 1` worker
+   * threads are started; otherwise `workers` worker threads.
+   */
   workers?: number;
+  /** Opens the store's own row reader on this thread (composition roots pass the SQLite one). */
+  openRowReader?: (spec: ParallelReadSpec) => RowReader;
   chunkSize?: number;
   progress?: Progress;
   /** Public key text the genesis (position 0) key must equal, when the auditor pins it. */
@@ -103,8 +119,9 @@ class Failed extends Error {
 export async function verifyLedger(o: VerifyOptions): Promise<VerificationReport> {
   const started = Date.now();
   const progress = o.progress ?? silentProgress;
-  const counts = new Map<StepName, number>(STEPS.map((s) => [s, 0]));
-  const bump = (s: StepName, n = 1): void => void counts.set(s, (counts.get(s) ?? 0) + n);
+  const kernels = o.kernels ?? jsKernels;
+  const counts = Object.fromEntries(STEPS.map((s) => [s, 0])) as Record<StepName, number>;
+  const bump = (s: StepName, n = 1): void => void (counts[s] += n);
   const registry = new KeyRegistry(o.decodeKey);
   const streams = new Map<string, { revision: number; hash: Buffer }>();
   const acc = new RootAccumulator();
@@ -121,7 +138,8 @@ export async function verifyLedger(o: VerifyOptions): Promise<VerificationReport
   if (cpSizes.has(0)) rootsAt.set(0, acc.root());
   let failure: VerifyFailure | null = null;
   let checker: ChunkChecker | null = null;
-  let checks: VerificationReport['checks'] = { workers: 0, readBy: 'main' };
+  let checks: VerificationReport['checks'] = { workers: 0, readBy: 'main', mainChecks: true };
+  let local: { reader: RowReader; keyCache: Map<string, Uint8Array> } | null = null;
   let storagePending: Promise<string[]> | null = null;
   const report = (): VerificationReport => {
     const failedIdx = failure ? STEPS.indexOf(failure.step) : STEPS.length;
@@ -133,7 +151,7 @@ export async function verifyLedger(o: VerifyOptions): Promise<VerificationReport
       checkpoints: o.checkpoints.length,
       treeSize: acc.size,
       root: acc.root().toString('base64'),
-      steps: STEPS.map((name, i) => ({ name, ok: i < failedIdx, checked: counts.get(name) ?? 0 })),
+      steps: STEPS.map((name, i) => ({ name, ok: i < failedIdx, checked: counts[name] })),
       failure,
       durationMs: Date.now() - started,
       checks,
@@ -145,9 +163,11 @@ export async function verifyLedger(o: VerifyOptions): Promise<VerificationReport
     const chunkSize = o.chunkSize ?? 512;
     const parallel = workers > 0 && total > 4 * chunkSize;
     const spec = parallel ? (o.store.parallelReadSpec?.() ?? null) : null;
-    const pool = parallel ? workerChecker(workers) : null;
-    checker = pool ?? inlineChecker();
-    checks = { workers: pool ? workers : 0, readBy: pool && spec ? 'workers' : 'main' };
+    // With two or more threads and a reader for this thread, this thread is one of the checkers.
+    if (spec && workers >= 2 && o.openRowReader) local = { reader: o.openRowReader(spec), keyCache: new Map() };
+    const pool = parallel ? workerChecker(local ? workers - 1 : workers) : null;
+    checker = pool ?? inlineChecker(kernels);
+    checks = pool ? { workers: local ? workers - 1 : workers, readBy: spec ? 'workers' : 'main', mainChecks: local !== null } : { workers: 0, readBy: 'main', mainChecks: true };
 
     // storage: when workers read the file themselves, one of them runs the check while the others start on the
     // events; its verdict still comes first (below, and in the catch), as the first step's.
@@ -170,7 +190,7 @@ export async function verifyLedger(o: VerifyOptions): Promise<VerificationReport
     // one pass over all events: envelopes, schemas, signatures (parallel), roles, chains, merkle (in order)
     progress.start('verifying events', total);
     const inFlight: Array<Promise<CheckedChunk>> = [];
-    const maxInFlight = Math.max(2, workers * 2);
+    const maxInFlight = Math.max(4, workers * 4);
     let expectedPosition = 0;
 
     // Keys the signature checks use: a hint, the first registration of each key id (a key id is registered once);
@@ -199,98 +219,147 @@ export async function verifyLedger(o: VerifyOptions): Promise<VerificationReport
       // Per signer: does the key the checker used equal the registered one? (Decided once per chunk.)
       const sameKey = new Map<string, boolean>();
       const d = out.digests;
-      for (let i = 0; i < c.n; i++) {
-        const position = c.position(i);
-        const at = (step: StepName, code: string, message: string): never => {
-          throw new Failed({ step, code, message, position });
-        };
-        if (position !== expectedPosition)
-          at('envelopes', 'VERIFY_POSITION_GAP', `expected position ${expectedPosition}, found ${position}: events are missing or out of order`);
-        expectedPosition++;
-        const problem = problems.get(i);
-        if (problem) at(problem.step, problem.code, problem.message);
-        bump('envelopes');
-        bump('schemas');
-        // Past the checker, the stored columns equal the signed envelope's fields.
-        const type = c.type(i);
-        const stream = c.stream(i);
-        const revision = c.revision(i);
-        const signer = out.signers[out.signerIndex[i] as number] as string;
-        const data = keyData.get(i) ?? {};
-        // roles (and the signature of an event whose key the checker did not have)
-        const authority = registry.authorize({ type, data, signer, position });
-        if (authority) at('roles', authority.code, authority.message);
-        if (position === 0 && o.trustedRoot && data.publicKey !== o.trustedRoot)
-          at('roles', 'VERIFY_UNTRUSTED_ROOT', `the ledger's root key ${String(data.publicKey)} is not the trusted root key ${o.trustedRoot}`);
-        registry.apply({ type, data, position });
-        let recheckWith: Uint8Array | null | undefined;
-        if (unknown.has(i)) recheckWith = position === 0 ? o.decodeKey(String(data.publicKey)).publicKey : (registry.get(signer)?.publicKey ?? null);
-        else {
-          let same = sameKey.get(signer);
-          if (same === undefined) {
-            const used = c.keys.get(signer);
-            const registered = registry.get(signer)?.publicKey;
-            same = used !== undefined && registered !== undefined && Buffer.from(used).equals(Buffer.from(registered));
-            sameKey.set(signer, same);
+      // merkle: a whole aligned chunk of 2^k events with no checkpoint inside it joins the tree as one perfect
+      // subtree, hashed in one call once every event of it passed; otherwise (and up to a failing event) leaf by leaf.
+      const firstLeaf = acc.size;
+      const whole =
+        c.n > 0 && (c.n & (c.n - 1)) === 0 && firstLeaf % c.n === 0 && ![...cpSizes].some((s) => s > firstLeaf && s < firstLeaf + c.n);
+      const pushLeaves = (upTo: number): void => {
+        for (let j = acc.size - firstLeaf; j < upTo; j++) {
+          acc.push(d.subarray(DIGEST_STRIDE * j + 64, DIGEST_STRIDE * j + 96));
+          if (cpSizes.has(acc.size)) rootsAt.set(acc.size, acc.root());
+        }
+      };
+      let i = 0;
+      try {
+        for (; i < c.n; i++) {
+          const position = c.position(i);
+          const at = (step: StepName, code: string, message: string): never => {
+            throw new Failed({ step, code, message, position });
+          };
+          if (position !== expectedPosition)
+            at('envelopes', 'VERIFY_POSITION_GAP', `expected position ${expectedPosition}, found ${position}: events are missing or out of order`);
+          expectedPosition++;
+          const problem = problems.get(i);
+          if (problem) at(problem.step, problem.code, problem.message);
+          bump('envelopes');
+          bump('schemas');
+          // Past the checker, the stored columns equal the signed envelope's fields.
+          const type = c.type(i);
+          const stream = c.stream(i);
+          const revision = c.revision(i);
+          const signer = out.signers[out.signerIndex[i] as number] as string;
+          const data = keyData.get(i) ?? {};
+          // roles (and the signature of an event whose key the checker did not have)
+          const authority = registry.authorize({ type, data, signer, position });
+          if (authority) at('roles', authority.code, authority.message);
+          if (position === 0 && o.trustedRoot && data.publicKey !== o.trustedRoot)
+            at('roles', 'VERIFY_UNTRUSTED_ROOT', `the ledger's root key ${String(data.publicKey)} is not the trusted root key ${o.trustedRoot}`);
+          registry.apply({ type, data, position });
+          let recheckWith: Uint8Array | null | undefined;
+          if (unknown.has(i)) recheckWith = position === 0 ? o.decodeKey(String(data.publicKey)).publicKey : (registry.get(signer)?.publicKey ?? null);
+          else {
+            let same = sameKey.get(signer);
+            if (same === undefined) {
+              const used = c.keys.get(signer);
+              const registered = registry.get(signer)?.publicKey;
+              same = used !== undefined && registered !== undefined && Buffer.from(used).equals(Buffer.from(registered));
+              sameKey.set(signer, same);
+            }
+            if (!same) recheckWith = registry.get(signer)?.publicKey ?? null;
           }
-          if (!same) recheckWith = registry.get(signer)?.publicKey ?? null;
+          if (recheckWith !== undefined) {
+            const e = await c.event(i);
+            const again = checkChunk(
+              packChunk([{ position, stream, revision, id: e.id, type, bytes: e.bytes, hash: e.hash }], recheckWith ? [[signer, recheckWith]] : []),
+              new Map(),
+            );
+            const p = again.problems[0];
+            if (p) at(p.step, p.code, p.message);
+            if (again.unknownSigner.length > 0) at('signatures', 'VERIFY_UNKNOWN_SIGNER', `no key for ${signer}`);
+          }
+          bump('signatures');
+          bump('roles');
+          // chains
+          const last = streams.get(stream);
+          const wantRevision = last ? last.revision + 1 : 0;
+          if (revision !== wantRevision) at('chains', 'VERIFY_CHAIN_BROKEN', `${stream} revision ${revision} where ${wantRevision} was expected`);
+          const prev = d.subarray(DIGEST_STRIDE * i, DIGEST_STRIDE * i + 32);
+          const wantPrev = last ? last.hash : ZERO_HASH_BYTES;
+          if (!wantPrev.equals(prev))
+            at('chains', 'VERIFY_CHAIN_BROKEN', `prev of ${stream}@${revision} is ${Buffer.from(prev).toString('hex').slice(0, 16)}…, but the hash of the event before is ${wantPrev.toString('hex').slice(0, 16)}…`);
+          streams.set(stream, { revision, hash: Buffer.from(d.subarray(DIGEST_STRIDE * i + 32, DIGEST_STRIDE * i + 64)) });
+          bump('chains');
+          if (!whole) pushLeaves(i + 1);
+          bump('merkle');
         }
-        if (recheckWith !== undefined) {
-          const e = await c.event(i);
-          const again = checkChunk(
-            packChunk([{ position, stream, revision, id: e.id, type, bytes: e.bytes, hash: e.hash }], recheckWith ? [[signer, recheckWith]] : []),
-            new Map(),
-          );
-          const p = again.problems[0];
-          if (p) at(p.step, p.code, p.message);
-          if (again.unknownSigner.length > 0) at('signatures', 'VERIFY_UNKNOWN_SIGNER', `no key for ${signer}`);
-        }
-        bump('signatures');
-        bump('roles');
-        // chains
-        const last = streams.get(stream);
-        const wantRevision = last ? last.revision + 1 : 0;
-        if (revision !== wantRevision) at('chains', 'VERIFY_CHAIN_BROKEN', `${stream} revision ${revision} where ${wantRevision} was expected`);
-        const prev = d.subarray(DIGEST_STRIDE * i, DIGEST_STRIDE * i + 32);
-        const wantPrev = last ? last.hash : ZERO_HASH_BYTES;
-        if (!wantPrev.equals(prev))
-          at('chains', 'VERIFY_CHAIN_BROKEN', `prev of ${stream}@${revision} is ${Buffer.from(prev).toString('hex').slice(0, 16)}…, but the hash of the event before is ${wantPrev.toString('hex').slice(0, 16)}…`);
-        streams.set(stream, { revision, hash: Buffer.from(d.subarray(DIGEST_STRIDE * i + 32, DIGEST_STRIDE * i + 64)) });
-        bump('chains');
-        // merkle
-        acc.push(d.subarray(DIGEST_STRIDE * i + 64, DIGEST_STRIDE * i + 96));
+      } catch (e) {
+        pushLeaves(i);
+        throw e;
+      }
+      if (whole) {
+        acc.pushSubtree(c.n, kernels.subtreeRoot(d, DIGEST_STRIDE, 64, c.n));
         if (cpSizes.has(acc.size)) rootsAt.set(acc.size, acc.root());
-        bump('merkle');
       }
       progress.tick(acc.size, total);
     };
 
     if (pool && spec) {
-      // The workers read the rows themselves; the main thread only runs the ordered pass.
+      // The workers read the rows themselves; this thread runs the ordered pass and, with a row reader, checks too.
       const readFailed = (e: unknown): never => {
         throw new Failed({ step: 'storage', code: 'VERIFY_STORAGE_READ', message: `reading the stored events failed: ${(e as Error).message}` });
       };
-      for (const k of await pool.keyRegistrations(spec).catch(readFailed)) hintKey(k.bytes);
+      // The key hints: read here when this thread has a reader (the first worker is busy starting and running the
+      // storage check meanwhile), else by a worker.
+      const reader = local?.reader;
+      const registrations = await (reader ? Promise.resolve().then(() => reader.keyRegistrations()) : pool.keyRegistrations(spec)).catch(readFailed);
+      for (const k of registrations) hintKey(k.bytes);
       const keys = [...knownKeys.entries()];
       const keyMap = new Map(keys);
-      for (let from = 0; from < total; from += chunkSize) {
-        const to = Math.min(total, from + chunkSize);
-        inFlight.push(
-          pool.checkRange(spec, from, to, keys).then(
-            ({ out, meta }) => ({
-              n: meta.positions.length,
-              out,
-              keys: keyMap,
-              position: (i) => meta.positions[i] as number,
-              revision: (i) => meta.revisions[i] as number,
-              stream: (i) => meta.streams[meta.streamIndex[i] as number] as string,
-              type: (i) => meta.types[meta.typeIndex[i] as number] as string,
-              event: (i) => storeRead(meta.positions[i] as number),
-            }),
-            readFailed,
-          ),
+      const checkedChunk = (checked: Promise<{ out: ChunkOutput; meta: ChunkMeta }>): Promise<CheckedChunk> =>
+        checked.then(
+          ({ out, meta }) => ({
+            n: meta.positions.length,
+            out,
+            keys: keyMap,
+            position: (i) => meta.positions[i] as number,
+            revision: (i) => meta.revisions[i] as number,
+            stream: (i) => meta.streams[meta.streamIndex[i] as number] as string,
+            type: (i) => meta.types[meta.typeIndex[i] as number] as string,
+            event: (i) => storeRead(meta.positions[i] as number),
+          }),
+          readFailed,
         );
-        if (inFlight.length >= maxInFlight) await consume();
+      const settled = new WeakSet<Promise<CheckedChunk>>();
+      const track = (p: Promise<CheckedChunk>): void => {
+        const mark = (): void => void settled.add(p);
+        p.then(mark, mark);
+        inFlight.push(p);
+      };
+      let from = 0;
+      const nextRange = (): [number, number] => {
+        const f = from;
+        from = Math.min(total, from + chunkSize);
+        return [f, from];
+      };
+      // Keep every worker two chunks ahead; take the oldest chunk in order as soon as it is checked; otherwise, when
+      // this thread is a checker, check the next chunk here instead of waiting.
+      while (from < total || inFlight.length > 0) {
+        while (from < total && inFlight.length < maxInFlight && pool.leastPending() < 2) track(checkedChunk(pool.checkRange(spec, ...nextRange(), keys)));
+        const head = inFlight[0];
+        if (head && settled.has(head)) await consume();
+        else if (local && from < total && inFlight.length < maxInFlight) {
+          const [a, b] = nextRange();
+          let checked: Promise<{ out: ChunkOutput; meta: ChunkMeta }>;
+          try {
+            checked = Promise.resolve(checkRange(local.reader, a, b, keys, local.keyCache, kernels));
+          } catch (e) {
+            checked = Promise.reject(e);
+          }
+          track(checkedChunk(checked));
+          // Let the workers' replies in (they arrive as events) before deciding again.
+          await new Promise((resolve) => setImmediate(resolve));
+        } else if (head) await consume();
       }
     } else {
       for await (const batch of o.store.readAll({ batchSize: chunkSize })) {
@@ -338,9 +407,11 @@ export async function verifyLedger(o: VerifyOptions): Promise<VerificationReport
     if (pending) {
       const problems = await pending;
       if (problems.length > 0) failure = storageCorrupt(problems);
+      else bump('storage');
     }
   } finally {
     await checker?.close();
+    local?.reader.close();
   }
   return report();
 }

@@ -5,12 +5,16 @@
  *          never cross threads; only digests and a compact summary go back;
  *   keys   the stored KeyRegistered events, a hint for which keys to verify with (the ordered pass decides);
  *   integrity  the storage check (SQLite `PRAGMA integrity_check`), run here so it overlaps the event checks.
- * This file is a composition root like a CLI entry: it is where the SQLite range reader is wired in.
+ * This file is a composition root like a CLI entry: it is where the SQLite range reader and the ledger kernels
+ * addon (when built; node:crypto and parseEnvelope otherwise) are wired in.
  */
 import { parentPort } from 'node:worker_threads';
 import type { ParallelReadSpec } from '../../ports/event-store.port';
 import { openRangeReader, type RangeReader } from '../../adapters/sqlite/sqlite-range-reader';
-import { checkChunk, chunkMeta, packChunk, type ChunkInput, type ChunkOutput } from './check-chunk';
+import { bestKernels } from '../../adapters/native-kernels';
+import { checkChunk, checkRange, type ChunkInput, type ChunkOutput } from './check-chunk';
+
+const kernels = bestKernels();
 
 const keyCache = new Map<string, Uint8Array>();
 const readers = new Map<string, RangeReader>();
@@ -37,12 +41,10 @@ function transferOf(out: ChunkOutput): ArrayBuffer[] {
 parentPort?.on('message', (msg: WorkerRequest) => {
   try {
     if (msg.op === 'chunk') {
-      const out = checkChunk(msg.input, keyCache);
+      const out = checkChunk(msg.input, keyCache, kernels);
       parentPort?.postMessage({ seq: msg.seq, out }, transferOf(out));
     } else if (msg.op === 'range') {
-      const input = packChunk(reader(msg.spec).range(msg.from, msg.to), msg.keys);
-      const out = checkChunk(input, keyCache);
-      const meta = chunkMeta(input);
+      const { out, meta } = checkRange(reader(msg.spec), msg.from, msg.to, msg.keys, keyCache, kernels);
       parentPort?.postMessage({ seq: msg.seq, out, meta }, [
         ...transferOf(out),
         meta.positions.buffer as ArrayBuffer,

@@ -6,7 +6,7 @@ import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { ParallelReadSpec } from '../../ports/event-store.port';
-import { checkChunk, type ChunkInput, type ChunkMeta, type ChunkOutput } from './check-chunk';
+import { checkChunk, type ChunkInput, type ChunkMeta, type ChunkOutput, type VerifyKernels } from './check-chunk';
 
 function workerEntry(): { file: string; execArgv: string[] } {
   const js = join(__dirname, 'verify.worker.js');
@@ -34,12 +34,14 @@ export interface RangeChecker extends ChunkChecker {
   keyRegistrations(spec: ParallelReadSpec): Promise<Array<{ position: number; bytes: Uint8Array }>>;
   /** The storage integrity check, on a worker: problems, or an empty list. */
   integrityProblems(spec: ParallelReadSpec): Promise<string[]>;
+  /** Requests sent to the least busy worker and not answered yet. */
+  leastPending(): number;
 }
 
 /** Runs the checks on the calling thread (small ledgers, tests). */
-export function inlineChecker(): ChunkChecker {
+export function inlineChecker(kernels?: VerifyKernels): ChunkChecker {
   const cache = new Map<string, Uint8Array>();
-  return { check: async (input) => checkChunk(input, cache), close: async () => {} };
+  return { check: async (input) => checkChunk(input, cache, kernels), close: async () => {} };
 }
 
 interface Reply {
@@ -55,12 +57,14 @@ export function workerChecker(count: number): RangeChecker {
   const { file, execArgv } = workerEntry();
   const workers = Array.from({ length: count }, () => new Worker(file, { execArgv }));
   const pending = new Map<number, { resolve: (r: Reply) => void; reject: (e: Error) => void }>();
+  const load = workers.map(() => 0);
   let seq = 0;
-  for (const w of workers) {
+  workers.forEach((w, k) => {
     w.on('message', (m: Reply) => {
       const p = pending.get(m.seq);
       if (!p) return;
       pending.delete(m.seq);
+      load[k] = (load[k] as number) - 1;
       if (m.error === undefined) p.resolve(m);
       else p.reject(new Error(m.error));
     });
@@ -68,13 +72,16 @@ export function workerChecker(count: number): RangeChecker {
       for (const p of pending.values()) p.reject(e);
       pending.clear();
     });
-  }
+  });
+  /** To the worker with the fewest requests pending (the first of them on a tie). */
   const post = (msg: Record<string, unknown>, transfer: ArrayBuffer[] = []): Promise<Reply> => {
     const s = seq++;
-    const w = workers[s % workers.length] as Worker;
+    let k = 0;
+    for (let j = 1; j < workers.length; j++) if ((load[j] as number) < (load[k] as number)) k = j;
+    load[k] = (load[k] as number) + 1;
     return new Promise((resolve, reject) => {
       pending.set(s, { resolve, reject });
-      w.postMessage({ ...msg, seq: s }, transfer);
+      (workers[k] as Worker).postMessage({ ...msg, seq: s }, transfer);
     });
   };
   return {
@@ -86,6 +93,7 @@ export function workerChecker(count: number): RangeChecker {
     },
     keyRegistrations: async (spec) => (await post({ op: 'keys', spec })).keys ?? [],
     integrityProblems: async (spec) => (await post({ op: 'integrity', spec })).problems ?? [],
+    leastPending: () => Math.min(...load),
     async close() {
       await Promise.all(workers.map((w) => w.terminate()));
     },
