@@ -73,6 +73,11 @@ describe('the ledger kernels addon', () => {
     expect(refusal(() => h.digestAll(bytes, offsets, out, -1, 0)).message).toBe('stride must be an integer from 0 to 2^32 - 1');
     expect(out.every((b) => b === 0)).toBe(true);
     expect(refusal(() => h.subtreeRoot(out, 96, 64, 3)).message).toBe('count must be a power of two');
+    const scan = h.scanEnvelopes as NonNullable<VerifyKernels['scanEnvelopes']>;
+    const meta = new Float64Array(30);
+    expect(refusal(() => scan(bytes, offsets, meta, new Uint8Array(192), bytes, new Uint8Array(288), 96, 0)).message).toBe('signing must not overlap bytes');
+    expect(refusal(() => scan(bytes, offsets, new Float64Array(29), new Uint8Array(192), new Uint8Array(60), new Uint8Array(288), 96, 0)).message).toBe('meta is too small (10 numbers an event)');
+    expect(refusal(() => scan(bytes, offsets, meta, new Uint8Array(192), new Uint8Array(60), new Uint8Array(288), 96, 70)).message).toBe('prevAt + 32 must fit in stride');
     expect(refusal(() => h.subtreeRoot(out, 96, 64, 4)).message).toBe('leaves is too small for count leaf hashes');
   });
 });

@@ -411,6 +411,8 @@ static napi_value scan_envelopes(napi_env env, napi_callback_info info) {
   if (meta_len < (uint64_t)META * events) return throw_error(env, 1, "meta is too small (10 numbers an event)");
   if (sigs_len < (uint64_t)64 * events) return throw_error(env, 1, "sigs is too small (64 bytes an event)");
   if (signing_len < offsets[events]) return throw_error(env, 1, "signing must be as long as bytes");
+  if ((uint8_t *)signing_v < (uint8_t *)bytes_v + bytes_len && (uint8_t *)bytes_v < (uint8_t *)signing_v + signing_len)
+    return throw_error(env, 1, "signing must not overlap bytes");
   if ((uint64_t)prev_at + 32 > stride) return throw_error(env, 1, "prevAt + 32 must fit in stride");
   if (events > 0 && (uint64_t)stride * events > digests_len) return throw_error(env, 1, "digests is too small for every event's prev");
 
