@@ -159,7 +159,7 @@ async function main(): Promise<void> {
     const r1 = await h.verify({ workers: 0 });
     const inlineRate = r1.events / ((now() - t0) / 1000);
     console.log(
-      `verification: ${r.checks.workers} worker thread(s)${r.checks.mainChecks ? ' and this thread' : ''}, events read by ${r.checks.readBy}, ` +
+      `verification: ${r.checks.workers} worker thread(s)${r.checks.mainChecks ? ' and this thread' : ''}, events read by ${r.checks.readBy === 'workers' ? 'each checking thread itself' : 'this thread'}, ` +
         `ledger kernels ${nativeKernelsStatus().active ? 'native' : `off (${nativeKernelsStatus().why})`}; CPU ${fmt((verifyCpu.user + verifyCpu.system) / r.events, 1)} µs/event ` +
         `against ${fmt(1e6 / bareVerifyRate, 1)} µs/event for the bare verify; one fixed message verified in a loop: ${fmt(bareSameMessageRate)} events/s`,
     );
