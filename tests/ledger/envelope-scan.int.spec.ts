@@ -1,13 +1,14 @@
 /**
  * The addon's envelope scan (libs/ledger/native/ledger-kernels.c, scanEnvelopes) against the reference parser
- * (parseEnvelope), through the verifier's own per-event checks (checkChunk): for valid envelopes of many shapes and
- * for tens of thousands of damaged ones, checking a chunk with the addon's kernels and with node:crypto + parseEnvelope
- * must give exactly the same output: digests, problems (step, code, message), signers, key events. So the scan accepts
- * nothing the parser refuses, and cuts the same signing bytes and signature from what both accept.
+ * (parseEnvelope), through the verifier's own per-event code (readEnvelopes, checkChunk): for valid envelopes of many
+ * shapes and for tens of thousands of damaged ones, a chunk read and checked with the addon's kernels and with
+ * node:crypto + parseEnvelope must give exactly the same: every field read from each envelope (data, signing bytes and
+ * signature included), digests, problems (step, code, message), signers, key events. So the scan accepts nothing the
+ * parser refuses, and reads the same from what both accept.
  */
 import { createHash } from 'node:crypto';
 import { nativeKernels, nativeKernelsStatus, nodeEd25519, wireBytes, signingBytes, type Envelope, type UnsignedEnvelope, type VerifyKernels } from '@assay/ledger';
-import { checkChunk, jsKernels, packChunk, type ChunkInput } from '../../libs/ledger/src/application/verify/check-chunk';
+import { DIGEST_STRIDE, checkChunk, jsKernels, packChunk, readEnvelopes, type ChunkInput } from '../../libs/ledger/src/application/verify/check-chunk';
 
 function kernels(): VerifyKernels {
   const k = nativeKernels();
@@ -64,10 +65,15 @@ function chunkOf(envelopes: Buffer[], u: UnsignedEnvelope): ChunkInput {
   );
 }
 
-/** Everything the verifier takes from a checked chunk. */
+/** Everything the verifier takes from a checked chunk, and every field it read from each envelope. */
 function outcome(input: ChunkInput, k: VerifyKernels) {
   const out = checkChunk(input, new Map(), k);
-  return { digests: Buffer.from(out.digests).toString('hex'), signerIndex: [...out.signerIndex], signers: out.signers, problems: out.problems, unknownSigner: out.unknownSigner, keyEvents: out.keyEvents };
+  const fields = readEnvelopes(input, k, new Uint8Array(DIGEST_STRIDE * input.positions.length)).map((e) =>
+    'signing' in e
+      ? { position: e.position, revision: e.revision, stream: e.stream, id: e.id, type: e.type, signer: e.signer, data: e.data, dataBytes: e.dataBytes, signing: e.signing.toString('hex'), signature: e.signature.toString('hex') }
+      : e,
+  );
+  return { digests: Buffer.from(out.digests).toString('hex'), signerIndex: [...out.signerIndex], signers: out.signers, problems: out.problems, unknownSigner: out.unknownSigner, keyEvents: out.keyEvents, fields };
 }
 
 function copyOf(u: UnsignedEnvelope): Uint8Array {

@@ -227,13 +227,18 @@ static int is_digit(uint8_t c) { return c >= '0' && c <= '9'; }
 static int is_alnum(uint8_t c) { return is_digit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 static int hex_value(uint8_t c) { return c <= '9' ? c - '0' : c - 'a' + 10; }
 
-static int b64_value(uint8_t c) {
-  if (c >= 'A' && c <= 'Z') return c - 'A';
-  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-  if (c >= '0' && c <= '9') return c - '0' + 52;
-  if (c == '+') return 62;
-  if (c == '/') return 63;
-  return -1;
+/* Base64 values (standard alphabet), 0xff for any other byte; filled once. */
+static uint8_t b64_table[256];
+static pthread_once_t b64_once = PTHREAD_ONCE_INIT;
+static void fill_b64_table(void) {
+  memset(b64_table, 0xff, sizeof b64_table);
+  for (int i = 0; i < 26; i++) {
+    b64_table['A' + i] = (uint8_t)i;
+    b64_table['a' + i] = (uint8_t)(26 + i);
+  }
+  for (int i = 0; i < 10; i++) b64_table['0' + i] = (uint8_t)(52 + i);
+  b64_table['+'] = 62;
+  b64_table['/'] = 63;
 }
 
 typedef struct {
@@ -242,12 +247,13 @@ typedef struct {
   size_t k;
 } cursor;
 
-static int lit(cursor *c, const char *s) {
-  size_t n = strlen(s);
+static inline int lit_n(cursor *c, const char *s, size_t n) {
   if (c->len - c->k < n || memcmp(c->p + c->k, s, n) != 0) return 0;
   c->k += n;
   return 1;
 }
+/* The literal's length is known at compile time. */
+#define lit(c, s) lit_n((c), (s), sizeof(s) - 1)
 
 /* A canonical non-negative safe integer: 0, or 1-16 digits without a leading zero, at most 2^53 - 1. */
 static int integer(cursor *c, double *out) {
@@ -283,25 +289,27 @@ static int scan_one(const uint8_t *p, size_t len, double *meta, uint8_t *sig_out
   /* All ASCII: the scan of DATA below refuses any other byte, and every other field only admits ASCII. */
   cursor c = {p, len, 0};
   if (!lit(&c, "{\"data\":{")) return 0;
-  /* The end of DATA: a structural scan from its opening brace. */
-  int depth = 1, in_string = 0;
-  while (c.k < len && depth > 0) {
+  /* The end of DATA: a structural scan from its opening brace. Bytes that matter neither inside nor outside
+     strings are skipped in tight loops (most of DATA). */
+  int depth = 1;
+  while (depth > 0) {
+    while (c.k < len && !(p[c.k] & 0x80) && p[c.k] != '"' && p[c.k] != '{' && p[c.k] != '}' && p[c.k] != '[' && p[c.k] != ']') c.k++;
+    if (c.k >= len || (p[c.k] & 0x80)) return 0;
     uint8_t ch = p[c.k++];
-    if (ch >= 0x80) return 0;
-    if (in_string) {
-      if (ch == '\\') {
-        if (c.k >= len || p[c.k] >= 0x80) return 0;
+    if (ch == '"') {
+      for (;;) {
+        while (c.k < len && !(p[c.k] & 0x80) && p[c.k] != '"' && p[c.k] != '\\') c.k++;
+        if (c.k >= len || (p[c.k] & 0x80)) return 0;
+        if (p[c.k++] == '"') break;
+        /* a backslash: the escaped byte is skipped (JSON.parse of DATA judges it) */
+        if (c.k >= len || (p[c.k] & 0x80)) return 0;
         c.k++;
-      } else if (ch == '"')
-        in_string = 0;
-    } else if (ch == '"')
-      in_string = 1;
-    else if (ch == '{' || ch == '[')
+      }
+    } else if (ch == '{' || ch == '[')
       depth++;
-    else if (ch == '}' || ch == ']')
+    else
       depth--;
   }
-  if (depth != 0) return 0;
   size_t data_end = c.k;
 
   if (!lit(&c, ",\"id\":\"") || len - c.k < 36) return 0;
@@ -322,8 +330,9 @@ static int scan_one(const uint8_t *p, size_t len, double *meta, uint8_t *sig_out
   size_t sig_member = c.k;
   if (!lit(&c, "\"sig\":\"") || len - c.k < 88) return 0;
   const uint8_t *sig = p + c.k;
+  pthread_once(&b64_once, fill_b64_table);
   for (int i = 0; i < 86; i++)
-    if (b64_value(sig[i]) < 0) return 0;
+    if (b64_table[sig[i]] == 0xff) return 0;
   if (sig[86] != '=' || sig[87] != '=') return 0;
   if (sig[85] != 'A' && sig[85] != 'Q' && sig[85] != 'g' && sig[85] != 'w') return 0; /* unused bits zero */
   c.k += 88;
@@ -368,13 +377,13 @@ static int scan_one(const uint8_t *p, size_t len, double *meta, uint8_t *sig_out
 
   /* Recognised: decode and cut. */
   for (int g = 0; g < 21; g++) {
-    uint32_t v = (uint32_t)b64_value(sig[4 * g]) << 18 | (uint32_t)b64_value(sig[4 * g + 1]) << 12 |
-                 (uint32_t)b64_value(sig[4 * g + 2]) << 6 | (uint32_t)b64_value(sig[4 * g + 3]);
+    uint32_t v = (uint32_t)b64_table[sig[4 * g]] << 18 | (uint32_t)b64_table[sig[4 * g + 1]] << 12 |
+                 (uint32_t)b64_table[sig[4 * g + 2]] << 6 | (uint32_t)b64_table[sig[4 * g + 3]];
     sig_out[3 * g] = (uint8_t)(v >> 16);
     sig_out[3 * g + 1] = (uint8_t)(v >> 8);
     sig_out[3 * g + 2] = (uint8_t)v;
   }
-  sig_out[63] = (uint8_t)((b64_value(sig[84]) << 2) | (b64_value(sig[85]) >> 4));
+  sig_out[63] = (uint8_t)((b64_table[sig[84]] << 2) | (b64_table[sig[85]] >> 4));
   for (int i = 0; i < 32; i++) prev_out[i] = (uint8_t)(hex_value(prev[2 * i]) << 4 | hex_value(prev[2 * i + 1]));
   memcpy(signing_out, p, sig_member);
   memcpy(signing_out + sig_member, p + sig_member + SIG_MEMBER, len - sig_member - SIG_MEMBER);
