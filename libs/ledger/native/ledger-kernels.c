@@ -108,11 +108,22 @@ static int u32_arg(napi_env env, napi_value v, const char *name, uint32_t *out) 
   return 1;
 }
 
+/* Exactly `n` arguments into argv (n <= 8), or 0 after throwing with the call's usage. */
+static int args(napi_env env, napi_callback_info info, size_t n, napi_value *argv, const char *usage) {
+  size_t argc = n;
+  char message[160];
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok) return 0;
+  if (argc != n) {
+    snprintf(message, sizeof message, "%s takes %zu arguments", usage, n);
+    throw_error(env, 0, message);
+    return 0;
+  }
+  return 1;
+}
+
 static napi_value digest_all(napi_env env, napi_callback_info info) {
-  size_t argc = 5;
   napi_value argv[5];
-  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok) return NULL;
-  if (argc != 5) return throw_error(env, 0, "digestAll(bytes, offsets, out, stride, at) takes 5 arguments");
+  if (!args(env, info, 5, argv, "digestAll(bytes, offsets, out, stride, at)")) return NULL;
 
   uint8_t *bytes, *out;
   size_t bytes_len, out_len;
@@ -151,10 +162,8 @@ static napi_value digest_all(napi_env env, napi_callback_info info) {
 }
 
 static napi_value subtree_root(napi_env env, napi_callback_info info) {
-  size_t argc = 4;
   napi_value argv[4];
-  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok) return NULL;
-  if (argc != 4) return throw_error(env, 0, "subtreeRoot(leaves, stride, at, count) takes 4 arguments");
+  if (!args(env, info, 4, argv, "subtreeRoot(leaves, stride, at, count)")) return NULL;
   uint8_t *leaves;
   size_t leaves_len;
   uint32_t stride, at, count;
@@ -401,10 +410,8 @@ static int scan_one(const uint8_t *p, size_t len, double *meta, uint8_t *sig_out
 }
 
 static napi_value scan_envelopes(napi_env env, napi_callback_info info) {
-  size_t argc = 8;
   napi_value argv[8];
-  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok) return NULL;
-  if (argc != 8) return throw_error(env, 0, "scanEnvelopes(bytes, offsets, meta, sigs, signing, digests, stride, prevAt) takes 8 arguments");
+  if (!args(env, info, 8, argv, "scanEnvelopes(bytes, offsets, meta, sigs, signing, digests, stride, prevAt)")) return NULL;
   void *bytes_v, *meta_v, *sigs_v, *signing_v, *digests_v;
   size_t bytes_len, events, meta_len, sigs_len, signing_len, digests_len;
   const uint32_t *offsets;

@@ -5,16 +5,12 @@
  */
 import Database from 'better-sqlite3';
 import type { ParallelReadSpec } from '../../ports/event-store.port';
-import type { EventRow } from './sqlite-event-store.adapter';
 
-export type RangeRow = EventRow;
 /** A row as an array, in this order (no object per row: cheaper to read in bulk). */
 export type RawRangeRow = [position: number, stream: string, revision: number, id: string, type: string, bytes: Buffer, hash: Buffer];
 
 export interface RangeReader {
-  /** Events in [from, to), in position order. */
-  range(from: number, to: number): RangeRow[];
-  /** The same rows as arrays. */
+  /** Events in [from, to), in position order, as arrays. */
   rawRange(from: number, to: number): RawRangeRow[];
   /** Stored bytes of every KeyRegistered event, in position order (unverified: a hint for the signature checks). */
   keyRegistrations(): Array<{ position: number; bytes: Buffer }>;
@@ -25,12 +21,9 @@ export interface RangeReader {
 
 export function openRangeReader(spec: ParallelReadSpec): RangeReader {
   const db = new Database(spec.path, { readonly: true, fileMustExist: true });
-  const sql = 'SELECT position, stream, revision, id, type, bytes, hash FROM events WHERE position >= ? AND position < ? ORDER BY position';
-  const range = db.prepare(sql);
-  const rawRange = db.prepare(sql).raw(true);
+  const rawRange = db.prepare('SELECT position, stream, revision, id, type, bytes, hash FROM events WHERE position >= ? AND position < ? ORDER BY position').raw(true);
   const keys = db.prepare("SELECT position, bytes FROM events WHERE type = 'KeyRegistered' ORDER BY position");
   return {
-    range: (from, to) => range.all(from, to) as RangeRow[],
     rawRange: (from, to) => rawRange.all(from, to) as RawRangeRow[],
     keyRegistrations: () => keys.all() as Array<{ position: number; bytes: Buffer }>,
     integrityProblems: () => {

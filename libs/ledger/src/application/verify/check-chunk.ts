@@ -119,15 +119,11 @@ export type PackedRow = readonly [position: number, stream: string, revision: nu
 
 /** Packs recorded events into a chunk (one buffer for all bytes, so it can be transferred, not copied). */
 export function packChunk(events: ReadonlyArray<PackedEvent>, keys: Array<[string, Uint8Array]>): ChunkInput {
-  return pack(events.map((e): PackedRow => [e.position, e.stream, e.revision, e.id, e.type, e.bytes, e.hash]), keys);
+  return packRows(events.map((e): PackedRow => [e.position, e.stream, e.revision, e.id, e.type, e.bytes, e.hash]), keys);
 }
 
 /** packChunk for rows read as tuples. */
 export function packRows(rows: ReadonlyArray<PackedRow>, keys: Array<[string, Uint8Array]>): ChunkInput {
-  return pack(rows, keys);
-}
-
-function pack(rows: ReadonlyArray<PackedRow>, keys: Array<[string, Uint8Array]>): ChunkInput {
   const n = rows.length;
   const offsets = new Uint32Array(n + 1);
   let total = 0;

@@ -165,9 +165,10 @@ export async function verifyLedger(o: VerifyOptions): Promise<VerificationReport
     const spec = parallel ? (o.store.parallelReadSpec?.() ?? null) : null;
     // With two or more threads and a reader for this thread, this thread is one of the checkers.
     if (spec && workers >= 2 && o.openRowReader) local = { reader: o.openRowReader(spec), keyCache: new Map() };
-    const pool = parallel ? workerChecker(local ? workers - 1 : workers) : null;
+    const workerThreads = local ? workers - 1 : workers;
+    const pool = parallel ? workerChecker(workerThreads) : null;
     checker = pool ?? inlineChecker(kernels);
-    checks = pool ? { workers: local ? workers - 1 : workers, readBy: spec ? 'workers' : 'main', mainChecks: local !== null } : { workers: 0, readBy: 'main', mainChecks: true };
+    if (pool) checks = { workers: workerThreads, readBy: spec ? 'workers' : 'main', mainChecks: local !== null };
 
     // storage: when workers read the file themselves, one of them runs the check while the others start on the
     // events; its verdict still comes first (below, and in the catch), as the first step's.
@@ -350,13 +351,9 @@ export async function verifyLedger(o: VerifyOptions): Promise<VerificationReport
         if (head && settled.has(head)) await consume();
         else if (local && from < total && inFlight.length < maxInFlight) {
           const [a, b] = nextRange();
-          let checked: Promise<{ out: ChunkOutput; meta: ChunkMeta }>;
-          try {
-            checked = Promise.resolve(checkRange(local.reader, a, b, keys, local.keyCache, kernels));
-          } catch (e) {
-            checked = Promise.reject(e);
-          }
-          track(checkedChunk(checked));
+          const { reader, keyCache } = local;
+          // Checked now, synchronously; a read failure becomes a rejection like a worker's.
+          track(checkedChunk(new Promise((resolve) => resolve(checkRange(reader, a, b, keys, keyCache, kernels)))));
           // Let the workers' replies in (they arrive as events) before deciding again.
           await new Promise((resolve) => setImmediate(resolve));
         } else if (head) await consume();
