@@ -144,7 +144,12 @@ describeDocker('assay judge / assay images (CLI, Docker)', () => {
     // Left behind: the running container, its volume, the materialised snapshot.
     expect((await docker.getContainer(running.Id).inspect()).State.Running).toBe(true);
     expect((await docker.listVolumes({ filters: { label: [`org.assay.judge=${judgeId}`] } })).Volumes).toHaveLength(1);
-    expect(fs.existsSync(join(home, 'judges', judgeId, 'snapshot'))).toBe(true);
+    // The snapshot is materialised outside ASSAY_HOME (its host path is visible in the container), in the private
+    // staging directory the owner file names.
+    const staging = (JSON.parse(fs.readFileSync(join(home, 'judges', judgeId, 'owner.json'), 'utf8')) as { staging: string }).staging;
+    expect(staging.startsWith(home)).toBe(false);
+    expect(fs.statSync(staging).mode & 0o777).toBe(0o700);
+    expect(fs.existsSync(join(staging, 'snapshot'))).toBe(true);
 
     const next = await assay(['judge', join(FIXTURES, 'valid-reward'), '--snapshot', ws], home, 180_000);
     expect(next.code).toBe(0);
@@ -153,7 +158,7 @@ describeDocker('assay judge / assay images (CLI, Docker)', () => {
     expect(next.stdout).toMatch(/: completed, exit 0/);
     expect((await docker.listContainers({ all: true, filters: { label: [`org.assay.judge=${judgeId}`] } })).length).toBe(0);
     expect((await docker.listVolumes({ filters: { label: [`org.assay.judge=${judgeId}`] } })).Volumes ?? []).toHaveLength(0);
-    expect(fs.existsSync(join(home, 'judges', judgeId, 'snapshot'))).toBe(false);
+    expect(fs.existsSync(staging)).toBe(false);
 
     const events = await assay(['ledger', 'events', '--stream', `judge-${judgeId}`, '--json'], home);
     expect(events.code).toBe(0);

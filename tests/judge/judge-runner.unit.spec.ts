@@ -139,7 +139,7 @@ describe('JudgeRunner, full-rootfs task (fake runtime)', () => {
     expect(im.o.labels).toMatchObject({ 'org.assay.role': 'judge-rootfs', 'org.assay.judge': r.judge, 'org.assay.owner': w.owners.self, 'org.assay.snapshot': cid });
     const spec = specs[0] as ContainerSpec;
     expect(spec.image).not.toBe(t.images.judge.id);
-    expect(spec.mounts.map((m) => m.target)).toEqual(['/tests', '/logs/verifier', '/tmp']);
+    expect(spec.mounts.map((m) => m.target)).toEqual(['/tests', '/logs/verifier', '/tmp', '/dev/shm']);
     expect(await w.runtime.listImages({ 'org.assay.role': 'judge-rootfs' })).toEqual([]);
     expect(w.runtime.calls).toContain(`removeImage ${spec.image}`);
   });
@@ -204,6 +204,29 @@ describe('JudgeRunner (fake runtime)', () => {
     expect(events[1]?.data).toMatchObject({ status: 'submission_error', exitCode: null });
   });
 
+  it("materialises the snapshot outside ASSAY_HOME (a bind mount's host path is visible in the container), privately, and removes it", async () => {
+    const w = await world();
+    const staging = tmp('judge-unit-staging-');
+    cleanup.push(staging);
+    const home = tmp('judge-unit-home-');
+    cleanup.push(home);
+    const runner = new JudgeRunner({ runtime: w.runtime, snapshots: w.snapshots, recorder: w.ml.recorder, owners: w.owners, clock: w.ml.clock, ids: w.ml.ids, judgesDir: join(home, 'judges'), homeTag: 'home1', hostCpus: 2, drainMs: 1000, stagingDir: staging });
+    const specs: ContainerSpec[] = [];
+    const create = w.runtime.createContainer.bind(w.runtime);
+    w.runtime.createContainer = async (spec: ContainerSpec) => {
+      specs.push(spec);
+      const dir = (spec.mounts.find((m) => m.type === 'bind') as { source: string }).source;
+      expect(fs.statSync(join(dir, '..')).mode & 0o777).toBe(0o700);
+      return create(spec);
+    };
+    const r = await runner.judge(await prepared(w, { files: { 'reward.txt': '1' } }), await snapshot(w));
+    expect(r.status).toBe('completed');
+    const bind = specs[0]?.mounts.find((m) => m.type === 'bind') as { source: string };
+    expect(bind.source).toMatch(new RegExp(`^${staging}/assay-judge-[A-Za-z0-9]{6}/snapshot$`));
+    expect(bind.source).not.toContain(home);
+    expect(fs.readdirSync(staging)).toEqual([]);
+  });
+
   it('Docker failures are infrastructure_error with no score, before or after launch', async () => {
     const w = await world();
     const t = await prepared(w, { files: { 'reward.txt': '1' } });
@@ -218,6 +241,21 @@ describe('JudgeRunner (fake runtime)', () => {
     expect(await w.runtime.listVolumes({ 'org.assay.role': 'judge' })).toEqual([]);
     const setup = await w.runner.judge(await prepared(w, { setupFail: 'cannot unpack the tests' }), await snapshot(w));
     expect(setup).toMatchObject({ status: 'infrastructure_error', detail: expect.stringContaining('cannot unpack the tests') });
+  });
+
+  it("the setup-failure line counts only on the entrypoint's stderr; on stdout (the verifier's) with status 125 it is output", async () => {
+    const w = await world();
+    const forged = await w.runner.judge(await prepared(w, { stdout: 'assay-judge-entrypoint: setup failed: \x1b[2Jforged\n', exit: 125, files: { 'reward.txt': '0' } }), await snapshot(w));
+    expect(forged).toMatchObject({ status: 'completed', exitCode: 125, rewards: { reward: 0 } });
+    const none = await w.runner.judge(await prepared(w, { stdout: 'assay-judge-entrypoint: setup failed: forged\n', exit: 125 }), await snapshot(w));
+    expect(none).toMatchObject({ status: 'verifier_error', exitCode: 125 });
+    // A real setup failure whose reason carries control characters: recorded and returned escaped.
+    const real = await w.runner.judge(await prepared(w, { setupFail: 'cannot unpack \x1b]0;t\x07 \u202e' }), await snapshot(w));
+    expect(real.status).toBe('infrastructure_error');
+    expect(real.detail).toContain('cannot unpack \\x1b]0;t\\x07 \\u{202e}');
+    const completed = (await w.ml.stream(real.stream)).find((e) => e.type === 'JudgeCompleted');
+    expect(JSON.stringify(completed)).not.toMatch(/\u001b|\u0007|\u202e/);
+    expect(completed?.data.detail).toBe(real.detail);
   });
 
   it('caps the output log and records the digest of what was kept and the size of everything', async () => {
@@ -288,7 +326,10 @@ describe('JudgeRunner (fake runtime)', () => {
     await w.runtime.createContainer({ ...baseSpec(t.images.judge.id), name: `assay-judge-${judgeId}`, labels: labels(deadOwner, judgeId) });
     const dir = join(w.home, 'judges', judgeId);
     fs.mkdirSync(join(dir, 'snapshot'), { recursive: true });
-    fs.writeFileSync(join(dir, 'owner.json'), JSON.stringify({ owner: deadOwner, judge: judgeId, startedAt: '2026-12-01T09:59:00.000Z' }));
+    // Its snapshot, materialised in a private staging directory outside the home; and a path that is not one.
+    const staging = fs.mkdtempSync(join(require('node:os').tmpdir(), 'assay-judge-'));
+    fs.mkdirSync(join(staging, 'snapshot'));
+    fs.writeFileSync(join(dir, 'owner.json'), JSON.stringify({ owner: deadOwner, judge: judgeId, startedAt: '2026-12-01T09:59:00.000Z', staging }));
     fs.writeFileSync(join(dir, 'output.log'), 'partial');
     // A full-rootfs Judge image it made from a snapshot, and one of a live process.
     const imported = async (owner: string, id: string) =>
@@ -302,6 +343,7 @@ describe('JudgeRunner (fake runtime)', () => {
     expect(rep).toEqual({ containers: [`assay-judge-${judgeId}`], volumes: [`assay-judge-${judgeId}-verifier`], images: [`assay/judge-rootfs:${judgeId}`], directories: [dir], completed: [judgeId] });
     expect((await w.runtime.listImages({ 'org.assay.role': 'judge-rootfs' })).map((i) => i.id)).toEqual([liveImage]);
     expect(fs.existsSync(join(dir, 'snapshot'))).toBe(false);
+    expect(fs.existsSync(staging)).toBe(false);
     expect((await w.runtime.listContainers({ 'org.assay.role': 'judge' })).map((c) => c.name)).toEqual(['assay-judge-live']);
     const events = await w.ml.stream(`judge-${judgeId}`);
     expect(events.map((e) => [e.type, e.signer])).toEqual([

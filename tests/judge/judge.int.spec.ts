@@ -11,6 +11,7 @@ import { join, resolve } from 'node:path';
 import { randomIds, systemClock } from '@assay/core';
 import { LedgerHome } from '@assay/ledger';
 import { parseCid } from '@assay/snapshots';
+import { runClaimRules } from '@assay/run';
 import type { JudgeResult } from '@assay/judge';
 import { JudgeRuntime, homeTag, type LoadedTask } from '../../apps/runtime/src';
 import { describeDocker } from '../support/docker';
@@ -201,7 +202,7 @@ describeDocker('Judge on Docker (must-show cases)', () => {
     expect(await rt.containers.listContainers({ 'org.assay.home': homeTag(home) })).toEqual([]);
     expect(await rt.containers.listVolumes({ 'org.assay.home': homeTag(home) })).toEqual([]);
     for (const r of results) expect(fs.existsSync(join(r.dir, 'owner.json'))).toBe(false);
-    const report = await rt.ledgerHome.verify({ workers: 0 });
+    const report = await rt.ledgerHome.verify({ workers: 0, claims: runClaimRules() });
     expect(report.failure ?? null).toBeNull();
     expect(report.ok).toBe(true);
   }, 60_000);

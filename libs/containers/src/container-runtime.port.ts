@@ -8,7 +8,14 @@
 export type MountSpec =
   | { readonly type: 'bind'; readonly source: string; readonly target: string; readonly readOnly: boolean }
   | { readonly type: 'volume'; readonly source: string; readonly target: string; readonly readOnly: boolean }
-  | { readonly type: 'tmpfs'; readonly target: string; readonly sizeBytes: number; readonly mode: number };
+  | {
+      readonly type: 'tmpfs';
+      readonly target: string;
+      readonly sizeBytes: number;
+      readonly mode: number;
+      /** Most files and directories it may hold (`nr_inodes`); each costs kernel memory beyond its bytes. Absent: the kernel's default. */
+      readonly inodes?: number;
+    };
 
 export interface ContainerSpec {
   /** Docker container name (unique); optional. */
@@ -36,6 +43,8 @@ export interface ContainerSpec {
   /** CPU limit in billionths of a CPU, or null for none. */
   readonly nanoCpus: number | null;
   readonly shmSizeBytes?: number;
+  /** Namespaced kernel settings of the container (`HostConfig.Sysctls`), e.g. `kernel.shm_rmid_forced`. */
+  readonly sysctls?: Readonly<Record<string, string>>;
   /** Run a minimal init as PID 1 (reaps zombies, forwards signals). */
   readonly init: boolean;
   /** Keep stdin open for `start(…, {stdin})`; it is closed after the bytes given there. */
@@ -107,6 +116,8 @@ export interface ContainerInfo {
   readonly memoryBytes: number | null;
   readonly nanoCpus: number | null;
   readonly mounts: ReadonlyArray<{ type: string; target: string; readOnly: boolean; source: string }>;
+  /** The namespaced kernel settings as applied (empty when none), where the adapter reports them. */
+  readonly sysctls?: Readonly<Record<string, string>>;
   /** The GPU device requests as applied (driver and device ids); empty without GPUs. */
   readonly deviceRequests?: ReadonlyArray<{ readonly driver: string; readonly deviceIds: readonly string[]; readonly capabilities: readonly string[] }>;
 }

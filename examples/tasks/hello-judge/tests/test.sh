@@ -4,6 +4,8 @@
 # unprivileged user who can reach neither /tests nor /logs/verifier; this script, as root, turns what the candidate
 # printed into /logs/verifier/reward.json: {"reward": passed/total, "passed": n, "total": m}. A submission that does
 # not even import scores 0: that is the candidate's failure, not the verifier's.
+# Root never runs or imports anything from /workspace: its Python runs isolated (-I: no current directory, no
+# script directory and no PYTHON* variables on sys.path), so a json.py in the submission is just a file.
 set -u
 mkdir -p /logs/verifier
 if ! command -v run-as-candidate >/dev/null; then
@@ -29,7 +31,7 @@ except Exception as e:
 print(json.dumps(out))
 ' Ada Grace Judge x | tail -n 1)
 # The verifier side, as root: only the last line the candidate printed is read, as data.
-ANSWERS="$answers" exec python3 - <<'PY'
+ANSWERS="$answers" exec python3 -I - <<'PY'
 import json, os
 cases = [("Ada", "Hello, Ada!"), ("Grace", "Hello, Grace!"), ("Judge", "Hello, Judge!"), ("x", "Hello, x!")]
 try:

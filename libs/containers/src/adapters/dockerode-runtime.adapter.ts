@@ -263,7 +263,7 @@ export class DockerodeRuntime implements ContainerRuntime {
     const mounts: Docker.MountSettings[] = [];
     for (const m of spec.mounts) {
       if (m.type === 'tmpfs') {
-        tmpfs[m.target] = `rw,nosuid,nodev,exec,size=${m.sizeBytes},mode=${m.mode.toString(8).padStart(4, '0')}`;
+        tmpfs[m.target] = `rw,nosuid,nodev,exec,size=${m.sizeBytes}${m.inodes !== undefined ? `,nr_inodes=${m.inodes}` : ''},mode=${m.mode.toString(8).padStart(4, '0')}`;
       } else if (m.type === 'bind') {
         mounts.push({ Type: 'bind', Source: m.source, Target: m.target, ReadOnly: m.readOnly, BindOptions: { Propagation: 'rprivate' } });
       } else {
@@ -296,6 +296,7 @@ export class DockerodeRuntime implements ContainerRuntime {
         ...(spec.memoryBytes !== null ? { Memory: spec.memoryBytes, MemorySwap: spec.memoryBytes } : {}),
         ...(spec.nanoCpus !== null ? { NanoCpus: spec.nanoCpus } : {}),
         ...(spec.shmSizeBytes !== undefined ? { ShmSize: spec.shmSizeBytes } : {}),
+        ...(spec.sysctls && Object.keys(spec.sysctls).length ? { Sysctls: { ...spec.sysctls } } : {}),
         Init: spec.init,
         Privileged: false,
         IpcMode: 'private',
@@ -418,6 +419,7 @@ export class DockerodeRuntime implements ContainerRuntime {
           ...(hc.Mounts ?? []).map((m) => ({ type: m.Type, target: m.Target, readOnly: m.ReadOnly === true, source: m.Source })),
           ...Object.keys(hc.Tmpfs ?? {}).map((t) => ({ type: 'tmpfs', target: t, readOnly: false, source: '' })),
         ],
+        sysctls: { ...((hc as { Sysctls?: Record<string, string> | null }).Sysctls ?? {}) },
         deviceRequests: ((hc as { DeviceRequests?: Docker.DeviceRequest[] | null }).DeviceRequests ?? []).map((r) => ({
           driver: r.Driver ?? '',
           deviceIds: r.DeviceIDs ?? [],

@@ -515,6 +515,7 @@ export class FakeContainerRuntime implements ContainerRuntime {
       memoryBytes: s.memoryBytes,
       nanoCpus: s.nanoCpus,
       mounts: s.mounts.map((m) => ({ type: m.type, target: m.target, readOnly: m.type === 'tmpfs' ? false : m.readOnly, source: m.type === 'tmpfs' ? '' : m.source })),
+      sysctls: { ...(s.sysctls ?? {}) },
       deviceRequests: dockerDeviceRequests(s).map((r) => ({ driver: r.Driver, deviceIds: [...r.DeviceIDs], capabilities: r.Capabilities.flat() })),
     };
   }

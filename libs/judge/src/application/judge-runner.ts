@@ -3,7 +3,8 @@
  *
  *   1. rules       the snapshot's manifests are checked against the task's snapshot rules; a broken rule is a
  *                  RuleViolation (score 0) and submission_error, and nothing runs
- *   2. materialise the snapshot is written into a fresh directory, every block checked against its CID
+ *   2. materialise the snapshot is written into a fresh private directory outside ASSAY_HOME (its host path shows in
+ *                  the container's mount table), every block checked against its CID
  *   3. create      a labelled volume for /logs/verifier and the container (see judge-plan.ts); what the daemon
  *                  applied is read back and checked, then JudgeLaunched is recorded (runtime key)
  *   4. run         the container starts, the hidden tests are streamed to the entrypoint's stdin (into the /tests
@@ -17,8 +18,9 @@
  */
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
-import { join } from 'node:path';
-import { isAssayError, silentProgress, type Clock, type IdGenerator, type Progress } from '@assay/core';
+import { tmpdir } from 'node:os';
+import { basename, isAbsolute, join } from 'node:path';
+import { escapeTerminalText, isAssayError, silentProgress, type Clock, type IdGenerator, type Progress } from '@assay/core';
 import type { ContainerInfo, ContainerRuntime } from '@assay/containers';
 import { mergeEnv, resolveEnvTemplates, type HostEnv, type TaskPlan } from '@assay/task-format';
 import {
@@ -36,6 +38,7 @@ import {
   DEFAULTS,
   ENTRYPOINT_SETUP_FAILED_MARK,
   ENTRYPOINT_SETUP_FAILED_STATUS,
+  JUDGE_SYSCTLS,
   judgeContainerSpec,
   judgeLimits,
   judgeVolumeName,
@@ -53,6 +56,13 @@ import { OutputCapture, type CapturedOutput } from './output-capture';
 import { readRewardFiles } from './reward-files';
 import type { TaskImages } from './task-images';
 import { importRootfsImage, ROOTFS_IMAGE_ROLE } from './rootfs-image';
+
+/**
+ * Text from a Judge (its output, a setup failure, a rule's detail) as it goes into a signed, one-line `detail`: every
+ * control, bidi and invisible character shown as an escape, never executed where it is later printed. Idempotent,
+ * so the recorded detail and the one returned are the same text.
+ */
+const oneLine = (text: string): string => escapeTerminalText(text, { newlines: true });
 
 export const LABELS = {
   role: 'org.assay.role',
@@ -136,7 +146,17 @@ export interface JudgeRunnerDeps {
   readonly drainMs?: number;
   /** task-runtime/judge (entrypoint, run-as-candidate): injected fresh into full-rootfs Judge images. */
   readonly judgeRuntimeDir?: string;
+  /**
+   * Where snapshots are materialised for their bind mount, each in a fresh private directory
+   * (`assay-judge-XXXXXX`, mode 0700). It lies outside ASSAY_HOME on purpose: a bind mount's host path is visible
+   * inside the container (/proc/self/mountinfo). Default: /var/tmp (on disk, unlike /tmp on many hosts), else the
+   * system's temporary directory.
+   */
+  readonly stagingDir?: string;
 }
+
+/** A staging directory made by `stagingFor` (the only kind the sweep removes). */
+const STAGING_NAME = /^assay-judge-[A-Za-z0-9]{6}$/;
 
 export interface PrepareOptions {
   /** The primary metric asked for on the command line (over the task's [metadata.assay] primary_metric). */
@@ -240,6 +260,20 @@ export class JudgeRunner {
     });
   }
 
+  /** A fresh private staging directory for one Judge's snapshot, written into its owner file first. */
+  private stagingFor(ownerFile: string, judgeId: string, startedAt: Date): string {
+    let made: string;
+    try {
+      made = fs.mkdtempSync(join(this.d.stagingDir ?? '/var/tmp', 'assay-judge-'));
+    } catch (e) {
+      if (this.d.stagingDir !== undefined) throw e;
+      made = fs.mkdtempSync(join(tmpdir(), 'assay-judge-'));
+    }
+    fs.chmodSync(made, 0o700);
+    fs.writeFileSync(ownerFile, `${JSON.stringify({ owner: this.d.owners.self, judge: judgeId, home: this.d.homeTag, startedAt: startedAt.toISOString(), staging: made })}\n`, { mode: 0o600 });
+    return made;
+  }
+
   private labels(judgeId: string): Record<string, string> {
     return { [LABELS.role]: 'judge', [LABELS.judge]: judgeId, [LABELS.owner]: this.d.owners.self, [LABELS.home]: this.d.homeTag };
   }
@@ -264,6 +298,9 @@ export class JudgeRunner {
     if (!info.securityOpt.some((o) => o.startsWith('no-new-privileges'))) p.push('no-new-privileges not set');
     if (info.pidsLimit !== t.limits.pidsLimit) p.push(`pids limit ${String(info.pidsLimit)}, expected ${t.limits.pidsLimit}`);
     if (info.memoryBytes !== t.limits.memoryBytes) p.push(`memory limit ${String(info.memoryBytes)}, expected ${t.limits.memoryBytes}`);
+    if (info.sysctls !== undefined) {
+      for (const [k, v] of Object.entries(JUDGE_SYSCTLS)) if (info.sysctls[k] !== v) p.push(`sysctl ${k} = ${String(info.sysctls[k])}, expected ${v}`);
+    }
     return p;
   }
 
@@ -314,7 +351,7 @@ export class JudgeRunner {
       );
       return this.done(dir, ownerFile, {
         judge: judgeId, stream, status: 'submission_error', exitCode: null, durationMs: elapsed(), rewards: null, primaryMetric: null, primaryScore: 0,
-        detail: `rule ${f.rule} broken: ${f.detail}`, snapshot, image, testsDigest: t.testsDigest, network: null, limits: null, rule: f, output: out, events, dir,
+        detail: oneLine(`rule ${f.rule} broken: ${f.detail}`), snapshot, image, testsDigest: t.testsDigest, network: null, limits: null, rule: { rule: oneLine(f.rule), detail: oneLine(f.detail) }, output: out, events, dir,
       });
     };
 
@@ -327,13 +364,17 @@ export class JudgeRunner {
     }
     if (finding) return finishRule(finding);
 
-    // 2. materialise (full-rootfs: an image made from the snapshot instead of a directory)
-    const work = join(dir, 'snapshot');
+    // 2. materialise (full-rootfs: an image made from the snapshot instead of a directory), into a private
+    //    directory outside ASSAY_HOME (stagingDir), recorded in owner.json so a sweep can remove it
+    let work = join(dir, 'snapshot');
     const r = t.settings.snapshot;
     let rootfsImage: string | null = null;
     try {
       if (t.rootfs) rootfsImage = await importRootfsImage({ runtime, snapshots: this.d.snapshots, judgeRuntimeDir: this.d.judgeRuntimeDir }, image, snapshot, judgeId, this.labels(judgeId));
-      else await this.d.snapshots.materialise(snapshot, work, { maxFiles: r.maxFiles, maxFileBytes: r.maxFileBytes, maxTotalBytes: r.maxBytes, maxDepth: r.maxDepth });
+      else {
+        work = this.stagingFor(ownerFile, judgeId, startedAt);
+        await this.d.snapshots.materialise(snapshot, join(work, 'snapshot'), { maxFiles: r.maxFiles, maxFileBytes: r.maxFileBytes, maxTotalBytes: r.maxBytes, maxDepth: r.maxDepth });
+      }
     } catch (e) {
       fs.rmSync(work, { recursive: true, force: true });
       if (isAssayError(e) && SNAPSHOT_LIMIT_CODES.has(e.code)) return finishRule({ rule: 'snapshot.limits', detail: e.message });
@@ -348,11 +389,12 @@ export class JudgeRunner {
     let run: JudgeRun;
     let rewards: RewardParse | null = null;
     let applied: ContainerInfo | null = null;
+    let entrypointErr: Buffer = Buffer.alloc(0);
     const notes: string[] = [];
     try {
       const labels = this.labels(judgeId);
       await runtime.createVolume(volume, labels);
-      const spec = judgeContainerSpec({ judgeId, imageId: rootfsImage ?? image, workdir: t.workdir, snapshotHostDir: t.rootfs ? null : work, verifierVolume: volume, command: t.plan.verifier.command, env: t.env, network: t.network, limits: t.limits, labels });
+      const spec = judgeContainerSpec({ judgeId, imageId: rootfsImage ?? image, workdir: t.workdir, snapshotHostDir: t.rootfs ? null : join(work, 'snapshot'), verifierVolume: volume, command: t.plan.verifier.command, env: t.env, network: t.network, limits: t.limits, labels });
       containerId = await runtime.createContainer(gpus.length ? { ...spec, gpus: { driver: 'nvidia', deviceIds: gpus } } : spec);
       this.active.add(containerId);
       applied = await runtime.inspectContainer(containerId);
@@ -369,7 +411,13 @@ export class JudgeRunner {
       }
       launched = true;
       if (this.cancelled !== null) throw new Error(`cancelled (${this.cancelled}) before the Judge started`);
-      const started = await runtime.start(containerId, { stdin: t.tests, onOutput: (_s, chunk) => capture.write(chunk) });
+      // The container's stderr is the entrypoint's own channel: it points the verifier's stderr at stdout before
+      // running it, so nothing test.sh or candidate code prints arrives here (task-runtime/judge/entrypoint).
+      const onOutput = (s: 'stdout' | 'stderr', chunk: Buffer): void => {
+        capture.write(chunk);
+        if (s === 'stderr' && entrypointErr.length < 4096) entrypointErr = Buffer.concat([entrypointErr, chunk.subarray(0, 4096 - entrypointErr.length)]);
+      };
+      const started = await runtime.start(containerId, { stdin: t.tests, onOutput });
       const w = await runtime.wait(containerId, t.limits.verifierTimeoutSec * 1000);
       if (!w.exited) await runtime.kill(containerId);
       await bounded(started.outputEnded, this.d.drainMs ?? 5000);
@@ -379,8 +427,8 @@ export class JudgeRunner {
         run = { kind: 'infrastructure', detail: `cancelled (${this.cancelled}); the Judge was killed` };
       } else if (!w.exited) {
         run = { kind: 'timed_out', timeoutSec: t.limits.verifierTimeoutSec, oomKilled };
-      } else if (w.exitCode === ENTRYPOINT_SETUP_FAILED_STATUS && capture.head.startsWith(ENTRYPOINT_SETUP_FAILED_MARK)) {
-        run = { kind: 'infrastructure', detail: `the Judge entrypoint could not set up: ${capture.head.split('\n')[0] ?? ''}` };
+      } else if (w.exitCode === ENTRYPOINT_SETUP_FAILED_STATUS && entrypointErr.toString('utf8').startsWith(ENTRYPOINT_SETUP_FAILED_MARK)) {
+        run = { kind: 'infrastructure', detail: `the Judge entrypoint could not set up: ${entrypointErr.toString('utf8').split('\n')[0] ?? ''}` };
       } else {
         run = { kind: 'exited', exitCode: w.exitCode, oomKilled };
         rewards = await readRewardFiles(runtime, containerId);
@@ -403,7 +451,7 @@ export class JudgeRunner {
     const out = capture.finish();
     const verdict = decideVerdict({ run, rewards, requestedMetric: t.requestedMetric, memoryLimitBytes: t.limits.memoryBytes });
     const detailParts = [verdict.detail, out.truncated ? `output truncated: kept the first ${out.keptBytes} of ${out.totalBytes} bytes` : null, ...notes].filter((x): x is string => !!x);
-    const detail = detailParts.length ? detailParts.join('; ') : null;
+    const detail = detailParts.length ? oneLine(detailParts.join('; ')) : null;
     const durationMs = elapsed();
     const completion: Array<{ type: string; data: Record<string, unknown> }> = [
       { type: 'JudgeCompleted', data: judgeCompletedData({ ...base, status: verdict.status, exitCode: verdict.exitCode, durationMs, outputDigest: out.digest, outputBytes: out.totalBytes, detail }) },
@@ -470,7 +518,7 @@ export class JudgeRunner {
       ...(await this.record(c.stream, [{ type: 'JudgeCompleted', data: judgeCompletedData({ ...c.base, status: 'infrastructure_error', exitCode: null, durationMs, outputDigest: out.digest, outputBytes: out.totalBytes, detail }) }], 'no_stream')),
     );
     return this.done(c.dir, c.ownerFile, {
-      judge: c.judgeId, stream: c.stream, status: 'infrastructure_error', exitCode: null, durationMs, rewards: null, primaryMetric: null, primaryScore: null, detail,
+      judge: c.judgeId, stream: c.stream, status: 'infrastructure_error', exitCode: null, durationMs, rewards: null, primaryMetric: null, primaryScore: null, detail: oneLine(detail),
       snapshot: c.snapshot, image: t.images.judge.id, testsDigest: t.testsDigest, network: applied?.networkMode ?? null, limits: applied ? launchedLimits(t.limits, applied) : null, rule: null, output: out, events: c.events, dir: c.dir,
     });
   }
@@ -530,7 +578,7 @@ export class JudgeRunner {
     if (fs.existsSync(this.d.judgesDir)) {
       for (const name of fs.readdirSync(this.d.judgesDir)) {
         const ownerFile = join(this.d.judgesDir, name, 'owner.json');
-        let o: { owner?: unknown; startedAt?: unknown };
+        let o: { owner?: unknown; startedAt?: unknown; staging?: unknown };
         try {
           o = JSON.parse(fs.readFileSync(ownerFile, 'utf8')) as typeof o;
         } catch {
@@ -538,6 +586,7 @@ export class JudgeRunner {
         }
         if (typeof o.owner !== 'string' || owners.isAlive(o.owner)) continue;
         fs.rmSync(join(this.d.judgesDir, name, 'snapshot'), { recursive: true, force: true });
+        if (typeof o.staging === 'string' && isAbsolute(o.staging) && STAGING_NAME.test(basename(o.staging))) fs.rmSync(o.staging, { recursive: true, force: true });
         fs.rmSync(ownerFile, { force: true });
         report.directories.push(join(this.d.judgesDir, name));
         orphans.set(name, { owner: o.owner, startedAt: typeof o.startedAt === 'string' ? o.startedAt : (orphans.get(name)?.startedAt ?? null) });

@@ -6,6 +6,7 @@
  *   RewardRecorded  (judge key)   only when completed: every reward, the primary metric and score
  *   RuleViolation   (judge key)   only for submission_error: the rule, what broke it, score 0
  */
+import { escapeTerminalText } from '@assay/core';
 import type { JudgeLimits } from './judge-plan';
 import type { Rewards } from './reward';
 import type { JudgeStatus } from './verdict';
@@ -25,9 +26,11 @@ const runFields = (r: RunRef): Data => ({ ...(r.run !== undefined ? { run: r.run
 
 export const MAX_DETAIL = 4096;
 
+/** At most `max` characters on one line, control characters shown as escapes (escapeTerminalText): recorded text never executes. */
 export function clip(text: string, max = MAX_DETAIL): string {
-  if (text.length <= max) return text;
-  return `${text.slice(0, max - 15)} [... clipped]`;
+  const shown = escapeTerminalText(text, { newlines: true });
+  if (shown.length <= max) return shown;
+  return `${shown.slice(0, max - 15)} [... clipped]`;
 }
 
 /** What JudgeLaunched records of the limits: what the daemon reports it applied, plus the harness's own bounds. */

@@ -5,8 +5,24 @@ describe('judge container plan', () => {
   const limits = judgeLimits({ cpus: 64, memoryMb: 64, shmSizeBytes: 2 ** 30, verifierTimeoutSec: 5, settings: { ...DEFAULT_JUDGE_SETTINGS, pidsLimit: 64 }, hostCpus: 2, testsBytes: 20 * MiB });
 
   it('takes the task limits, bounded by the host', () => {
-    expect(limits).toMatchObject({ cpusRequested: 64, cpus: 2, memoryBytes: 64 * MiB, pidsLimit: 64, verifierTimeoutSec: 5, outputCapBytes: MiB, testsTmpfsBytes: 40 * MiB, tmpBytes: 64 * MiB, shmBytes: 64 * MiB, readOnlyRootfs: true });
+    expect(limits).toMatchObject({ cpusRequested: 64, cpus: 2, memoryBytes: 64 * MiB, pidsLimit: 64, verifierTimeoutSec: 5, outputCapBytes: MiB, testsTmpfsBytes: 40 * MiB, tmpBytes: 24 * MiB, shmBytes: 8 * MiB, readOnlyRootfs: true });
     expect(judgeLimits({ cpus: null, memoryMb: null, shmSizeBytes: 0, verifierTimeoutSec: 1, settings: DEFAULT_JUDGE_SETTINGS, hostCpus: 8, testsBytes: 0 })).toMatchObject({ cpus: 2, memoryBytes: 4096 * MiB, testsTmpfsBytes: 16 * MiB });
+  });
+
+  it('keeps half the memory out of reach of candidate files: /tmp at most 3/8 (and 512 MiB), /dev/shm at most 1/8', () => {
+    const l = (memoryMb: number, shm: number) => judgeLimits({ cpus: 1, memoryMb, shmSizeBytes: shm, verifierTimeoutSec: 1, settings: DEFAULT_JUDGE_SETTINGS, hostCpus: 1, testsBytes: 0 });
+    expect(l(256, 2 ** 30)).toMatchObject({ tmpBytes: 96 * MiB, shmBytes: 32 * MiB });
+    expect(l(4096, 2 ** 30)).toMatchObject({ tmpBytes: 512 * MiB, shmBytes: 512 * MiB });
+    expect(l(4096, 64 * MiB)).toMatchObject({ tmpBytes: 512 * MiB, shmBytes: 64 * MiB });
+    for (const m of [16, 64, 100, 256, 4096, 65536]) {
+      const x = l(m, 2 ** 40);
+      expect(x.tmpBytes + x.shmBytes).toBeLessThanOrEqual((m * MiB) / 2);
+      // about 1 KiB of kernel memory per inode: bounded to 1/8 of the bytes (at least 1024 inodes)
+      expect(x.tmpInodes).toBe(Math.max(1024, x.tmpBytes / 8192));
+      expect(x.shmInodes).toBe(Math.max(1024, x.shmBytes / 8192));
+    }
+    // a task without shm never gets an unbounded /dev/shm (tmpfs size 0 would mean no limit)
+    expect(l(256, 0).shmBytes).toBe(MiB);
   });
 
   it('mounts the snapshot read-only, tests and reward directory for the Judge only, and drops privileges', () => {
@@ -16,7 +32,7 @@ describe('judge container plan', () => {
       image: 'sha256:abc',
       entrypoint: ['/opt/assay/judge/entrypoint'],
       cmd: ['/bin/bash', '/tests/test.sh'],
-      env: { A: '1', ASSAY_JUDGE_WORKDIR: '/workspace' },
+      env: { PYTHONSAFEPATH: '1', A: '1', ASSAY_JUDGE_WORKDIR: '/workspace' },
       user: '0:0',
       networkMode: 'none',
       readOnlyRootfs: true,
@@ -33,7 +49,10 @@ describe('judge container plan', () => {
       { type: 'bind', source: '/h/snap', target: '/workspace', readOnly: true },
       { type: 'tmpfs', target: '/tests', sizeBytes: 40 * MiB, mode: 0o700 },
       { type: 'volume', source: 'v', target: '/logs/verifier', readOnly: false },
-      { type: 'tmpfs', target: '/tmp', sizeBytes: 64 * MiB, mode: 0o1777 },
+      { type: 'tmpfs', target: '/tmp', sizeBytes: 24 * MiB, mode: 0o1777, inodes: 3072 },
+      { type: 'tmpfs', target: '/dev/shm', sizeBytes: 8 * MiB, mode: 0o1777, inodes: 1024 },
     ]);
+    // A task may override the safe default, deliberately.
+    expect(judgeContainerSpec({ judgeId: 'j1', imageId: 'i', workdir: '/w', snapshotHostDir: null, verifierVolume: 'v', command: [], env: { PYTHONSAFEPATH: '' }, network: 'none', limits, labels: {} }).env).toMatchObject({ PYTHONSAFEPATH: '' });
   });
 });

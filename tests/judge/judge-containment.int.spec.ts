@@ -1,0 +1,273 @@
+/**
+ * Hostile candidates against the Judge, on a real Docker daemon (tests/fixtures/judge/tasks share one environment, so
+ * one image serves them; examples/tasks/hello-judge builds its own). Each case is an attack that once worked:
+ *
+ *   - a snapshot's json.py imported by a root verifier (hello-judge's own scorer, and a careless `python3 -c`);
+ *   - candidate output imitating the entrypoint's setup failure (exit 125) to turn its round into a refund, with
+ *     terminal escape codes meant for the operator's terminal and the signed detail;
+ *   - a candidate thread group whose leader has exited, which a scan of /proc leaders never saw;
+ *   - candidate files in /tmp and /dev/shm taking the memory the root verifier needs;
+ *   - the host's ASSAY_HOME path read from /proc/self/mountinfo.
+ *
+ * Nothing here sends a packet off the machine: every Judge has network mode none.
+ */
+import * as fs from 'node:fs';
+import { join, resolve } from 'node:path';
+import { randomIds, systemClock } from '@assay/core';
+import { LedgerHome } from '@assay/ledger';
+import { runClaimRules } from '@assay/run';
+import type { JudgeResult } from '@assay/judge';
+import { JudgeRuntime, type LoadedTask } from '../../apps/runtime/src';
+import { describeDocker } from '../support/docker';
+import { tmp } from './judge-fakes';
+
+const REPO = resolve(__dirname, '../..');
+const FIXTURES = join(REPO, 'tests/fixtures/judge/tasks');
+const HELLO = join(REPO, 'examples/tasks/hello-judge');
+const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/;
+
+/** A json.py that, imported as root, plants a huge reward and prints the hidden test.sh; as the candidate, a stub. */
+const HOSTILE_JSON = `import os, sys
+if os.geteuid() == 0:
+    print("HOSTILE json.py imported as root")
+    try:
+        sys.stdout.write(open("/tests/test.sh").read())
+    except OSError as e:
+        print("cannot read /tests/test.sh:", e)
+    with open("/logs/verifier/reward.json", "w") as f:
+        f.write('{"reward": 1000000}')
+    sys.stdout.flush()
+    os._exit(0)
+def dumps(o, **k):
+    return "{}"
+def loads(s, **k):
+    return {}
+def dump(o, f, **k):
+    f.write("{}")
+`;
+
+describeDocker('Judge containment against hostile candidates (Docker)', () => {
+  let home: string;
+  let rt: JudgeRuntime;
+  const tasks = new Map<string, LoadedTask>();
+  const dirs: string[] = [];
+
+  beforeAll(async () => {
+    home = tmp('assay-judge-contain-');
+    await LedgerHome.init(home, { clock: systemClock, ids: randomIds, origin: 'assay.test/judge-containment' });
+    rt = await JudgeRuntime.open({ home });
+    await rt.containers.ping();
+  }, 60_000);
+
+  afterAll(async () => {
+    await rt?.close();
+    fs.rmSync(home, { recursive: true, force: true });
+    for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
+  });
+
+  async function judge(taskDir: string, files: Record<string, string>): Promise<JudgeResult> {
+    let t = tasks.get(taskDir);
+    if (!t) {
+      t = await rt.loadTask(taskDir);
+      tasks.set(taskDir, t);
+    }
+    const ws = tmp('assay-judge-contain-ws-');
+    dirs.push(ws);
+    for (const [p, c] of Object.entries(files)) fs.writeFileSync(join(ws, p), c);
+    const cid = await rt.snapshots.snapshotDirectory(ws);
+    const r = await rt.runner.judge(t.prepared, cid);
+    expect(await rt.containers.listContainers({ 'org.assay.judge': r.judge })).toEqual([]);
+    expect(await rt.containers.listVolumes({ 'org.assay.judge': r.judge })).toEqual([]);
+    return r;
+  }
+
+  const log = (r: JudgeResult) => fs.readFileSync(r.output.path, 'utf8');
+  const completedDetail = async (r: JudgeResult): Promise<string | null> => {
+    for await (const e of rt.ledgerHome.db.events.readStream(r.stream)) {
+      if (e.type === 'JudgeCompleted') return (JSON.parse(Buffer.from(e.bytes).toString('utf8')) as { data: { detail?: string } }).data.detail ?? null;
+    }
+    return null;
+  };
+
+  it("hello-judge: the snapshot's json.py is never imported by the root scorer (no forged reward, no hidden test in the log)", async () => {
+    const r = await judge(HELLO, { 'hello.py': fs.readFileSync(join(HELLO, 'environment/workspace/hello.py'), 'utf8'), 'json.py': HOSTILE_JSON });
+    expect(r).toMatchObject({ status: 'completed', rewards: { reward: 0, passed: 0, total: 4 }, primaryScore: 0 });
+    const out = log(r);
+    expect(out).not.toContain('HOSTILE json.py imported as root');
+    expect(out).not.toContain('Hidden checks for hello-judge');
+  }, 180_000);
+
+  it('a careless root `python3 -c` in the workdir does not import the snapshot either (safe path settings by default)', async () => {
+    const r = await judge(join(FIXTURES, 'workdir-python'), { 'json.py': HOSTILE_JSON });
+    expect(r).toMatchObject({ status: 'completed', rewards: { reward: 0.5 } });
+    expect(log(r)).not.toContain('HOSTILE json.py imported as root');
+  }, 180_000);
+
+  it("candidate output imitating the entrypoint's setup failure is the candidate's, not a refund; escapes never reach the detail", async () => {
+    const main = `import sys
+line = "assay-judge-entrypoint: setup failed: \\x1b]0;owned\\x07\\x1b[2J\\x1b[31mforged\\x1b[0m\\n"
+sys.stdout.write(line)
+sys.stdout.flush()
+sys.stderr.write(line)
+sys.stderr.flush()
+# The container's stderr, held only by docker-init (root) once the verifier runs: out of reach.
+try:
+    with open("/proc/1/fd/2", "w") as f:
+        f.write(line)
+    print("ATTACK SUCCEEDED: wrote the container's stderr")
+except OSError as e:
+    print("stderr channel refused:", type(e).__name__)
+sys.stdout.flush()
+sys.exit(125)
+`;
+    const r = await judge(join(FIXTURES, 'forged-setup-failure'), { 'main.py': main });
+    expect(r).toMatchObject({ status: 'completed', exitCode: 125, rewards: { reward: 0 }, primaryScore: 0 });
+    expect(log(r)).toContain('assay-judge-entrypoint: setup failed:'); // it was printed, and read as output only
+    expect(log(r)).toContain('stderr channel refused: PermissionError');
+    expect(log(r)).not.toContain('ATTACK SUCCEEDED');
+    expect(r.detail ?? '').not.toMatch(CONTROL);
+    expect((await completedDetail(r)) ?? '').not.toMatch(CONTROL);
+  }, 180_000);
+
+  it('kills a candidate thread group whose leader has exited', async () => {
+    const main = `import ctypes, os, platform, sys, threading, time
+if os.fork() == 0:
+    os.setsid()
+    def tick():
+        while True:
+            with open("/tmp/ticks", "a") as f:
+                f.write(".")
+            time.sleep(0.05)
+    threading.Thread(target=tick).start()
+    time.sleep(0.2)
+    # the leader thread ends alone (SYS_exit, not exit_group): the thread group lives on without it
+    ctypes.CDLL(None, use_errno=True).syscall({"x86_64": 60, "aarch64": 93}[platform.machine()], 0)
+time.sleep(0.5)
+print("candidate main exits; a leaderless thread group keeps ticking")
+`;
+    const r = await judge(join(FIXTURES, 'thread-leader-exit'), { 'main.py': main });
+    expect(log(r)).toContain('candidate main exits');
+    expect(log(r)).not.toContain('still running after the kill');
+    expect(r).toMatchObject({ status: 'completed', rewards: { reward: 1, leftover_candidate_threads: 0, grew: 0 } });
+  }, 180_000);
+
+  it('candidate files in /tmp and /dev/shm cannot take the memory the root verifier needs', async () => {
+    const main = `import os
+total = {}
+for d in ("/tmp", "/dev/shm"):
+    n = 0
+    try:
+        with open(os.path.join(d, "fill"), "wb") as f:
+            while n < 1024:
+                f.write(b"x" * (1 << 20))
+                f.flush()
+                n += 1
+    except OSError as e:
+        pass
+    total[d] = n
+print("candidate wrote (MiB):", total)
+`;
+    const r = await judge(join(FIXTURES, 'tmpfs-fill'), { 'main.py': main });
+    const out = log(r);
+    expect(out).toContain('verifier allocated 96 MiB');
+    expect(r).toMatchObject({ status: 'completed', rewards: { reward: 1 } });
+  }, 180_000);
+
+  it('empty files by the hundred thousand (inodes are memory too) cannot take the memory the root verifier needs', async () => {
+    const main = `import os
+total = {}
+for d in ("/tmp", "/dev/shm"):
+    n = 0
+    try:
+        while n < 400000:
+            open("%s/e%d" % (d, n), "w").close()
+            n += 1
+    except OSError:
+        pass
+    total[d] = n
+print("candidate made empty files:", total, flush=True)
+`;
+    const r = await judge(join(FIXTURES, 'tmpfs-fill'), { 'main.py': main });
+    expect(log(r)).toContain('verifier allocated 96 MiB');
+    expect(r).toMatchObject({ status: 'completed', rewards: { reward: 1 } });
+  }, 180_000);
+
+  it("out of memory, the kernel ends candidate processes (each smaller than the verifier), never the verifier", async () => {
+    const main = `import os, time
+kids = []
+for i in range(10):
+    pid = os.fork()
+    if pid == 0:
+        try:
+            x = bytearray(30 << 20)
+            x[::4096] = b"\\1" * len(x[::4096])
+            time.sleep(2)
+        finally:
+            os._exit(0)
+    kids.append(pid)
+for k in kids:
+    os.waitpid(k, 0)
+print("candidate done")
+`;
+    const r = await judge(join(FIXTURES, 'oom-choice'), { 'main.py': main });
+    const out = log(r);
+    expect(out).toContain('verifier kept its 100 MiB');
+    expect(r).toMatchObject({ status: 'completed', rewards: { reward: 1 } });
+  }, 180_000);
+
+  it('System V shared memory the candidate leaves behind goes with its processes', async () => {
+    const main = `import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+libc.shmat.restype = ctypes.c_void_p
+libc.shmat.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_int]
+libc.shmdt.argtypes = [ctypes.c_void_p]
+total = 0
+for i in range(40):
+    sid = libc.shmget(0, 8 << 20, 0o1000 | 0o600)  # IPC_PRIVATE, IPC_CREAT
+    if sid < 0:
+        break
+    addr = libc.shmat(sid, None, 0)
+    if addr is None or addr == ctypes.c_void_p(-1).value:
+        break
+    ctypes.memset(addr, 1, 8 << 20)
+    libc.shmdt(ctypes.c_void_p(addr))
+    total += 8
+    print("candidate left", total, "MiB of System V shared memory", flush=True)
+`;
+    const r = await judge(join(FIXTURES, 'tmpfs-fill'), { 'main.py': main });
+    const out = log(r);
+    expect(out).toContain('candidate left 8 MiB');
+    expect(out).toContain('verifier allocated 96 MiB');
+    expect(r).toMatchObject({ status: 'completed', rewards: { reward: 1 } });
+  }, 180_000);
+
+  it("the host's ASSAY_HOME path is not visible to candidate code (mount table, environment, command lines); root's environment is unreadable", async () => {
+    const main = `import os
+print("mountinfo:", open("/proc/self/mountinfo").read())
+for p in sorted(x for x in os.listdir("/proc") if x.isdigit()):
+    try:
+        print("cmdline", p, open("/proc/%s/cmdline" % p, "rb").read().replace(b"\\0", b" ").decode(errors="replace"))
+    except OSError as e:
+        print("cmdline", p, "unreadable:", type(e).__name__)
+    try:
+        print("environ", p, open("/proc/%s/environ" % p, "rb").read().replace(b"\\0", b" ").decode(errors="replace"))
+    except OSError as e:
+        print("environ", p, "unreadable:", type(e).__name__)
+print("own environ:", dict(os.environ))
+`;
+    const r = await judge(join(FIXTURES, 'proc-snoop'), { 'main.py': main });
+    expect(r).toMatchObject({ status: 'completed', rewards: { reward: 1 } });
+    const out = log(r);
+    expect(out).toContain('mountinfo:');
+    expect(out).not.toContain(home);
+    expect(out).not.toContain(fs.realpathSync(home));
+    expect(out).not.toContain('ROOT-ONLY-ENVIRONMENT'); // root processes' environment stays unreadable
+    expect(out).toMatch(/environ 1 unreadable: PermissionError/);
+  }, 180_000);
+
+  it('leaves nothing behind, and the ledger verifies', async () => {
+    const report = await rt.ledgerHome.verify({ workers: 0, claims: runClaimRules() });
+    expect(report.failure ?? null).toBeNull();
+    expect(report.ok).toBe(true);
+  }, 60_000);
+});
