@@ -1,17 +1,20 @@
 import 'reflect-metadata';
 import { Command, CommanderError } from 'commander';
-import { AssayError, EXIT_CODES } from '@assay/core';
+import { AssayError, EXIT_CODES, escapeTerminalText } from '@assay/core';
 import { defaultContext, type CliContext } from './cli-context';
 import { registerCommands } from './commands';
 
-/** Translates errors once, at the edge: a code and a message for user mistakes, a stack only for bugs. */
+/**
+ * Translates errors once, at the edge: a code and a message for user mistakes, a stack only for bugs. Messages may
+ * quote what an agent or a candidate chose (a path, a name): control characters are shown as escapes.
+ */
 export function reportError(e: unknown, ctx: CliContext): number {
   if (e instanceof AssayError) {
-    ctx.err(`assay: error ${e.code}: ${e.message}`);
+    ctx.err(`assay: error ${e.code}: ${escapeTerminalText(e.message)}`);
     return EXIT_CODES[e.kind];
   }
   if (e instanceof CommanderError) return e.exitCode === 0 ? 0 : EXIT_CODES.invalid_input;
-  ctx.err(`assay: internal error: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
+  ctx.err(`assay: internal error: ${escapeTerminalText(e instanceof Error ? (e.stack ?? e.message) : String(e))}`);
   return EXIT_CODES.internal;
 }
 

@@ -25,7 +25,7 @@ export interface CarryOver {
 export async function carryOverRootfsWork(
   containers: ContainerRuntime,
   labels: { role: string; run: string; home: string },
-  o: { run: string; homeTag: string; workImage: string; unpause: (id: string) => Promise<void>; log: (line: string) => void },
+  o: { run: string; homeTag: string; workImage: string; stop: (id: string) => Promise<void>; log: (line: string) => void },
 ): Promise<CarryOver | null> {
   const old = await containers.listContainers({ [labels.role]: 'work', [labels.run]: o.run, [labels.home]: o.homeTag });
   const from = old[0];
@@ -34,7 +34,8 @@ export async function carryOverRootfsWork(
     return null;
   }
   if (old.length > 1) o.log(`${old.length} Work containers of ${o.run} found; carrying over ${from.id.slice(0, 12)}`);
-  await o.unpause(from.id);
+  // killed, never unpaused: its processes (an orphaned agent) must not run again; its file system is exported as is
+  await o.stop(from.id);
   const base = await containers.inspectImage(o.workImage);
   if (!base) throw new Error(`the work image ${o.workImage} is gone`);
   const t = Date.now();

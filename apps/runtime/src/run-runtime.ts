@@ -2,8 +2,11 @@
  * The research run with real Docker (docs/run.md): the composition root of `assay run`.
  *
  *   JudgeRuntime (images, JudgeRunner, snapshot store, ledger)  ─┐
- *   Work container (sleep; labels org.assay.role=work, org.assay.run=<id>; task limits, network none, cap-drop ALL)
- *     <home>/runs/<id>/workspace  → workdir (seeded from the work image's workdir, else the task's environment/workspace)
+ *   Work container (first process waits on the lifeline fifo, so Work stops when this controller dies; labels
+ *   org.assay.role=work, org.assay.run=<id>; task limits, network none, cap-drop ALL; split mode: the agent's
+ *   unprivileged user, read-only root, /tmp and /var/tmp tmpfs of the task's storage: work-containment.ts)
+ *     <home>/runs/<id>/workspace  → workdir (seeded from the work image's workdir, else the task's environment/workspace;
+ *                                   during a session from <run>/workfs, a loop-mounted file system of storage_mb)
  *     <home>/runs/<id>/sock       → /run/assay (submit.sock, token 0400), read-only
  *     <home>/runs/<id>/logs       → /logs/assay (each round's Judge log), read-only
  *     task-runtime/rsi-submit     → /usr/local/bin/rsi-submit, read-only
@@ -13,13 +16,14 @@
  *   SubmissionService (start/resume) + SubmitEndpoint (Unix socket) + real adapters:
  *     WorkControl = docker pause/unpause, Snapshotter = SnapshotHome over the workspace dir,
  *     JudgePort = JudgeRunner.judge(prepared, cid, {run, round}).
- *   The agent runs as `docker exec` in Work; when it exits (or the agent-time/wall budget runs out, or SIGINT), the
- *   run completes with its selection and the Work container is removed.
+ *   The agent runs as `docker exec` in Work, its output escaped and marked line by line; when it exits (or what is
+ *   left of the agent-time/wall budget runs out, or SIGINT), the run completes with its selection and the Work
+ *   container is killed and removed (never unpaused).
  */
-import { copyFileSync, cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync, chmodSync } from 'node:fs';
+import { copyFileSync, cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync, chmodSync, chownSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import Docker from 'dockerode';
-import { AssayError, randomIds, systemClock } from '@assay/core';
+import { AssayError, escapeTerminalText, MarkedLineStream, randomIds, systemClock } from '@assay/core';
 import { StreamDemuxer } from '@assay/containers';
 import { parseCid } from '@assay/snapshots';
 import type { SnapshotHome } from '@assay/snapshots';
@@ -54,6 +58,7 @@ import {
   type WorkControl,
   type WorkspaceChange,
   type WorkspaceSnapshot,
+  WORK_FREEZE_REFUSED,
 } from '@assay/run';
 import { computeTaskDigests, mergeRunSettings, protocolFingerprint, protocolFingerprintInput, type RunSettingsOverrides } from '@assay/task-format';
 import { JudgeRuntime, homeTag, type LoadedTask } from './judge-runtime';
@@ -63,9 +68,16 @@ import { carryOverRootfsWork, removeCarriedImages } from './rootfs-carry-over';
 import { ContainerSnapshotter } from './rootfs-snapshotter';
 import { GpuPool, PooledJudge, planTaskGpus, recordWorkGpuUse, workGpuSpec } from './gpu-pool';
 import { checkAgentBinary, planWorkEgress, startEgressProxy, stopEgressProxy } from './work-egress';
+import { agentIdentity, claimWorkspace, ensurePrivateDir, LIFELINE_CMD, mountBoundedWorkspace, openLifeline, recoverBoundedWorkspace, stripSetIdBits, type BoundedWorkspace, type Lifeline } from './work-containment';
 
 export const WORK_LABELS = { role: 'org.assay.role', run: 'org.assay.run', home: 'org.assay.home' } as const;
 const HARNESS_VERSION = 'assay/0.1.0';
+/** Work's tmpfs size (each of /tmp and /var/tmp) when the task sets no `storage_mb`. */
+export const DEFAULT_STORAGE_MB = 1024;
+/** Periodic snapshots of a controller session that stay pinned (besides the baseline and every round's). */
+export const PERIODIC_SNAPSHOTS_KEPT = 3;
+/** Seconds between records of the agent's time while it runs. */
+export const AGENT_TIME_RECORD_SEC = 30;
 
 /** The reference agent's directory (examples/agents/reference-agent). */
 export function referenceAgentDir(): string {
@@ -107,7 +119,10 @@ export interface RunStartOptions {
   readonly runId?: string;
   /** Progress lines (stderr in the CLI). */
   readonly log?: (line: string) => void;
-  /** Agent output (stdout/stderr of the exec). */
+  /**
+   * Agent output (stdout/stderr of the exec): whole lines, secrets redacted, every control character shown as an
+   * escape (escapeTerminalText) and every line marked `agent| ` (AGENT_LINE_PREFIX): safe to write to a terminal.
+   */
   readonly agentOutput?: (chunk: Buffer) => void;
   /** Aborting cancels the run (SIGINT). */
   readonly signal?: AbortSignal;
@@ -134,6 +149,8 @@ function runPaths(home: string, run: string) {
 /** Snapshots of the run's workspace directory into the store under ASSAY_HOME (no events: the run records them). */
 export class WorkspaceSnapshotter implements Snapshotter {
   ms = 0;
+  /** Setuid/setgid bits cleared in the workspace after snapshots. */
+  stripped = 0;
   constructor(
     private readonly home: SnapshotHome,
     private readonly dir: string,
@@ -142,6 +159,8 @@ export class WorkspaceSnapshotter implements Snapshotter {
   async snapshot(_req: SnapshotRequest): Promise<WorkspaceSnapshot> {
     const t = Date.now();
     const r = await this.home.create(this.dir, { previous: null, label: null });
+    // Work is frozen while this runs: clear setuid/setgid bits the agent set (snapshots never record them)
+    this.stripped += stripSetIdBits(this.dir).length;
     this.ms += Date.now() - t;
     return { root: r.rootCid, files: r.files, bytes: r.bytes, durationMs: r.durationMs, policyDigest: r.policyDigest, source: this.dir, flagged: r.outsideSymlinks.slice(0, 100) };
   }
@@ -185,11 +204,30 @@ export class RunnerJudge implements JudgePort {
   }
 }
 
-/** docker pause / unpause of the Work container. */
+/**
+ * docker pause / unpause of the Work container. Under heavy I/O the kernel's freezer can give up ("unable to
+ * freeze": processes in uninterruptible sleep); that is retried, and when it persists it is the agent's doing
+ * (WORK_FREEZE_REFUSED: the round counts with `work.freeze_failed`), never a refund.
+ */
 export class DockerWorkControl implements WorkControl {
-  constructor(private readonly c: Docker.Container) {}
+  constructor(
+    private readonly c: Pick<Docker.Container, 'pause' | 'unpause'>,
+    private readonly retries: { readonly attempts: number; readonly delayMs: number } = { attempts: 5, delayMs: 400 },
+  ) {}
   async freeze(): Promise<void> {
-    await this.c.pause();
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.c.pause();
+        return;
+      } catch (e) {
+        const msg = e instanceof Error ? e.message : String(e);
+        if (/already paused/i.test(msg)) return;
+        if (!/unable to freeze|freezing|freezer/i.test(msg)) throw e;
+        if (attempt >= this.retries.attempts)
+          throw new AssayError(WORK_FREEZE_REFUSED, 'refused', `docker pause failed ${attempt} times (Work's processes could not be frozen: ${msg.slice(0, 300)})`);
+        await new Promise((r) => setTimeout(r, this.retries.delayMs * attempt));
+      }
+    }
   }
   async thaw(): Promise<void> {
     await this.c.unpause();
@@ -226,20 +264,83 @@ async function seedFromImage(rt: JudgeRuntime, image: string, workdir: string, d
   }
 }
 
+/** SIGKILL to a container (paused or not); nothing when it is not running. */
+async function killContainer(id: string): Promise<void> {
+  await new Docker()
+    .getContainer(id)
+    .kill({ signal: 'SIGKILL' })
+    .catch(() => undefined);
+}
+
+/** Whether a container bind-mounting `dir` sees what is in it here (a marker file), i.e. the daemon sees our mounts. */
+async function daemonSeesMount(rt: JudgeRuntime, image: string, dir: string, run: string): Promise<boolean> {
+  const marker = `.assay-mount-check-${randomIds.next().slice(0, 8)}`;
+  writeFileSync(join(dir, marker), '');
+  try {
+    const id = await rt.containers.createContainer({
+      image,
+      cmd: ['test', '-e', `/assay-check/${marker}`],
+      entrypoint: [],
+      env: {},
+      labels: { [WORK_LABELS.role]: 'seed', [WORK_LABELS.run]: run, [WORK_LABELS.home]: homeTag(rt.home) },
+      mounts: [{ type: 'bind', source: dir, target: '/assay-check', readOnly: true }],
+      networkMode: 'none',
+      readOnlyRootfs: true,
+      capDrop: ['ALL'],
+      capAdd: [],
+      noNewPrivileges: true,
+      pidsLimit: 16,
+      memoryBytes: 64 * 1048576,
+      nanoCpus: 1e9,
+      init: false,
+      openStdin: false,
+    });
+    try {
+      await rt.containers.start(id, { onOutput: () => undefined });
+      const w = await rt.containers.wait(id, 60_000);
+      return w.exited && w.exitCode === 0;
+    } finally {
+      await rt.containers.removeContainer(id).catch(() => undefined);
+    }
+  } catch {
+    return false;
+  } finally {
+    rmSync(join(dir, marker), { force: true });
+  }
+}
+
 async function removeRunContainers(rt: JudgeRuntime, run: string): Promise<string[]> {
   const found = [
     ...(await rt.containers.listContainers({ [WORK_LABELS.role]: 'work', [WORK_LABELS.run]: run, [WORK_LABELS.home]: homeTag(rt.home) })),
     ...(await rt.containers.listContainers({ [WORK_LABELS.role]: 'seed', [WORK_LABELS.run]: run, [WORK_LABELS.home]: homeTag(rt.home) })),
   ];
   for (const c of found) {
-    try {
-      await new Docker().getContainer(c.id).unpause();
-    } catch {
-      /* not paused */
-    }
+    // Killed, never unpaused: a paused orphan (its controller died mid-snapshot) receives SIGKILL while frozen and
+    // dies without running another instruction, so it cannot touch the workspace after the last record.
+    await killContainer(c.id);
     await rt.containers.removeContainer(c.id).catch(() => undefined);
   }
   return found.map((c) => c.id);
+}
+
+/**
+ * On resume, read before this session appends anything: the agent time of the session that died that it never
+ * recorded. A lower bound: from its last agent-time record (or its WorkStarted) to the last event it wrote.
+ */
+async function unrecordedAgentSec(ledger: LedgerRunLedger, run: string): Promise<number> {
+  const events = (await ledger.read(run, 0)).filter((e) => e.stream === `run-${run}`);
+  let from = -1;
+  for (let i = events.length - 1; i >= 0 && from < 0; i--) if (events[i]!.type === 'WorkStarted') from = i;
+  if (from < 0 || events.some((e) => e.type === 'RunCompleted')) return 0;
+  let since = Date.parse(events[from]!.time);
+  let last = since;
+  for (let i = from + 1; i < events.length; i++) {
+    const e = events[i]!;
+    const t = Date.parse(e.time);
+    if (e.type === 'BudgetConsumed' && e.data.budget === 'agent_time') since = t;
+    last = Math.max(last, t);
+  }
+  return Math.max(0, Math.round((last - since) / 10) / 100);
 }
 
 function rounds(s: RunState): RunRoundLine[] {
@@ -252,7 +353,9 @@ function rounds(s: RunState): RunRoundLine[] {
 /** Starts a new run (or resumes one when `resume` is set) and drives it to completion. */
 export async function runResearch(o: RunStartOptions & { resume?: boolean }): Promise<RunReport> {
   const t0 = Date.now();
-  const log = o.log ?? (() => undefined);
+  // Progress lines may quote what the agent chose (file names in a snapshot error, egress targets): one line each,
+  // escaped, so they can neither act on the terminal nor start a line of their own.
+  const log = (line: string) => o.log?.(escapeTerminalText(line, { newlines: true }));
   const home = resolve(o.home);
   const run = o.runId ?? `run-${randomIds.next().slice(0, 8)}`;
   const p = runPaths(home, run);
@@ -266,9 +369,14 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
   }
   // GPUs: a task that needs more than --gpus gives is refused before anything starts (no image, no container, no event)
   const gpuPlan = await planTaskGpus(meta.taskDir, o.gpus ?? meta.gpus ?? []);
+  // Run directories are private to the operator (0700): the workspace holds what the agent wrote, the sock/
+  // directory its token. A group/other-accessible ASSAY_HOME is made private (logged); one owned by another user is
+  // refused (RUN_HOME_UNSAFE).
+  ensurePrivateDir(home, 'ASSAY_HOME', log);
+  ensurePrivateDir(join(home, 'runs'), 'the runs directory', log);
+  ensurePrivateDir(p.dir, 'the run directory', log);
   // One live controller per run: taken before anything of the run (containers, sockets, workspace) is touched, so a
   // resume never removes the containers of a controller that is still running.
-  mkdirSync(p.dir, { recursive: true });
   const lock = acquireControllerLock(p.dir);
   if (lock.tookOver) log(`controller pid ${lock.tookOver.pid} (since ${lock.tookOver.since}) is gone; taking the run over`);
   try {
@@ -278,13 +386,17 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
     let endpoint: SubmitEndpoint | null = null;
     let secrets: AgentLaunchSpec | null = null; // whose values never leave in an error message
     let proxy: EgressProxy | null = null;
+    let lifeline: Lifeline | null = null;
+    let bounded: BoundedWorkspace | null = null;
+    let task0: LoadedTask | null = null;
     try {
       await rt.containers.ping();
       await rt.runner.sweep();
       log(`task ${meta.taskDir}: building or reusing images`);
       const task: LoadedTask = await rt.loadTask(meta.taskDir, { metric: o.overrides?.primaryMetric ?? null, hostEnv: process.env, gpusFromPool: true });
+      task0 = task;
       // full-rootfs resume: the old Work's file system is the agent's work; carry it over before its container goes
-      const carried = o.resume && task.prepared.rootfs ? await carryOverRootfsWork(rt.containers, WORK_LABELS, { run, homeTag: homeTag(home), workImage: task.images.work.id, unpause: (id) => docker.getContainer(id).unpause().catch(() => undefined), log }) : null;
+      const carried = o.resume && task.prepared.rootfs ? await carryOverRootfsWork(rt.containers, WORK_LABELS, { run, homeTag: homeTag(home), workImage: task.images.work.id, stop: killContainer, log }) : null;
       const removed = await removeRunContainers(rt, run);
       if (removed.length) log(`removed ${removed.length} leftover Work container(s) of ${run}`);
       await removeCarriedImages(rt.containers, WORK_LABELS, { run, homeTag: homeTag(home), ...(carried ? { keep: carried.image } : {}) });
@@ -296,8 +408,12 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
       const egress = planWorkEgress(agent); // vendor agents: Work stays network none, CONNECT proxy on a Unix socket
       log(`agent ${JSON.stringify(publicLaunch(agent).argv.slice(0, 3))} env ${JSON.stringify(publicLaunch(agent).env)}`);
 
+      // Inside the private run directory; Work's user must enter them (mounted read-only at /logs/assay, /run/assay).
       mkdirSync(p.logs, { recursive: true });
-      mkdirSync(p.sock, { recursive: true, mode: 0o700 });
+      chmodSync(p.logs, 0o755);
+      mkdirSync(p.sock, { recursive: true, mode: 0o755 });
+      chmodSync(p.sock, 0o755);
+      const ident = agentIdentity();
       const tokenFile = join(p.sock, 'token');
       let token: string;
       if (o.resume) {
@@ -316,10 +432,28 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
         writeFileSync(tokenFile, `${token}\n`, { mode: 0o400 });
         writeFileSync(p.meta, `${JSON.stringify(meta, null, 2)}\n`);
       }
+      const storageBytes = (task.plan.environment.storageMb ?? DEFAULT_STORAGE_MB) * 1048576;
+      let workDir = p.workspace; // where the agent's workspace lives during this session (split mode)
+      if (!task.prepared.rootfs) {
+        // the token is readable by the agent's user only; the workspace is the agent's user's, without setuid/setgid bits
+        if ((process.getuid?.() ?? 0) === 0) chownSync(tokenFile, ident.uid, ident.gid);
+        if (o.resume) recoverBoundedWorkspace(p.dir, p.workspace, log);
+        const claimed = claimWorkspace(p.workspace, ident);
+        if (claimed.stripped.length) log(`cleared setuid/setgid bits of ${claimed.stripped.length} workspace path(s): ${claimed.stripped.slice(0, 5).join(', ')}`);
+        // the workspace bounded by the task's storage for this session (a loop-mounted file system), when possible
+        bounded = mountBoundedWorkspace(p.dir, p.workspace, storageBytes, ident, log);
+        if (bounded && !(await daemonSeesMount(rt, task.images.work.id, bounded.dir, run))) {
+          // a daemon in another mount namespace would bind the empty directory under the mount: never use it then
+          log('the workspace is not size-bounded: the Docker daemon does not see mounts made here (another mount namespace)');
+          bounded.release();
+          bounded = null;
+        }
+        if (bounded) workDir = bounded.dir;
+      }
 
       const ledger = new LedgerRunLedger(rt.ledgerHome.ledger);
       // full-rootfs mode (workdir "/"): no workspace directory; snapshots are `docker export`s of Work (rootfs-snapshotter.ts)
-      const snapshotter = task.prepared.rootfs ? new ContainerSnapshotter(rt.snapshotHome, rt.containers, () => workId) : new WorkspaceSnapshotter(rt.snapshotHome, p.workspace);
+      const snapshotter = task.prepared.rootfs ? new ContainerSnapshotter(rt.snapshotHome, rt.containers, () => workId) : new WorkspaceSnapshotter(rt.snapshotHome, workDir);
       const judge = new RunnerJudge(rt.runner, task.prepared, p.logs);
       const gpuPool = new GpuPool(gpuPlan, systemClock);
       if (gpuPlan.available.length) log(`GPUs: Work ${gpuPlan.work.join(',') || 'none'}, each Judge ${gpuPlan.judge.join(',') || 'none'}${gpuPlan.handOver ? ' (hand-over: Work stays paused while a Judge runs)' : ''}`);
@@ -327,7 +461,7 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
       // Work
       const labels = { [WORK_LABELS.role]: 'work', [WORK_LABELS.run]: run, [WORK_LABELS.home]: homeTag(home) };
       const mounts = [
-        ...(task.prepared.rootfs ? [] : [{ type: 'bind' as const, source: p.workspace, target: workdir, readOnly: false }]),
+        ...(task.prepared.rootfs ? [] : [{ type: 'bind' as const, source: workDir, target: workdir, readOnly: false }]),
         { type: 'bind' as const, source: p.sock, target: '/run/assay', readOnly: true },
         { type: 'bind' as const, source: p.logs, target: '/logs/assay', readOnly: true },
         { type: 'bind' as const, source: join(assayRoot(), 'task-runtime', 'rsi-submit', 'rsi-submit'), target: '/usr/local/bin/rsi-submit', readOnly: true },
@@ -336,17 +470,26 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
       ];
       const cpus = plan.environment.cpus ?? 1;
       const memoryBytes = (plan.environment.memoryMb ?? 1024) * 1048576;
+      // Split mode: Work's root file system is read-only and runs as the agent's user; its writable places are the
+      // workspace and size-bounded tmpfs mounts (/tmp, /var/tmp: the task's storage, charged to Work's memory).
+      // Full-rootfs mode: the root file system is the agent's work (root, writable; nothing of it reaches a host
+      // directory: it is exported into the store, which keeps no owners or setuid bits).
+      const split = !task.prepared.rootfs;
+      const scratch = split ? [{ type: 'tmpfs' as const, target: '/tmp', sizeBytes: storageBytes, mode: 0o1777 }, { type: 'tmpfs' as const, target: '/var/tmp', sizeBytes: storageBytes, mode: 0o1777 }] : [];
+      // Work stops when this controller dies: its first process reads the lifeline until end-of-file.
+      lifeline = openLifeline(p.sock);
       workId = await rt.containers.createContainer({
         name: `assay-work-${homeTag(home)}-${run}`,
         image: workImage,
-        cmd: ['sleep', 'infinity'],
+        cmd: LIFELINE_CMD,
         entrypoint: [],
-        env: { ...task.prepared.env, ASSAY_WORKSPACE: workdir, ASSAY_RUN: run },
+        env: { HOME: '/tmp', ...task.prepared.env, ASSAY_WORKSPACE: workdir, ASSAY_RUN: run },
         workingDir: workdir,
+        ...(split ? { user: `${ident.uid}:${ident.gid}` } : {}),
         labels,
-        mounts,
+        mounts: [...mounts, ...scratch],
         networkMode: 'none',
-        readOnlyRootfs: false,
+        readOnlyRootfs: split,
         capDrop: ['ALL'],
         capAdd: [],
         noNewPrivileges: true,
@@ -365,6 +508,8 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
 
       const deps = { run, ledger, snapshotter, judge: new PooledJudge(judge, gpuPool), work, clock: systemClock, ids: randomIds, options: { logPathOf: (n: number) => `/logs/assay/round-${n}.log`, keepWorkPausedDuringJudge: gpuPlan.pauseWorkDuringJudge } };
       let svc: SubmissionService;
+      // before this session appends anything (the recovery below would look like the dead session's last event)
+      const killedAgentSec = o.resume ? await unrecordedAgentSec(ledger, run) : 0;
       if (o.resume) {
         const r = await SubmissionService.resume(deps);
         svc = r.service;
@@ -396,8 +541,18 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
       if (svc.current.completed) {
         log(`run ${run} had already completed`);
       } else {
-        await svc.workStarted(workId, workImage, { cpus, memoryBytes, pidsLimit: 512, ...egress.limits, ...(gpuPlan.work.length ? { gpus: [...gpuPlan.work] } : {}), ...(carried ? { carriedFrom: carried.from } : {}) });
+        await svc.workStarted(workId, workImage, { cpus, memoryBytes, pidsLimit: 512, ...(split ? { user: `${ident.uid}:${ident.gid}`, readOnlyRootfs: true, tmpfsBytes: storageBytes, workspaceBytes: bounded ? storageBytes : null } : {}), ...egress.limits, ...(gpuPlan.work.length ? { gpus: [...gpuPlan.work] } : {}), ...(carried ? { carriedFrom: carried.from } : {}) });
         if (svc.current.baselineRoot === null) await svc.recordWorkspace();
+        else if (o.resume) {
+          // Whatever happened to the workspace since the last record (an orphaned agent before it was killed, a hand
+          // edit) is recorded before the agent continues: SnapshotTaken + WorkspaceEdited when it differs.
+          const r = await svc.recordWorkspace();
+          log(r.changed ? `the workspace differs from the last recorded snapshot: recorded as WorkspaceEdited (${r.root})` : 'the workspace is as last recorded');
+        }
+        if (killedAgentSec > 0) {
+          await svc.consume('agent_time', killedAgentSec);
+          log(`the previous session's agent time since its last record: ${killedAgentSec} s (recorded)`);
+        }
         const sockPath = join(p.sock, 'submit.sock');
         endpoint = await SubmitEndpoint.listen({ socketPath: sockPath, gateway: svc });
         chmodSync(sockPath, 0o666);
@@ -408,15 +563,37 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
         };
 
         // the agent
-        const agentLimitSec = Math.min(plan.agent.timeoutSec ?? Infinity, o.overrides?.timeBudgetSec ?? Infinity);
+        // What is left of the agent-time and wall-time budgets, as recorded (so a resume does not grant them again)
+        const left = remainingBudgets(svc.current, new Date());
+        const agentLimitSec = Math.min(left.agent_time ?? Infinity, left.wall_time ?? Infinity);
         proxy = await startEgressProxy({ sockDir: p.sock, agent, log });
         const exec = await container.exec({ Cmd: [...egress.launch.argv], Env: Object.entries(egress.launch.env).map(([k, v]) => `${k}=${v}`), WorkingDir: workdir, AttachStdout: true, AttachStderr: true });
         const stream = await exec.start({ hijack: true, stdin: false });
+        // The agent's output: secrets redacted, then escaped and marked line by line (agentOutput's contract), so
+        // nothing it prints acts on the operator's terminal or passes for one of Assay's lines.
         const redactors = new Map<string, SecretStreamRedactor>();
         const redactorOf = (s: string) => redactors.get(s) ?? redactors.set(s, new SecretStreamRedactor(agent)).get(s)!;
-        const demux = new StreamDemuxer((s, chunk) => o.agentOutput?.(agent.secretEnv.length ? Buffer.from(redactorOf(s).push(chunk)) : chunk));
+        const marked = new Map<string, MarkedLineStream>();
+        const markedOf = (s: string) => marked.get(s) ?? marked.set(s, new MarkedLineStream()).get(s)!;
+        const show = (text: string) => {
+          if (text) o.agentOutput?.(Buffer.from(text));
+        };
+        const demux = new StreamDemuxer((s, chunk) => show(markedOf(s).push(agent.secretEnv.length ? redactorOf(s).push(chunk) : chunk)));
         stream.on('data', (c: Buffer) => demux.push(c));
         const ta = Date.now();
+        // Agent time is recorded as it is used (every AGENT_TIME_RECORD_SEC and at the end), so a controller that is
+        // killed loses at most one interval of it.
+        let agentRecordedMs = ta;
+        const recordAgentTime = async (atMostLeft = false) => {
+          const now = Date.now();
+          let sec = Math.round((now - agentRecordedMs) / 10) / 100;
+          // stopped by the controller at the limit: the stop's own latency is not the agent's
+          const leftSec = remainingBudgets(svc.current, new Date(now)).agent_time;
+          if (atMostLeft && leftSec !== null) sec = Math.min(sec, leftSec);
+          if (sec <= 0 || svc.current.completed) return;
+          agentRecordedMs = now;
+          await svc.consume('agent_time', sec).catch((e: unknown) => log(`recording agent time failed: ${e instanceof Error ? e.message : String(e)}`));
+        };
         let cancelled = false;
         const ended = new Promise<void>((res) => {
           stream.on('end', () => res());
@@ -426,7 +603,10 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
         let timer: NodeJS.Timeout | null = null;
         let gpuTimer: NodeJS.Timeout | null = null;
         let gpuExhausted: () => void = () => undefined;
-        const stop = new Promise<'timeout' | 'cancel' | 'gpu_budget'>((res) => {
+        const stop = new Promise<'timeout' | 'cancel' | 'gpu_budget' | 'ended'>((res) => {
+          // the run ended by itself (the refund that reached the cap records RunCompleted failed)
+          if (svc.ended.aborted) res('ended');
+          svc.ended.addEventListener('abort', () => res('ended'), { once: true });
           if (Number.isFinite(agentLimitSec)) timer = setTimeout(() => res('timeout'), agentLimitSec * 1000);
           // Work's GPUs alone exhaust the GPU budget at this time (Judges only bring it closer: checked between snapshots)
           gpuExhausted = () => res('gpu_budget');
@@ -440,35 +620,60 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
         // periodic snapshots between submissions (recorded only when the workspace changed) and wall-time ticks
         const everySec = o.snapshotIntervalSec ?? 60;
         let periodic: Promise<unknown> = Promise.resolve();
+        // Periodic snapshots are pinned when taken; only the latest PERIODIC_SNAPSHOTS_KEPT of this session stay pinned
+        // unless a round or the baseline uses the same root, so the store does not keep every one forever (the rest
+        // are collectable: `assay snapshot gc`).
+        const periodicRoots: string[] = [];
+        const releaseOldPeriodic = async (root: string) => {
+          if (!periodicRoots.includes(root)) periodicRoots.push(root);
+          while (periodicRoots.length > PERIODIC_SNAPSHOTS_KEPT) {
+            const old = periodicRoots.shift() as string;
+            const st = svc.current;
+            if (old === st.baselineRoot || st.rounds.some((r) => r.snapshot?.root === old)) continue;
+            await rt.snapshotHome.unpin(parseCid(old)).catch((e: unknown) => log(`unpinning periodic snapshot ${old} failed: ${e instanceof Error ? e.message : String(e)}`));
+          }
+        };
         const between = async () => {
-          await svc.recordWorkspace().catch((e: unknown) => log(`periodic snapshot failed: ${e instanceof Error ? e.message : String(e)}`));
+          const snap = await svc.recordWorkspace().catch((e: unknown) => log(`periodic snapshot failed: ${e instanceof Error ? e.message : String(e)}`));
+          if (snap) await releaseOldPeriodic(snap.root);
           if (svc.current.started?.protocol.budgets.wall_time !== null) await svc.tick().catch(() => undefined);
           await recordWorkGpus();
           if (remainingBudgets(svc.current, new Date()).gpu_seconds === 0) gpuExhausted();
         };
         const interval = everySec > 0 ? setInterval(() => (periodic = periodic.then(between)), everySec * 1000) : null;
+        const agentClock = setInterval(() => (periodic = periodic.then(() => recordAgentTime())), AGENT_TIME_RECORD_SEC * 1000);
         const why = await Promise.race([ended.then(() => 'exited' as const), stop]);
         if (timer) clearTimeout(timer);
         if (gpuTimer) clearTimeout(gpuTimer);
         if (interval) clearInterval(interval);
+        clearInterval(agentClock);
         await periodic;
         gpuPool.stopWork(); // the agent is done: Work's GPUs count up to here (the container is removed right after)
         const agentMs = Date.now() - ta;
-        for (const r of redactors.values()) o.agentOutput?.(Buffer.from(r.end()));
+        for (const [k, r] of redactors) show(markedOf(k).push(r.end()));
+        for (const m of marked.values()) show(m.end());
         let agentExit: number | null = null;
         if (why === 'exited') {
           agentExit = await exec.inspect().then((i) => i.ExitCode ?? null, () => null);
           log(`agent exited with status ${agentExit}`);
         } else {
           cancelled = why === 'cancel';
-          log(why === 'cancel' ? 'cancelled: stopping the agent' : why === 'gpu_budget' ? 'the GPU budget is used up: stopping the agent' : `the agent ran out of time (${agentLimitSec} s)`);
+          log(
+            why === 'cancel'
+              ? 'cancelled: stopping the agent'
+              : why === 'gpu_budget'
+                ? 'the GPU budget is used up: stopping the agent'
+                : why === 'ended'
+                  ? `the run ended (${(svc.current.completed as RunState['completed'])?.status ?? 'completed'}): stopping the agent`
+                  : `the agent ran out of time (${agentLimitSec} s)`,
+          );
           stream.destroy();
         }
         await recordWorkGpus();
+        await recordAgentTime(why === 'timeout'); // Ctrl-C included: the time the agent ran is recorded whatever ended it
         if (cancelled) {
           await svc.cancel();
         } else {
-          await svc.consume('agent_time', Math.round(agentMs / 1000)).catch(() => undefined);
           if (everySec > 0) await between(); // the workspace as the agent left it
           await svc.complete();
         }
@@ -486,10 +691,14 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
       if (endpoint) await endpoint.close().catch(() => undefined);
       if (proxy && secrets) await stopEgressProxy(proxy, { runDir: p.dir, agent: secrets, log }).catch(() => undefined);
       if (workId) {
-        await docker.getContainer(workId).unpause().catch(() => undefined);
+        await killContainer(workId);
         await rt.containers.removeContainer(workId).catch(() => undefined);
         await removeCarriedImages(rt.containers, WORK_LABELS, { run, homeTag: homeTag(home) }).catch(() => undefined);
       }
+      lifeline?.close();
+      // the bounded workspace goes back into workspace/ (Work is gone: nothing writes it any more)
+      if (bounded) bounded.release();
+      if (existsSync(p.workspace) && !task0?.prepared.rootfs) stripSetIdBits(p.workspace);
       await rt.close();
     }
   } finally {

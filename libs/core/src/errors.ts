@@ -9,6 +9,7 @@ export type ErrorKind =
   | 'conflict' // optimistic concurrency, duplicates
   | 'integrity' // stored or received data failed a check (tamper, corruption)
   | 'refused' // a policy refusal (unsafe key permissions, checkpoint rollback, newer schema)
+  | 'unauthenticated' // the caller did not prove it may do this (a missing or wrong API operator token)
   | 'unavailable' // a dependency is missing or down (Docker, a database file that cannot be opened)
   | 'internal';
 
@@ -51,6 +52,7 @@ export const EXIT_CODES: Readonly<Record<ErrorKind, number>> = {
   conflict: 4,
   integrity: 5,
   refused: 6,
+  unauthenticated: 6,
   unavailable: 7,
   internal: 70,
 };
@@ -62,6 +64,7 @@ export const HTTP_STATUS: Readonly<Record<ErrorKind, number>> = {
   conflict: 409,
   integrity: 409,
   refused: 403,
+  unauthenticated: 401,
   unavailable: 503,
   internal: 500,
 };

@@ -1,3 +1,4 @@
 export * from './errors';
 export * from './clock';
 export * from './progress';
+export * from './terminal-text';

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { AssayError } from '@assay/core';
+import { AssayError, escapeTerminalText } from '@assay/core';
 import { RUN_ERROR_CODES } from '@assay/run';
 import { parseRunSettingsFlags } from '@assay/task-format';
 import { agentOf, runResearch, type RunReport } from '../../../runtime/src/run-runtime';
@@ -80,7 +80,9 @@ export function register(program: Command, ctx: CliContext): void {
           snapshotIntervalSec: int(o.snapshotInterval, '--snapshot-interval') as number,
           ...(o.gpus !== undefined ? { gpus } : {}),
         });
-        if (o.json) ctx.out(JSON.stringify(rep, null, 2));
+        // JSON escapes C0 controls itself; C1, bidi and zero-width characters (agent-chosen names in a detail) are
+        // written as \u escapes too, the same JSON value
+        if (o.json) ctx.out(JSON.stringify(rep, null, 2).replace(/[\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\ufeff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`));
         else printReport(ctx, rep);
       } finally {
         process.off('SIGINT', onSignal);
@@ -90,9 +92,11 @@ export function register(program: Command, ctx: CliContext): void {
 }
 
 function printReport(ctx: CliContext, r: RunReport): void {
-  ctx.out(`run       ${r.run} (${r.task}) ${r.status}`);
+  // Agent output went out escaped and marked `agent| ` (runResearch); these lines are Assay's own, unmarked.
+  const one = (t: string) => escapeTerminalText(t, { newlines: true });
+  ctx.out(`run       ${r.run} (${one(r.task)}) ${r.status}`);
   for (const x of r.rounds) {
-    ctx.out(`round ${x.round}   ${x.status}${x.score !== null ? `  score ${x.score}` : ''}${x.rule ? `  rule ${x.rule}` : ''}`);
+    ctx.out(`round ${x.round}   ${x.status}${x.score !== null ? `  score ${x.score}` : ''}${x.rule ? `  rule ${one(x.rule)}` : ''}`);
   }
   ctx.out(`best      ${r.bestRound === null ? 'none' : `round ${r.bestRound}, score ${r.bestScore}, snapshot ${r.bestSnapshot}`}`);
   ctx.out(`time      ${(r.timings.totalMs / 1000).toFixed(1)} s total: agent ${(r.timings.agentMs / 1000).toFixed(1)} s, judges ${(r.timings.judgeMs / 1000).toFixed(1)} s, snapshots ${(r.timings.snapshotMs / 1000).toFixed(1)} s`);

@@ -26,8 +26,8 @@ import { foldRun, initialRunState, openRound, type RunState } from '../domain/ru
 import { RUN_ERROR_CODES, runError } from '../run.errors';
 import type { JudgePort } from '../ports/judge.port';
 import type { RunLedger } from '../ports/run-ledger.port';
-import { SNAPSHOT_LIMIT_CODES, type Snapshotter, type WorkspaceChange } from '../ports/snapshotter.port';
-import { NO_WORK_CONTROL, type WorkControl } from '../ports/work-control.port';
+import { classifySnapshotFailure, type Snapshotter, type WorkspaceChange } from '../ports/snapshotter.port';
+import { NO_WORK_CONTROL, WORK_FREEZE_REFUSED, type WorkControl } from '../ports/work-control.port';
 import { checkBearer } from './run-token';
 
 export interface SubmissionServiceOptions {
@@ -107,6 +107,7 @@ export class SubmissionService implements SubmissionGateway {
   private pending = 0;
   private closing: string | null = null;
   private readonly abort = new AbortController();
+  private readonly endedCtl = new AbortController();
   private readonly logs = new Map<number, string | null>();
   private readonly work: WorkControl;
   private readonly o: Required<Omit<SubmissionServiceOptions, 'logPathOf'>> & Pick<SubmissionServiceOptions, 'logPathOf'>;
@@ -148,6 +149,14 @@ export class SubmissionService implements SubmissionGateway {
     return this.abort.signal;
   }
 
+  /**
+   * Aborted once the run is completed in the ledger, whoever completed it: `complete()`, or a settlement that ended
+   * the run itself (the refund that reached MAX_REFUNDED_ROUNDS). The runtime stops the agent on it.
+   */
+  get ended(): AbortSignal {
+    return this.endedCtl.signal;
+  }
+
   // ---- plumbing ---------------------------------------------------------------------------------------------------
 
   private locked<T>(fn: () => Promise<T>): Promise<T> {
@@ -166,6 +175,10 @@ export class SubmissionService implements SubmissionGateway {
   private async sync(): Promise<void> {
     const events = await this.d.ledger.read(this.d.run, this.state.lastPosition + 1);
     if (events.length) this.state = foldRun(this.d.run, events, this.state);
+    if (this.state.completed) {
+      this.closing ??= `the run ended (${this.state.completed.status})`;
+      if (!this.endedCtl.signal.aborted) this.endedCtl.abort();
+    }
   }
 
   /** Decides on fresh state, appends and folds, atomically with respect to other appends of this service. */
@@ -290,16 +303,25 @@ export class SubmissionService implements SubmissionGateway {
       }
     };
     try {
-      await this.work.freeze();
+      try {
+        await this.work.freeze();
+      } catch (e) {
+        // Work's own processes kept the freezer from finishing (heavy I/O): the agent's doing, never a refund.
+        if (isAssayError(e) && e.code === WORK_FREEZE_REFUSED)
+          return void (await this.apply({ kind: 'settle', round, violation: { rule: RUN_RULES.workFreezeFailed, detail: `Work could not be frozen for the round's snapshot: ${describe(e)}` } }));
+        throw e;
+      }
       frozen = true;
       let snap;
       try {
         snap = await snapshotter.snapshot({ run, round });
       } catch (e) {
         await thaw();
-        if (isAssayError(e) && SNAPSHOT_LIMIT_CODES.has(e.code))
-          return void (await this.apply({ kind: 'settle', round, violation: { rule: RUN_RULES.snapshotLimits, detail: `the workspace could not be snapshotted within the task's limits: ${describe(e)}` } }));
-        return void (await this.apply({ kind: 'settle', round, infrastructure: `the workspace snapshot failed: ${describe(e)}` }));
+        // Who caused it decides: what the agent left in the workspace is a violation of the round (counted, score
+        // 0); only a failure of the host or the store is refunded (classifySnapshotFailure).
+        const fault = classifySnapshotFailure(e);
+        if (fault.by === 'agent') return void (await this.apply({ kind: 'settle', round, violation: { rule: fault.rule, detail: fault.detail } }));
+        return void (await this.apply({ kind: 'settle', round, infrastructure: fault.detail }));
       }
       if (!keepPaused) await thaw();
       const from = this.state.lastRoot;

@@ -137,6 +137,17 @@ export type RunCommand =
   | { readonly kind: 'recover' }
   | { readonly kind: 'complete'; readonly status?: 'cancelled' | 'failed'; readonly reason?: string };
 
+/**
+ * Most rounds a run refunds (SubmissionRejected {round, status: 503}). A refund is for infrastructure failures only,
+ * but a run whose infrastructure keeps failing (or whose agent found a failure that is wrongly classified) must not
+ * go on forever writing signed events: the refund that reaches the cap also ends the run, `RunCompleted {status:
+ * "failed"}` in the same append, with the best round so far (docs/run.md, "Who caused a fault").
+ */
+export const MAX_REFUNDED_ROUNDS = 10;
+
+/** Rounds refunded so far. */
+export const refundedRounds = (s: RunState): number => s.rounds.reduce((n, r) => n + (r.outcome === 'refunded' ? 1 : 0), 0);
+
 /** Most refused requests recorded per run; later ones are answered the same way but not recorded. */
 export const MAX_RECORDED_REJECTIONS = 1000;
 /** Tolerance when comparing consumption with a limit (floating-point sums of seconds). */
@@ -282,6 +293,17 @@ const refund = (s: RunState, round: number, reason: string): RunEventDraft => ({
   data: { run: s.run, round, status: 503, reason: clipText(`${S.REFUNDED}: ${reason}`, MAX_REASON_CHARS) },
 });
 
+const completedEvent = (s: RunState, status: RunEndStatus): RunEventDraft => {
+  const best = bestRound(s);
+  return { type: 'RunCompleted', data: { run: s.run, status, bestRound: best?.round ?? null, bestScore: best?.score ?? null, bestSnapshot: best?.snapshot ?? null } };
+};
+
+/** A refund of the open round; the one that reaches MAX_REFUNDED_ROUNDS also ends the run (`failed`). */
+function refundRound(s: RunState, round: number, reason: string): RunEventDraft[] {
+  if (refundedRounds(s) + 1 < MAX_REFUNDED_ROUNDS) return [refund(s, round, reason)];
+  return [refund(s, round, `${reason}; this is refund ${MAX_REFUNDED_ROUNDS} of the run, its cap: the run ends (failed)`), completedEvent(s, 'failed')];
+}
+
 /** Over a limit after adding `amount`? */
 function over(s: RunState, kind: BudgetKind, consumedAfter: number): boolean {
   const limit = s.started?.protocol.budgets[kind] ?? null;
@@ -317,12 +339,12 @@ function decideSettle(s: RunState, c: Extract<RunCommand, { kind: 'settle' }>): 
   if (!Number.isFinite(gpu) || gpu < 0) return misuse(RUN_ERROR_CODES.INVALID_INPUT, 'gpuSeconds must be a finite number >= 0');
   const holdingWhy = c.gpu ? gpuHoldingProblem(c.gpu) : null;
   if (holdingWhy) return misuse(RUN_ERROR_CODES.INVALID_INPUT, holdingWhy);
-  if (c.infrastructure) return ok([refund(s, r.round, `infrastructure failure: ${c.infrastructure}; the round is refunded (no submission used, no cooldown)`)]);
+  if (c.infrastructure) return ok(refundRound(s, r.round, `infrastructure failure: ${c.infrastructure}; the round is refunded (no submission used, no cooldown)`));
   const broken = c.violation ?? null;
   if (!broken && r.violation === null) {
-    if (r.judge === null) return ok([refund(s, r.round, 'no Judge result was recorded for the round; it is refunded (no submission used, no cooldown)')]);
+    if (r.judge === null) return ok(refundRound(s, r.round, 'no Judge result was recorded for the round; it is refunded (no submission used, no cooldown)'));
     if (r.judge.status === 'infrastructure_error')
-      return ok([refund(s, r.round, `the Judge failed for reasons outside the submission (infrastructure_error${r.judge.detail ? `: ${r.judge.detail}` : ''}); the round is refunded (no submission used, no cooldown)`)]);
+      return ok(refundRound(s, r.round, `the Judge failed for reasons outside the submission (infrastructure_error${r.judge.detail ? `: ${r.judge.detail}` : ''}); the round is refunded (no submission used, no cooldown)`));
   }
   return ok(countRound(s, r, gpu, broken, c.gpu ?? null));
 }
@@ -373,7 +395,7 @@ function recoverRound(s: RunState, r: RoundState): RunEventDraft[] {
       : r.judge === null
         ? `after the snapshot and before the Judge recorded a result${r.judgesLaunched.length ? ` (Judge ${r.judgesLaunched.join(', ')} was launched)` : ''}`
         : `and the Judge failed (infrastructure_error${r.judge.detail ? `: ${r.judge.detail}` : ''})`;
-  return [refund(s, r.round, `the controller stopped ${where}; the round is refunded (no submission used, no cooldown)`)];
+  return refundRound(s, r.round, `the controller stopped ${where}; the round is refunded (no submission used, no cooldown)`);
 }
 
 function decideComplete(s: RunState, c: Extract<RunCommand, { kind: 'complete' }>): Decision {

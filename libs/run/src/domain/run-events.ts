@@ -77,6 +77,10 @@ export const RUN_RULES = {
   notEditable: 'workspace.not_editable',
   /** The workspace could not be snapshotted within the task's limits (too many files, too large, too deep). */
   snapshotLimits: 'snapshot.limits',
+  /** The workspace holds what snapshots refuse (a fifo, a non-UTF-8 name, a path over PATH_MAX, an unreadable file). */
+  snapshotRefused: 'snapshot.refused',
+  /** Work could not be frozen for the round's snapshot because of what ran in it (heavy I/O). */
+  workFreezeFailed: 'work.freeze_failed',
   /** The Judge reported submission_error without recording a RuleViolation itself. */
   submissionError: 'judge.submission_error',
 } as const;

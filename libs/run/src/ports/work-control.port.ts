@@ -9,3 +9,10 @@ export interface WorkControl {
 }
 
 export const NO_WORK_CONTROL: WorkControl = { freeze: async () => {}, thaw: async () => {} };
+
+/**
+ * The code a WorkControl throws when Work could not be frozen because of what runs inside it (the kernel's freezer
+ * gave up on processes in uninterruptible I/O, after retries): the agent's doing, so the round counts with a
+ * RuleViolation `work.freeze_failed` and is never refunded. Any other freeze failure is the infrastructure's.
+ */
+export const WORK_FREEZE_REFUSED = 'RUN_WORK_FREEZE_REFUSED';

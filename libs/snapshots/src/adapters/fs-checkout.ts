@@ -27,7 +27,8 @@ export interface CheckoutReport {
  * Materialises a snapshot into `dest` (which must not exist, or be an empty directory). Everything is written
  * into a fresh sibling directory and renamed into place at the end, so `dest` either receives the complete tree
  * or nothing. Every blob is checked against its CID as it is read; the first mismatch aborts with the path and
- * the CID. Files get mode 0644 or 0755, directories 0755; symlinks are recreated as recorded (never followed);
+ * the CID. Files are written sparse (zero runs of 64 KiB become holes); the policy's size limits count their
+ * apparent size. Files get mode 0644 or 0755, directories 0755; symlinks are recreated as recorded (never followed);
  * hard links are not recreated (each path is its own file).
  */
 export async function checkoutSnapshot(blocks: BlockGetter, root: CID, dest: string, options: CheckoutOptions = {}): Promise<CheckoutReport> {
@@ -83,9 +84,20 @@ export async function checkoutSnapshot(blocks: BlockGetter, root: CID, dest: str
   const writeFile = async (e: Entry & { kind: 'file' }, rel: string, abs: string): Promise<void> => {
     const fd = fs.openSync(abs, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW, 0o600);
     try {
+      // Sparse: runs of zeros (HOLE_BLOCK at a time) are skipped, not written, and the size is set at the end, so a
+      // file that is mostly holes costs the disk what it holds, not its apparent size (which is what the limits
+      // count: `count` above).
+      let pos = 0;
       const write = (bytes: Uint8Array) => {
-        let off = 0;
-        while (off < bytes.length) off += fs.writeSync(fd, bytes, off, bytes.length - off);
+        for (let at = 0; at < bytes.length; at += HOLE_BLOCK) {
+          const len = Math.min(HOLE_BLOCK, bytes.length - at);
+          const slice = bytes.subarray(at, at + len);
+          if (!isZero(slice)) {
+            let off = 0;
+            while (off < len) off += fs.writeSync(fd, slice, off, len - off, pos + off);
+          }
+          pos += len;
+        }
         counts.bytes += bytes.length;
         progress.tick(counts.bytes);
       };
@@ -112,6 +124,7 @@ export async function checkoutSnapshot(blocks: BlockGetter, root: CID, dest: str
           write(bytes);
         }
       }
+      fs.ftruncateSync(fd, e.size); // trailing holes
       fs.fchmodSync(fd, e.mode);
     } finally {
       fs.closeSync(fd);
@@ -156,6 +169,14 @@ export async function checkoutSnapshot(blocks: BlockGetter, root: CID, dest: str
   }
   progress.end(`${counts.files} files, ${counts.bytes} bytes`);
   return { root: root.toString(), dir: target, files: counts.files, directories: counts.directories, symlinks: counts.symlinks, bytes: counts.bytes };
+}
+
+/** Zero runs at least this long become holes in checked-out files. */
+const HOLE_BLOCK = 64 * 1024;
+const ZEROS = Buffer.alloc(HOLE_BLOCK);
+
+function isZero(bytes: Uint8Array): boolean {
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length).equals(ZEROS.subarray(0, bytes.length));
 }
 
 function sizeMismatch(rel: string, cid: CID, expected: number, actual: number): Error {
