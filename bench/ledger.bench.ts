@@ -1,11 +1,18 @@
 /**
- * npm run bench:ledger [-- --batches B]     (B appends of 100 events; default 1000, i.e. 100,000 events)
+ * npm run bench:ledger [-- --batches B]     (B group commits of about 100 events; default 1000, i.e. about 100,000 events)
+ *
+ * The ledger holds what Assay writes: research runs of 160 rounds each (RunStarted, WorkStarted, then per round
+ * SubmissionReceived + SnapshotTaken in the run stream, JudgeLaunched + JudgeCompleted + RewardRecorded in the round's
+ * Judge stream, BudgetConsumed settling it; RunCompleted with the best round), so that verification runs every step,
+ * the claims step included. Each batch is the appends of about 16 rounds (2 appends per round: the run stream's, one
+ * round's settlement with the next round's opening, and the Judge's) issued together, which the SQLite adapter writes
+ * in one group commit.
  *
  * Verification throughput is measured on a ledger whose verification lasts seconds: on 20,000 events (--batches 200)
  * about 0.2 s of start-up (a worker thread, JIT warm-up on two threads) is a tenth of the time (docs/benchmarks.md).
  *
  * Prints, in one run on this machine:
- *  - durable signed appends/s through the Ledger (SQLite WAL, synchronous=FULL, batches of 100 events per append)
+ *  - durable signed appends/s through the Ledger (SQLite WAL, synchronous=FULL, about 100 events per group commit)
  *    next to a bare loop that signs bytes of the same size with node:crypto and inserts them, with their SHA-256,
  *    into the same table (same indexes, same pragmas) in transactions of 100 rows; target >= 70 %;
  *  - verified events/s (`verifyLedger` with one thread per core, this one included) next to a bare node:crypto Ed25519 verify loop over
@@ -22,7 +29,8 @@ import { Worker } from 'node:worker_threads';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { ManualClock, SequentialIds, systemClock, randomIds } from '@assay/core';
-import { LedgerHome, nativeKernelsStatus, parseEnvelope, parseVerifierKey, type JsonObject } from '@assay/ledger';
+import { LedgerHome, nativeKernelsStatus, parseEnvelope, parseVerifierKey, type JsonObject, type NewEvent } from '@assay/ledger';
+import { buildRunRules, protocolJson, runClaimRules, selectionJson } from '@assay/run';
 
 const SPKI_PREFIX = Buffer.from('302a300506032b6570032100', 'hex');
 import { arg, fmt, now, percentile, report } from './bench-util';
@@ -36,13 +44,68 @@ const sampleData: JsonObject = {
   primaryScore: 0.4331,
 };
 
+const ROUNDS_PER_RUN = 160;
+const hex64 = (n: number): string => createHash('sha256').update(String(n)).digest('hex');
+
+/**
+ * The appends of genuine research runs, in the order the run controller, the runtime and the Judge make them, until
+ * at least `total` events: each entry is one append to one stream.
+ */
+function benchRuns(total: number): Array<{ stream: string; events: NewEvent[] }> {
+  const { protocol, selection } = buildRunRules({
+    settings: { primaryMetric: 'val_loss', direction: 'minimize', maxSubmissions: null, cooldownSec: 0, timeBudgetSec: null, gpuBudgetSec: null },
+    agentTimeoutSec: null,
+    editablePaths: ['optimizer.py'],
+    tokenSha256: hex64(0),
+    fingerprintInput: null,
+  });
+  const out: Array<{ stream: string; events: NewEvent[] }> = [];
+  let events = 0;
+  for (let k = 0; events < total; k++) {
+    const run = `bench-${k}`;
+    const stream = `run-${run}`;
+    const rounds = Math.max(1, Math.min(ROUNDS_PER_RUN, Math.ceil((total - events - 3) / 6)));
+    out.push({
+      stream,
+      events: [
+        { type: 'RunStarted', data: { run, task: 'tiny-optimizer', taskDigest: `sha256:${hex64(1)}`, agent: 'reference', fingerprint: `sha256:${hex64(2)}`, protocol: protocolJson(protocol), selection: selectionJson(selection) } },
+        { type: 'WorkStarted', data: { run, container: `assay-work-${run}`, image: `sha256:${hex64(3)}`, limits: { cpus: 2, memoryBytes: 4294967296, pidsLimit: 512 } } },
+      ],
+    });
+    let best: { round: number; score: number; snapshot: string } | null = null;
+    // The run stream's appends: the settlement of a round goes with the opening of the next (fewer, larger appends).
+    let settle: NewEvent[] = [];
+    for (let round = 1; round <= rounds; round++) {
+      const snapshot = `bafyrei${hex64(k * 100_000 + round).slice(0, 52)}`;
+      const judge = `${run}-${round}`;
+      const score = 0.3 + ((k * 7919 + round * 104729) % 10007) / 10007;
+      if (best === null || score < best.score) best = { round, score, snapshot };
+      const ref = { run, round };
+      out.push({ stream, events: [...settle, { type: 'SubmissionReceived', data: ref }, { type: 'SnapshotTaken', data: { ...ref, root: snapshot, files: 3, bytes: 4096 + round, durationMs: 12, policyDigest: `sha256:${hex64(4)}` } }] });
+      out.push({
+        stream: `judge-${judge}`,
+        events: [
+          { type: 'JudgeLaunched', data: { ...ref, judge, image: `sha256:${hex64(5)}`, snapshot, testsDigest: `sha256:${hex64(6)}`, limits: { cpus: 2, memoryBytes: 4294967296 }, network: 'none' } },
+          { type: 'JudgeCompleted', data: { ...ref, judge, status: 'completed', exitCode: 0, durationMs: 8300, outputDigest: `sha256:${hex64(7)}`, outputBytes: 2048 } },
+          { type: 'RewardRecorded', data: { ...ref, judge, rewards: { val_loss: score, train_loss: score * 0.9 }, primaryMetric: 'val_loss', primaryScore: score } },
+        ],
+      });
+      settle = [{ type: 'BudgetConsumed', data: { ...ref, budget: 'submissions', amount: 1, remaining: null } }];
+    }
+    out.push({ stream, events: [...settle, { type: 'RunCompleted', data: { run, status: 'completed', bestRound: best?.round ?? null, bestScore: best?.score ?? null, bestSnapshot: best?.snapshot ?? null } }] });
+    events += 3 + rounds * 6;
+  }
+  return out;
+}
+
 async function main(): Promise<void> {
   const batches = arg('batches', 1000);
   const batchSize = 100;
-  const total = batches * batchSize;
+  const appends = benchRuns(batches * batchSize);
+  const total = appends.reduce((n, a) => n + a.events.length, 0);
   const cores = availableParallelism();
   const dir = mkdtempSync(join(tmpdir(), 'assay-bench-ledger-'));
-  console.log(`ledger benchmark: ${total} events in ${batches} appends of ${batchSize}, ${cores} cores, node ${process.version}`);
+  console.log(`ledger benchmark: ${total} events of research runs (${appends.length} appends) in about ${batches} group commits of ${batchSize}, ${cores} cores, node ${process.version}`);
   try {
     // --- baseline: sign + insert in batches of 100, durable
     const { privateKey, publicKey } = generateKeyPairSync('ed25519');
@@ -82,9 +145,15 @@ async function main(): Promise<void> {
     await LedgerHome.init(home, { clock: systemClock, ids: randomIds, origin: 'assay.bench/ledger' });
     const h = await LedgerHome.open(home, { clock: new ManualClock('2026-12-02T00:00:00.000Z', 1), ids: new SequentialIds() });
     t0 = now();
-    for (let b = 0; b < batches; b++) {
-      const events = Array.from({ length: batchSize }, (_, i) => ({ type: 'RewardRecorded', data: { ...sampleData, round: 1 + ((b * batchSize + i) % 1000) } }));
-      await h.ledger.append(`judge-bench${b % 50}`, events);
+    for (let i = 0; i < appends.length; ) {
+      // The appends of about 100 events, issued in one turn of the event loop: one group commit, in this order.
+      const batch: Array<Promise<unknown>> = [];
+      for (let n = 0; n < batchSize && i < appends.length; i++) {
+        const a = appends[i] as { stream: string; events: NewEvent[] };
+        batch.push(h.ledger.append(a.stream, a.events));
+        n += a.events.length;
+      }
+      await Promise.all(batch);
     }
     const appendRate = total / ((now() - t0) / 1000);
 
@@ -150,13 +219,14 @@ async function main(): Promise<void> {
 
     const verifyCpu0 = process.cpuUsage();
     t0 = now();
-    const r = await h.verify({ workers: cores });
+    const r = await h.verify({ workers: cores, claims: runClaimRules() });
     const verifyMs = now() - t0;
     const verifyCpu = process.cpuUsage(verifyCpu0);
     if (!r.ok) throw new Error(`verification failed: ${JSON.stringify(r.failure)}`);
     const verifyRate = r.events / (verifyMs / 1000);
     t0 = now();
-    const r1 = await h.verify({ workers: 0 });
+    const r1 = await h.verify({ workers: 0, claims: runClaimRules() });
+    if (!r1.ok) throw new Error(`verification failed: ${JSON.stringify(r1.failure)}`);
     const inlineRate = r1.events / ((now() - t0) / 1000);
     console.log(
       `verification: ${r.checks.workers} worker thread(s)${r.checks.mainChecks ? ' and this thread' : ''}, events read by ${r.checks.readBy === 'workers' ? 'each checking thread itself' : 'this thread'}, ` +

@@ -3,6 +3,7 @@ import { SqliteLedgerDatabase } from '../../libs/ledger/src/adapters/sqlite/sqli
 import { makeTmpDir } from '../support/ledger-fixtures';
 import { checkpointStoreContract } from './checkpoint-store.contract';
 import { merkleNodeStoreContract } from './merkle-node-store.contract';
+import { ledgerLockContract } from './ledger-lock.contract';
 
 /** A ledger database in a fresh directory, reopenable on the same file. */
 function opened<T>(pick: (db: SqliteLedgerDatabase) => T) {
@@ -27,3 +28,18 @@ function opened<T>(pick: (db: SqliteLedgerDatabase) => T) {
 
 checkpointStoreContract('sqlite', opened((db) => db.checkpoints));
 merkleNodeStoreContract('sqlite', opened((db) => db.merkleNodes));
+
+ledgerLockContract('sqlite', async () => {
+  const tmp = makeTmpDir();
+  const db = SqliteLedgerDatabase.open(join(tmp.dir, 'ledger.db'));
+  return {
+    lock: db.lock,
+    events: db.events,
+    merkle: db.merkleNodes,
+    checkpoints: db.checkpoints,
+    cleanup: async () => {
+      await db.close();
+      tmp.cleanup();
+    },
+  };
+});

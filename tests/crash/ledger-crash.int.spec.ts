@@ -16,6 +16,7 @@ import { assay } from '../support/cli';
 import { makeTmpDir } from '../support/ledger-fixtures';
 import { prng } from '../support/prng';
 import { deps } from '../support/ledger-home-fixtures';
+import { runClaimRules } from '@assay/run';
 import { EVENTS_PER_BATCH, STREAMS, eventId, eventText, streamOf } from './crash-writer';
 
 /** Events `ledger init` writes before any batch: the three key registrations. */
@@ -62,7 +63,7 @@ async function checkLedger(home: string, acked: number, where: string): Promise<
     throw new Error(`${where}: ${msg}`);
   };
   const h = await LedgerHome.open(home, deps());
-  const report = await h.verify({ workers: 0 });
+  const report = await h.verify({ workers: 0, claims: runClaimRules() });
   await h.close();
   if (!report.ok) fail(`ledger verification: ${JSON.stringify(report.failure)}`);
   const db = SqliteLedgerDatabase.open(homePaths(home).db);

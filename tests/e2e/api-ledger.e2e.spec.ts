@@ -1,7 +1,8 @@
 /** The HTTP API over a real ledger: same commands and queries as the CLI, errors translated to statuses. */
 import { join } from 'node:path';
 import type { INestApplication } from '@nestjs/common';
-import { LedgerHome, parseInclusionProof, parseNote, parseCheckpointBody } from '@assay/ledger';
+import { systemClock } from '@assay/core';
+import { LedgerHome, createOperatorToken, parseInclusionProof, parseNote, parseCheckpointBody } from '@assay/ledger';
 import { createApi } from '../../apps/api/src/main';
 import { makeTmpDir } from '../support/ledger-fixtures';
 import { deps } from '../support/ledger-home-fixtures';
@@ -10,11 +11,13 @@ describe('HTTP API (ledger)', () => {
   let tmp: { dir: string; cleanup(): void };
   let app: INestApplication;
   let base: string;
+  let token: string;
 
   beforeAll(async () => {
     tmp = makeTmpDir('assay-api-');
     const home = join(tmp.dir, 'home');
     await LedgerHome.init(home, { ...deps(), origin: 'assay.test/api' });
+    token = createOperatorToken(home, { clock: systemClock }).token;
     app = await createApi(home);
     await app.listen(0, '127.0.0.1');
     const addr = app.getHttpServer().address() as { port: number };
@@ -26,7 +29,7 @@ describe('HTTP API (ledger)', () => {
   });
 
   const post = (path: string, body?: unknown) =>
-    fetch(`${base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+    fetch(`${base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: body === undefined ? undefined : JSON.stringify(body) });
 
   it('appends, checkpoints, proves and verifies', async () => {
     const res = await post('/ledger/events', { stream: 'note-api', expectedRevision: 'no_stream', events: [{ type: 'Note', data: { text: 'from HTTP' } }] });

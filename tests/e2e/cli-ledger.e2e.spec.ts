@@ -9,7 +9,7 @@ import Database from 'better-sqlite3';
 import { leafHash, parseInclusionProof, verifyInclusion, parseNote, parseCheckpointBody } from '@assay/ledger';
 import { assay } from '../support/cli';
 import { makeTmpDir } from '../support/ledger-fixtures';
-import { SAMPLE_RUN } from '../support/ledger-home-fixtures';
+import { appendSample } from '../support/ledger-home-fixtures';
 
 
 describe('assay ledger (CLI)', () => {
@@ -23,9 +23,14 @@ describe('assay ledger (CLI)', () => {
     expect(init.code).toBe(0);
     expect(init.stdout).toMatch(/ledger created in .* \(origin assay.test\/cli\)/);
     expect(init.stdout).toMatch(/controller +assay-controller-[0-9a-f]{8}\+[0-9a-f]{8} \(new key\)/);
-    const append = await assay(['ledger', 'append', '--file', SAMPLE_RUN], home);
-    expect(append.code).toBe(0);
-    expect(append.stdout.trim().split('\n')).toHaveLength(40);
+    // The sample research run, signed as its writers sign it (the generic append refuses their types) ...
+    expect(await appendSample(home, { checkpoint: false })).toBe(47);
+    // ... and what operators write with the generic append.
+    const notes = join(tmp.dir, 'notes.jsonl');
+    writeFileSync(notes, ['first', 'second'].map((text) => JSON.stringify({ stream: 'note-ops', type: 'Note', data: { text } })).join('\n'));
+    const append = await assay(['ledger', 'append', '--file', notes], home);
+    expect([append.code, append.stderr]).toEqual([0, '']);
+    expect(append.stdout.trim().split('\n')).toEqual(['appended Note to note-ops@0 at position 47', 'appended Note to note-ops@1 at position 48']);
   }, 120_000);
   afterAll(() => tmp.cleanup());
 
@@ -44,11 +49,13 @@ describe('assay ledger (CLI)', () => {
     const cp = await assay(['ledger', 'checkpoint'], home);
     expect(cp.code).toBe(0);
     const body = parseCheckpointBody(parseNote(cp.stdout).body);
-    expect(body).toMatchObject({ origin: 'assay.test/cli', treeSize: 43 });
+    expect(body).toMatchObject({ origin: 'assay.test/cli', treeSize: 49 });
 
     const v = await assay(['ledger', 'verify'], home);
     expect(v.code).toBe(0);
-    expect(v.stdout).toMatch(/ledger verified: 43 events in 13 streams, 3 keys, 2 checkpoints/);
+    expect(v.stdout).toMatch(/ledger verified: 49 events in 13 streams, 3 keys, 2 checkpoints/);
+    expect(v.stdout).toMatch(/^ {2}ok {3}claims +\d+ \(assay\.run-claims\/1\)$/m);
+    expect(v.stdout).toContain('claims follow from the events under assay.run-claims/1');
 
     const proof = await assay(['ledger', 'prove', '17'], home);
     expect(proof.code).toBe(0);
@@ -65,16 +72,16 @@ describe('assay ledger (CLI)', () => {
   }, 60_000);
 
   it('prints stored events, by position range and by stream', async () => {
-    const r = await assay(['ledger', 'events', '--from', '20', '--limit', '3'], home);
+    const r = await assay(['ledger', 'events', '--from', '21', '--limit', '3'], home);
     expect(r.code).toBe(0);
     const lines = r.stdout.trim().split('\n');
     expect(lines).toHaveLength(3);
-    expect(lines[0]).toMatch(/^20 .* JudgeLaunched /);
+    expect(lines[0]).toMatch(/^21 .* JudgeLaunched /);
     const j = await assay(['ledger', 'events', '--stream', 'run-r-20261202-0001', '--limit', '2', '--json'], home);
     const envs = j.stdout.trim().split('\n').map((l) => JSON.parse(l) as { type: string; revision: number; stream: string });
     expect(envs.map((e) => [e.stream, e.revision, e.type])).toEqual([
       ['run-r-20261202-0001', 0, 'RunStarted'],
-      ['run-r-20261202-0001', 1, 'SubmissionReceived'],
+      ['run-r-20261202-0001', 1, 'WorkStarted'],
     ]);
   }, 30_000);
 
@@ -129,7 +136,8 @@ describe('assay ledger (CLI)', () => {
       [['ledger', 'append', '--stream', 'run-x', '--type', 'Note', '--data', '{"text":"x","extra":1}'], /LEDGER_EVENT_INVALID: --data: Note data.extra: is not a field of this event type/, 2],
       [['ledger', 'append', '--stream', 'run-x', '--type', 'Note', '--data', JSON.stringify({ text: 'x'.repeat(70 * 1024) })], /LEDGER_EVENT_(TOO_LARGE|INVALID)/, 2],
       [['ledger', 'append', '--stream', 'Run_X', '--type', 'Note', '--data', '{"text":"x"}'], /LEDGER_BAD_STREAM/, 2],
-      [['ledger', 'append', '--stream', 'run-x', '--type', 'RunCompleted', '--data', '{"run":"x","status":"won","bestRound":null,"bestScore":null,"bestSnapshot":null}'], /data.status: must be one of/, 2],
+      [['ledger', 'append', '--stream', 'run-x', '--type', 'RejudgeCompleted', '--data', '{"snapshot":"bafy","status":"won","primaryScore":null,"matches":true}'], /data.status: must be one of/, 2],
+      [['ledger', 'append', '--stream', 'run-x', '--type', 'RunCompleted', '--data', '{"run":"x","status":"completed","bestRound":1,"bestScore":1e-7,"bestSnapshot":"bafy"}'], /LEDGER_TYPE_RESERVED: --data: RunCompleted is written only by the run controller/, 6],
       [['ledger', 'prove', '100000'], /LEDGER_POSITION_OUT_OF_RANGE/, 3],
       [['ledger', 'prove', '-1'], /error/, 2],
     ];
@@ -152,7 +160,8 @@ describe('assay ledger (CLI)', () => {
     require('node:fs').cpSync(home, copy, { recursive: true });
     const keyFile = (require('node:fs').readdirSync(join(copy, 'keys')) as string[]).find((f) => f.endsWith('.key')) as string;
     chmodSync(join(copy, 'keys', keyFile), 0o644);
-    let r = await assay(['ledger', 'verify'], copy);
+    // every command that loads the private keys refuses (verify reads the database only, and loads none)
+    let r = await assay(['ledger', 'checkpoint'], copy);
     expect(r.code).toBe(6);
     expect(r.stderr).toMatch(/KEY_FILE_UNSAFE_PERMISSIONS: .* has mode 0644.*chmod 600/);
 

@@ -73,7 +73,7 @@ function outcome(input: ChunkInput, k: VerifyKernels) {
       ? { position: e.position, revision: e.revision, stream: e.stream, id: e.id, type: e.type, signer: e.signer, data: e.data, dataBytes: e.dataBytes, signing: e.signing.toString('hex'), signature: e.signature.toString('hex') }
       : e,
   );
-  return { digests: Buffer.from(out.digests).toString('hex'), signerIndex: [...out.signerIndex], signers: out.signers, problems: out.problems, unknownSigner: out.unknownSigner, keyEvents: out.keyEvents, fields };
+  return { digests: Buffer.from(out.digests).toString('hex'), signerIndex: [...out.signerIndex], signers: out.signers, problems: out.problems, unknownSigner: out.unknownSigner, dataEvents: out.dataEvents, fields };
 }
 
 function copyOf(u: UnsignedEnvelope): Uint8Array {

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ManualClock, SequentialIds, randomIds, systemClock } from '@assay/core';
 import { canonicalJson, LedgerHome } from '@assay/ledger';
-import { buildRunRules, generateRunToken, LedgerRunLedger, readRunTaskSettings, SubmissionService, SubmitEndpoint, taskIdOf } from '@assay/run';
+import { buildRunRules, generateRunToken, runClaimRules, LedgerRunLedger, readRunTaskSettings, SubmissionService, SubmitEndpoint, taskIdOf } from '@assay/run';
 import { loadTaskPlan, mergeRunSettings, protocolFingerprint, protocolFingerprintInput } from '@assay/task-format';
 import { RSI_SUBMIT, rsiSubmit } from './support/endpoint';
 import { DirSnapshotter, LocalScriptJudge } from './support/local-judge';
@@ -90,7 +90,7 @@ describe('reference agent on tiny-optimizer', () => {
       const done = await svc.complete();
       expect(done).toMatchObject({ status: 'completed', bestRound: 4 });
       expect(done?.bestScore).toBeCloseTo(0.017275, 5);
-      expect((await h.verify()).ok).toBe(true);
+      expect((await h.verify({ claims: runClaimRules() })).ok).toBe(true);
       const runEvents = (await h.readEvents({ stream: `run-${run}`, limit: 100 })).map((e) => e.envelope.type);
       expect(runEvents.filter((t) => t === 'RuleViolation')).toHaveLength(1);
       expect(runEvents.filter((t) => t === 'WorkspaceEdited').length).toBeGreaterThanOrEqual(4);

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ManualClock, SequentialIds, randomIds, systemClock } from '@assay/core';
 import { LedgerHome } from '@assay/ledger';
-import { FakeJudge, FakeSnapshotter, LedgerRunLedger, SubmissionService, SubmitEndpoint, runStream } from '@assay/run';
+import { FakeJudge, FakeSnapshotter, LedgerRunLedger, SubmissionService, SubmitEndpoint, runClaimRules, runStream } from '@assay/run';
 import { spawnTs } from '../support/child-process';
 import { TOKEN } from './support/run-fixtures';
 import { rsiSubmit } from './support/endpoint';
@@ -90,7 +90,7 @@ describe.each([
       const all = await home.readEvents({ from: 0, limit: 1000 });
       const idsSeen = all.map((e) => e.envelope.id);
       expect(new Set(idsSeen).size).toBe(idsSeen.length);
-      const report = await home.verify();
+      const report = await home.verify({ claims: runClaimRules() });
       expect(report.failure).toBeNull();
       expect(report.ok).toBe(true);
     } finally {

@@ -1,12 +1,14 @@
 /**
- * A ledger home with a realistic run's worth of signed events (examples/ledger/sample-run.jsonl), for tests that
- * need a real SQLite ledger file to verify and to tamper with.
+ * A ledger home with a realistic run's worth of signed events (examples/ledger/sample-run.jsonl, what the run
+ * controller writes: tests/support/sample-run.ts), for tests that need a real SQLite ledger file to verify and to
+ * tamper with.
  */
 import { cpSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { ManualClock, SequentialIds } from '@assay/core';
-import { LedgerHome, homePaths, type JsonObject } from '@assay/ledger';
+import { LedgerHome, homePaths, type JsonObject, type VerifyDatabaseOptions } from '@assay/ledger';
+import { runClaimRules } from '@assay/run';
 
 export const SAMPLE_RUN = join(__dirname, '..', '..', 'examples', 'ledger', 'sample-run.jsonl');
 
@@ -24,11 +26,13 @@ export const deps = (): { clock: ManualClock; ids: SequentialIds } => {
   return { clock: new ManualClock('2026-12-01T10:00:00.000Z', 1000), ids: new SequentialIds(`${opened.toString(16).padStart(8, '0')}-0000-4000-8000`) };
 };
 
-/** init + the sample run + a checkpoint. Returns the number of events. */
-export async function buildSampleHome(home: string, opts: { checkpoint?: boolean } = {}): Promise<number> {
-  const d = deps();
-  await LedgerHome.init(home, { ...d, origin: 'assay.test/ledger' });
-  const h = await LedgerHome.open(home, d);
+/**
+ * Appends the sample run to an initialised home with its keys, through the ledger's own append (as the run
+ * controller, the runtime and the Judge record their events; the generic `assay ledger append` refuses their types).
+ * Returns the number of events.
+ */
+export async function appendSample(home: string, opts: { checkpoint?: boolean } = {}): Promise<number> {
+  const h = await LedgerHome.open(home, deps());
   try {
     for (const e of sampleEvents()) await h.ledger.append(e.stream, [{ type: e.type, data: e.data }]);
     if (opts.checkpoint !== false) await h.ledger.checkpoint();
@@ -36,6 +40,12 @@ export async function buildSampleHome(home: string, opts: { checkpoint?: boolean
   } finally {
     await h.close();
   }
+}
+
+/** init + the sample run + a checkpoint. Returns the number of events. */
+export async function buildSampleHome(home: string, opts: { checkpoint?: boolean } = {}): Promise<number> {
+  await LedgerHome.init(home, { ...deps(), origin: 'assay.test/ledger' });
+  return appendSample(home, opts);
 }
 
 export function copyHome(from: string, to: string): void {
@@ -52,10 +62,11 @@ export function tamper(home: string, fn: (db: Database.Database) => void): void 
   }
 }
 
-export async function verifyHome(home: string, opts: Parameters<LedgerHome['verify']>[0] = {}): ReturnType<LedgerHome['verify']> {
+/** Verifies a home's ledger with every step, the run's claims included (unless `claims` says otherwise). */
+export async function verifyHome(home: string, opts: Partial<VerifyDatabaseOptions> = {}): ReturnType<LedgerHome['verify']> {
   const h = await LedgerHome.open(home, deps());
   try {
-    return await h.verify({ workers: 0, ...opts });
+    return await h.verify({ workers: 0, claims: runClaimRules(), ...opts });
   } finally {
     await h.close();
   }

@@ -7,7 +7,10 @@ import { AssayError, HTTP_STATUS } from '@assay/core';
 export class AssayErrorFilter implements ExceptionFilter {
   catch(e: unknown, host: ArgumentsHost): void {
     const res = host.switchToHttp().getResponse<Response>();
+    // A route that answers text (a proof, a note) has set its content type already: errors are JSON regardless.
+    res.setHeader('Content-Type', 'application/json; charset=utf-8');
     if (e instanceof AssayError) {
+      if (e.kind === 'unauthenticated') res.setHeader('WWW-Authenticate', 'Bearer realm="assay"');
       res.status(HTTP_STATUS[e.kind]).json({ error: e.toJSON() });
       return;
     }

@@ -13,6 +13,7 @@ import {
   type ExpectedRevision,
   type JsonObject,
 } from '@assay/ledger';
+import { runClaimRules } from '@assay/run';
 
 class NewEventDto {
   @IsString()
@@ -70,7 +71,7 @@ export class LedgerController {
   @Get('verify')
   verify() {
     // Only worker threads check events, so the server keeps answering other requests meanwhile.
-    return this.queries.execute(new VerifyLedgerQuery({ mainThread: false }));
+    return this.queries.execute(new VerifyLedgerQuery({ claims: runClaimRules(), mainThread: false }));
   }
 
   @Post('checkpoints')

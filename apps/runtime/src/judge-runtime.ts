@@ -77,7 +77,7 @@ export class JudgeRuntime {
           throw judgeError('JUDGE_KEYS_MISSING', `no ${role} key in ${join(home, 'keys')}; the runtime signs Judge events with the runtime and judge keys (\`assay ledger init\` creates them)`, { role });
         }
       }
-      const ledger = new Ledger({ store: ledgerHome.db.events, merkle: ledgerHome.db.merkleNodes, checkpoints: ledgerHome.db.checkpoints, keys, clock, ids, origin: ledgerHome.config.origin });
+      const ledger = new Ledger({ store: ledgerHome.db.events, merkle: ledgerHome.db.merkleNodes, checkpoints: ledgerHome.db.checkpoints, lock: ledgerHome.db.lock, keys, clock, ids, origin: ledgerHome.config.origin });
       const recorder = new LedgerJudgeRecorder(ledger);
       const snapshotHome = SnapshotHome.open(home, { clock });
       const snapshots = new SnapshotStoreAdapter(snapshotHome);

@@ -10,6 +10,7 @@ export * from './domain/decide';
 export * from './domain/editable';
 export * from './domain/feedback';
 export * from './domain/egress-policy';
+export * from './domain/run-claims';
 
 // ports
 export * from './ports/run-ledger.port';

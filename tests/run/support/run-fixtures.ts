@@ -11,6 +11,7 @@ import {
   FakeSnapshotter,
   initialRunState,
   MemoryRunLedger,
+  roundOf,
   runStream,
   SubmissionService,
   tokenSha256,
@@ -108,7 +109,8 @@ export class Sim {
     this.judges += 1;
     const judge = `j${this.judges}`;
     const run = o.run ?? this.run;
-    const events: Array<{ type: string; data: Record<string, unknown> }> = [{ type: 'JudgeLaunched', data: { run, round, judge, image: 'sha256:i', snapshot: 'bafy', testsDigest: 'sha256:t', limits: {}, network: 'none' } }];
+    const snapshot = (run === this.run ? roundOf(this.state, round)?.snapshot?.root : undefined) ?? 'bafy';
+    const events: Array<{ type: string; data: Record<string, unknown> }> = [{ type: 'JudgeLaunched', data: { run, round, judge, image: 'sha256:i', snapshot, testsDigest: 'sha256:t', limits: {}, network: 'none' } }];
     if (!o.launchOnly) {
       events.push({ type: 'JudgeCompleted', data: { run, round, judge, status, exitCode: 0, durationMs: 3, outputDigest: 'sha256:o', outputBytes: 0 } });
       if (rewards) events.push({ type: 'RewardRecorded', data: { run, round, judge, rewards, primaryMetric: null, primaryScore: null } });

@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import type { Command } from 'commander';
 import { AssayError } from '@assay/core';
-import { AppendEventsCommand, Ledger, ListKeysQuery, ROLES, generateKeyPair, isRole, readPublicKey, writeKeyPair, type Role } from '@assay/ledger';
+import { ListKeysQuery, ROLES, RegisterKeyCommand, RevokeKeyCommand, generateKeyPair, isRole, readPublicKey, writeKeyPair, type Role } from '@assay/ledger';
 import type { CliContext } from '../cli-context';
 import { withBuses } from '../nest-context';
 
@@ -37,9 +37,7 @@ export function register(program: Command, ctx: CliContext): void {
     .action(async (o: { publicKey: string; role: string }) => {
       const role = roleOf(o.role);
       const key = readPublicKey(o.publicKey);
-      const r = await withBuses(ctx, (b) =>
-        b.commands.execute(new AppendEventsCommand(Ledger.keyStream(key.name), [{ type: 'KeyRegistered', data: { keyId: key.signer, publicKey: key.text, role } }], 'no_stream')),
-      );
+      const r = await withBuses(ctx, (b) => b.commands.execute(new RegisterKeyCommand({ name: key.name, signer: key.signer, publicKeyText: key.text }, role)));
       ctx.out(`registered ${role} key ${key.signer} at position ${r.lastPosition}`);
     });
 
@@ -49,11 +47,8 @@ export function register(program: Command, ctx: CliContext): void {
     .argument('<signer>', 'the key, as <name>+<8 hex key id>')
     .requiredOption('--reason <text>', 'why')
     .action(async (signer: string, o: { reason: string }) => {
-      const name = signer.slice(0, signer.lastIndexOf('+'));
       if (!/^[^\s+]{1,128}\+[0-9a-f]{8}$/.test(signer)) throw new AssayError('CLI_USAGE', 'invalid_input', `the key must be given as <name>+<8 hex key id>, got "${signer}"`);
-      const r = await withBuses(ctx, (b) =>
-        b.commands.execute(new AppendEventsCommand(Ledger.keyStream(name), [{ type: 'KeyRevoked', data: { keyId: signer, reason: o.reason } }], 'stream_exists')),
-      );
+      const r = await withBuses(ctx, (b) => b.commands.execute(new RevokeKeyCommand(signer, o.reason)));
       ctx.out(`revoked ${signer} at position ${r.lastPosition}`);
     });
 

@@ -11,11 +11,14 @@ import {
   VerifyLedgerQuery,
   formatInclusionProof,
   eventDataProblem,
+  genericAppendProblem,
+  genericStreamProblem,
   isJsonObject,
   type JsonObject,
   type ExpectedRevision,
   type VerificationReport,
 } from '@assay/ledger';
+import { runClaimRules } from '@assay/run';
 import type { CliContext } from '../cli-context';
 import { withBuses } from '../nest-context';
 
@@ -50,18 +53,20 @@ export function printVerification(r: VerificationReport, ctx: CliContext): void 
   for (const s of r.steps) {
     const failed = r.failure?.step === s.name;
     const mark = failed ? 'FAIL' : s.ok ? 'ok  ' : 'skip';
-    ctx.out(`  ${mark} ${s.name.padEnd(12)} ${s.checked}`);
+    ctx.out(`  ${mark} ${s.name.padEnd(12)} ${s.checked}${s.name === 'claims' ? ` (${r.claims ?? 'not run'})` : ''}`);
   }
   if (r.failure) {
     const f = r.failure;
     const where = f.position !== undefined ? ` at position ${f.position}` : f.checkpoint ? ` in checkpoint of size ${f.checkpoint.treeSize}` : '';
     ctx.out(`ledger verification FAILED in step "${f.step}"${where}: ${f.code}: ${f.message}`);
+    if (f.rule !== undefined) ctx.out(`  stream ${f.stream ?? '-'}, rule ${f.rule}${r.claims ? ` (${r.claims})` : ''}`);
     if (f.evidence) {
       ctx.out('evidence (two signed checkpoints that cannot both be true):');
       for (const n of f.evidence) ctx.out(n.replace(/^/gm, '    '));
     }
   } else {
     ctx.out(`ledger verified: ${r.events} events in ${r.streams} streams, ${r.keys} keys, ${r.checkpoints} checkpoints, root ${r.root} (${r.durationMs} ms)`);
+    ctx.out(r.claims ? `claims follow from the events under ${r.claims}` : 'claims not checked');
   }
 }
 
@@ -83,7 +88,7 @@ export function register(program: Command, ctx: CliContext): void {
 
   ledger
     .command('append')
-    .description('append one event, or every event of a JSON-lines file (operators and tests)')
+    .description('append one event, or every event of a JSON-lines file (operators: TaskRegistered, RejudgeCompleted, Note; the types of runs, Judges, images and keys are refused)')
     .option('--stream <stream>', 'stream, <category>-<id>')
     .option('--type <type>', 'event type from the catalogue')
     .option('--data <json>', 'event data as a JSON object')
@@ -95,6 +100,8 @@ export function register(program: Command, ctx: CliContext): void {
       const expected = parseExpected(o.expectedRevision);
       const items = o.file ? readEventsFile(o.file) : [singleEvent(o)];
       for (const it of items) {
+        const reserved = genericAppendProblem(it.type) ?? genericStreamProblem(it.stream);
+        if (reserved) throw new AssayError(reserved.code, 'refused', `${it.where}: ${reserved.message}`, { details: { type: it.type } });
         const problem = eventDataProblem(it.type, it.data);
         if (problem) throw new AssayError(problem.code, 'invalid_input', `${it.where}: ${problem.message}`);
       }
@@ -113,7 +120,7 @@ export function register(program: Command, ctx: CliContext): void {
 
   ledger
     .command('verify')
-    .description('verify every signature, role, chain, the Merkle root and every checkpoint')
+    .description('verify every signature, role, chain, the Merkle root, every checkpoint, and that the claims follow from the events')
     .option('--checkpoint <file...>', 'also check these signed checkpoints (e.g. published ones) against this ledger')
     .option('--trusted-root <key>', "the controller key (verifier key text or a .pub file) the ledger's genesis must use")
     .option('--db <file>', 'verify this ledger database file read-only, without ASSAY_HOME or any private key (auditors)')
@@ -127,6 +134,7 @@ export function register(program: Command, ctx: CliContext): void {
       const r = await withBuses(ctx, (b) =>
         b.queries.execute(
           new VerifyLedgerQuery({
+            claims: runClaimRules(),
             externalCheckpoints,
             ...(trustedRoot ? { trustedRoot } : {}),
             ...(workers !== undefined ? { workers } : {}),
@@ -175,7 +183,7 @@ export function register(program: Command, ctx: CliContext): void {
     .option('--json', 'print JSON')
     .action(async (position: string, o: { json?: boolean }) => {
       const pos = parseCount(position, 'position');
-      const r = await withBuses(ctx, (b) => b.queries.execute(new ProveInclusionQuery(pos)));
+      const r = await withBuses(ctx, (b) => b.queries.execute(new ProveInclusionQuery(pos, true)));
       if (o.json) return ctx.out(JSON.stringify(r, null, 2));
       process.stdout.write(formatInclusionProof(r));
     });

@@ -12,6 +12,13 @@ import { ROLES } from './roles';
 export interface EventTypeSpec {
   type: string;
   roles: readonly Role[];
+  /**
+   * null: the generic appends (`assay ledger append`, `POST /ledger/events`) may write this type, signed by a held key
+   * of one of `roles`. Otherwise the component that alone writes it (the run controller, the runtime, the Judge, the
+   * key commands): generic appends refuse the type (LEDGER_TYPE_RESERVED), because what it records is a claim that
+   * only that component's own process can make.
+   */
+  onlyWrittenBy: string | null;
   schema: ObjectSchema;
   /** Largest canonical size of `data` in bytes. */
   maxDataBytes: number;
@@ -36,14 +43,20 @@ export const JUDGE_STATUSES = ['completed', 'submission_error', 'verifier_error'
 export const RUN_STATUSES = ['completed', 'no_valid_submission', 'failed', 'cancelled'] as const;
 export const BUDGETS = ['submissions', 'wall_time', 'agent_time', 'gpu_seconds'] as const;
 
-/** A verifier key in C2SP signed-note text form: `<name>+<8 hex>+<base64(0x01 || 32-byte key)>`. */
-const verifierKeyText: FieldSpec = { kind: 'string', max: 300, pattern: /^[^\s+]{1,128}\+[0-9a-f]{8}\+[A-Za-z0-9+/]{44}$/ };
-const signerId: FieldSpec = { kind: 'string', max: 140, pattern: /^[^\s+]{1,128}\+[0-9a-f]{8}$/ };
+/**
+ * A verifier key in C2SP signed-note text form: `<name>+<8 hex>+<base64(0x01 || 32-byte key)>`, and a signer
+ * `<name>+<8 hex>`. Key names are at most 128 UTF-8 bytes: the rest of each text is ASCII (54 and 9 bytes), so
+ * `maxBytes` bounds the name exactly (the patterns count UTF-16 code units, which alone would let a name of 128
+ * three-byte characters, 384 bytes, through).
+ */
+const verifierKeyText: FieldSpec = { kind: 'string', max: 300, maxBytes: 128 + 54, pattern: /^[^\s+]{1,128}\+[0-9a-f]{8}\+[A-Za-z0-9+/]{44}$/ };
+const signerId: FieldSpec = { kind: 'string', max: 140, maxBytes: 128 + 9, pattern: /^[^\s+]{1,128}\+[0-9a-f]{8}$/ };
 
 const specs: EventTypeSpec[] = [
   {
     type: 'KeyRegistered',
     roles: ['controller'],
+    onlyWrittenBy: 'the key commands (`assay ledger init`, `assay keys register`)',
     summary: 'A signing key and its role. Position 0 is the controller key registering itself (the trust anchor).',
     maxDataBytes: 2 * KIB,
     schema: { keyId: signerId, publicKey: verifierKeyText, role: { kind: 'string', max: 16, enum: ROLES } },
@@ -51,6 +64,7 @@ const specs: EventTypeSpec[] = [
   {
     type: 'KeyRevoked',
     roles: ['controller'],
+    onlyWrittenBy: 'the key commands (`assay keys revoke`)',
     summary: 'A key may sign nothing after this position.',
     maxDataBytes: 2 * KIB,
     schema: { keyId: signerId, reason: text(1024) },
@@ -58,6 +72,7 @@ const specs: EventTypeSpec[] = [
   {
     type: 'TaskRegistered',
     roles: ['controller'],
+    onlyWrittenBy: null,
     summary: 'A task directory, by its digests.',
     maxDataBytes: DEFAULT_MAX_DATA,
     schema: {
@@ -73,6 +88,7 @@ const specs: EventTypeSpec[] = [
   {
     type: 'ImageBuilt',
     roles: ['runtime'],
+    onlyWrittenBy: 'the runtime (`assay images`, `assay run`, `assay judge`)',
     summary: 'A locally built container image.',
     maxDataBytes: 8 * KIB,
     schema: {
@@ -88,6 +104,7 @@ const specs: EventTypeSpec[] = [
   {
     type: 'RunStarted',
     roles: ['controller'],
+    onlyWrittenBy: 'the run controller (`assay run`)',
     summary: 'A run of an agent on a task under a protocol.',
     maxDataBytes: DEFAULT_MAX_DATA,
     schema: {
@@ -104,6 +121,7 @@ const specs: EventTypeSpec[] = [
   {
     type: 'WorkStarted',
     roles: ['runtime'],
+    onlyWrittenBy: 'the run controller (`assay run`)',
     summary: 'The persistent Work container of a run started.',
     maxDataBytes: 8 * KIB,
     schema: { run: id(), container: text(128), image: digest(), limits: { kind: 'freeObject' } },
@@ -111,6 +129,7 @@ const specs: EventTypeSpec[] = [
   {
     type: 'WorkspaceEdited',
     roles: ['runtime'],
+    onlyWrittenBy: 'the run controller (`assay run`) and the snapshot commands (`assay snapshot`)',
     summary: 'What changed in a workspace between two snapshots.',
     maxDataBytes: DEFAULT_MAX_DATA,
     schema: {
@@ -129,6 +148,7 @@ const specs: EventTypeSpec[] = [
   {
     type: 'SubmissionReceived',
     roles: ['controller'],
+    onlyWrittenBy: 'the run controller (`assay run`)',
     summary: 'An authenticated submission opened a round.',
     maxDataBytes: 4 * KIB,
     schema: { run: id(), round: round() },
@@ -136,6 +156,7 @@ const specs: EventTypeSpec[] = [
   {
     type: 'SubmissionRejected',
     roles: ['controller'],
+    onlyWrittenBy: 'the run controller (`assay run`)',
     summary: 'A submission was refused before judging (cooldown, budget, closed run, bad request).',
     maxDataBytes: 4 * KIB,
     schema: { run: id(), round: round(true), reason: text(1024), status: { kind: 'integer', min: 100, max: 599 } },
@@ -143,6 +164,7 @@ const specs: EventTypeSpec[] = [
   {
     type: 'SnapshotTaken',
     roles: ['runtime'],
+    onlyWrittenBy: 'the run controller (`assay run`) and the snapshot commands (`assay snapshot`)',
     summary: 'A workspace frozen as a content-addressed snapshot.',
     maxDataBytes: 8 * KIB,
     schema: {
@@ -165,6 +187,7 @@ const specs: EventTypeSpec[] = [
   {
     type: 'JudgeLaunched',
     roles: ['runtime'],
+    onlyWrittenBy: 'the Judge (`assay judge`, `assay run`)',
     summary: 'A fresh Judge container started on a snapshot.',
     maxDataBytes: 8 * KIB,
     schema: {
@@ -181,6 +204,7 @@ const specs: EventTypeSpec[] = [
   {
     type: 'JudgeCompleted',
     roles: ['judge'],
+    onlyWrittenBy: 'the Judge (`assay judge`, `assay run`)',
     summary: 'A Judge finished, with its status and output digest.',
     maxDataBytes: 8 * KIB,
     schema: {
@@ -198,6 +222,7 @@ const specs: EventTypeSpec[] = [
   {
     type: 'RewardRecorded',
     roles: ['judge'],
+    onlyWrittenBy: 'the Judge (`assay judge`, `assay run`)',
     summary: 'The parsed rewards of a completed Judge and the primary score.',
     maxDataBytes: 8 * KIB,
     schema: {
@@ -212,6 +237,7 @@ const specs: EventTypeSpec[] = [
   {
     type: 'BudgetConsumed',
     roles: ['controller'],
+    onlyWrittenBy: 'the run controller (`assay run`)',
     summary: 'A budget was drawn down.',
     maxDataBytes: 4 * KIB,
     schema: {
@@ -229,6 +255,7 @@ const specs: EventTypeSpec[] = [
   {
     type: 'RuleViolation',
     roles: ['controller', 'judge'],
+    onlyWrittenBy: 'the run controller and the Judge (`assay run`, `assay judge`)',
     summary: 'A rule was broken; the round scores zero. The zero is part of the event.',
     maxDataBytes: 8 * KIB,
     schema: { run: id(true), round: round(true), rule: text(128), detail: text(4096), score: { kind: 'number', exactly: 0 } },
@@ -236,6 +263,7 @@ const specs: EventTypeSpec[] = [
   {
     type: 'RunCompleted',
     roles: ['controller'],
+    onlyWrittenBy: 'the run controller (`assay run`)',
     summary: 'A run ended; the selected best round under the recorded selection rule.',
     maxDataBytes: 4 * KIB,
     schema: {
@@ -249,6 +277,7 @@ const specs: EventTypeSpec[] = [
   {
     type: 'RejudgeCompleted',
     roles: ['auditor'],
+    onlyWrittenBy: null,
     summary: 'A third party re-judged a frozen snapshot.',
     maxDataBytes: 8 * KIB,
     schema: {
@@ -264,14 +293,64 @@ const specs: EventTypeSpec[] = [
   {
     type: 'Note',
     roles: ['controller', 'auditor'],
+    onlyWrittenBy: null,
     summary: "An operator's free-form annotation.",
     maxDataBytes: 70 * KIB,
     schema: { text: { kind: 'string', min: 1, max: 64 * KIB } },
   },
 ];
 
+/**
+ * The types a run's claims are made of: verification folds them, in position order, with the run's own rules (the
+ * `claims` step; the rules live with the run, in @assay/run, and are handed to the verifier).
+ */
+export const CLAIM_EVENT_TYPES: readonly string[] = [
+  'RunStarted',
+  'WorkStarted',
+  'WorkspaceEdited',
+  'SubmissionReceived',
+  'SubmissionRejected',
+  'SnapshotTaken',
+  'JudgeLaunched',
+  'JudgeCompleted',
+  'RewardRecorded',
+  'BudgetConsumed',
+  'RuleViolation',
+  'RunCompleted',
+];
+
 export const CATALOGUE: ReadonlyMap<string, EventTypeSpec> = new Map(specs.map((s) => [s.type, s]));
 export const EVENT_TYPES: readonly string[] = specs.map((s) => s.type);
+/** Types the generic appends may write (`onlyWrittenBy: null`). */
+export const GENERIC_EVENT_TYPES: readonly string[] = specs.filter((s) => s.onlyWrittenBy === null).map((s) => s.type);
+
+/**
+ * Whether a generic append (`assay ledger append`, `POST /ledger/events`) may write a type: null, or the refusal
+ * `{code, message}` naming the type and its writer. Unknown types are left to eventDataProblem.
+ */
+/** Stream categories a generic append never writes: their revisions belong to the run controller, the runtime, the Judge and the key commands. */
+export const RESERVED_STREAM_CATEGORIES: readonly string[] = ['run', 'judge', 'key'];
+
+/** Why a generic append may not write to `stream` (a reserved category), or null. */
+export function genericStreamProblem(stream: string): { code: string; message: string } | null {
+  const dash = stream.indexOf('-');
+  const category = dash < 0 ? stream : stream.slice(0, dash);
+  if (!RESERVED_STREAM_CATEGORIES.includes(category)) return null;
+  const owner = category === 'key' ? 'the key commands' : 'the run controller, the runtime and the Judge';
+  return {
+    code: 'LEDGER_STREAM_RESERVED',
+    message: `stream "${stream}": ${category}- streams are written only by ${owner}; a generic append would shift their revisions (annotate in another stream, e.g. note-${stream.slice(dash + 1) || 'ops'})`,
+  };
+}
+
+export function genericAppendProblem(type: string): { code: string; message: string } | null {
+  const spec = CATALOGUE.get(type);
+  if (!spec || spec.onlyWrittenBy === null) return null;
+  return {
+    code: 'LEDGER_TYPE_RESERVED',
+    message: `${type} is written only by ${spec.onlyWrittenBy}, never by a generic append; generic appends may write ${GENERIC_EVENT_TYPES.join(', ')}`,
+  };
+}
 
 /**
  * Checks a proposed or recorded event's type and data: known type, schema, size.

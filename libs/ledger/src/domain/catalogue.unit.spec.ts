@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { CATALOGUE, eventDataProblem } from './catalogue';
+import { CATALOGUE, CLAIM_EVENT_TYPES, GENERIC_EVENT_TYPES, eventDataProblem, genericAppendProblem, genericStreamProblem } from './catalogue';
 import { renderCatalogueMarkdown } from './catalogue-doc';
 
 describe('event catalogue', () => {
@@ -32,5 +32,28 @@ describe('event catalogue', () => {
     expect(eventDataProblem('RunCompleted', { run: 'r', status: 'won', bestRound: null, bestScore: null, bestSnapshot: null })).toMatchObject({ message: expect.stringContaining('data.status: must be one of') });
     expect(eventDataProblem('KeyRegistered', { keyId: 'k+00000000', publicKey: 'nope', role: 'controller' })).toMatchObject({ message: expect.stringContaining('data.publicKey') });
     expect(eventDataProblem('Note', { text: 'fine' })).toBeNull();
+  });
+});
+
+describe('generic appends', () => {
+  it('may write only what operators and auditors write; every claim type and key event is reserved to its writer', () => {
+    expect(GENERIC_EVENT_TYPES).toEqual(['TaskRegistered', 'RejudgeCompleted', 'Note']);
+    for (const t of [...CLAIM_EVENT_TYPES, 'KeyRegistered', 'KeyRevoked', 'ImageBuilt']) {
+      expect(CATALOGUE.get(t)?.onlyWrittenBy).toEqual(expect.any(String));
+      expect(genericAppendProblem(t)).toMatchObject({ code: 'LEDGER_TYPE_RESERVED', message: expect.stringContaining(`${t} is written only by `) });
+    }
+    expect(genericAppendProblem('RunCompleted')?.message).toBe(
+      'RunCompleted is written only by the run controller (`assay run`), never by a generic append; generic appends may write TaskRegistered, RejudgeCompleted, Note',
+    );
+    for (const t of GENERIC_EVENT_TYPES) expect(genericAppendProblem(t)).toBeNull();
+    expect(genericAppendProblem('NoSuchType')).toBeNull(); // left to eventDataProblem: LEDGER_UNKNOWN_EVENT_TYPE
+  });
+});
+
+describe('generic appends: streams', () => {
+  it('never write into run-, judge- or key- streams, whose revisions belong to Assay itself', () => {
+    for (const stream of ['run-r1', 'judge-0b7c', 'key-assay-controller'])
+      expect(genericStreamProblem(stream)).toMatchObject({ code: 'LEDGER_STREAM_RESERVED', message: expect.stringContaining(`stream "${stream}"`) });
+    for (const stream of ['note-ops', 'task-t1', 'rejudge-r1', 'runs-x', 'keys-x']) expect(genericStreamProblem(stream)).toBeNull();
   });
 });

@@ -22,8 +22,13 @@ export const STREAM_RE = /^([a-z][a-z0-9]{0,31})-([A-Za-z0-9][A-Za-z0-9._:-]{0,1
 export const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 export const TIME_RE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 export const HASH_HEX_RE = /^[0-9a-f]{64}$/;
-/** A signer is a C2SP signed-note key name and key id: `<name>+<8 hex digits>`. */
+/**
+ * A signer is a C2SP signed-note key name and key id: `<name>+<8 hex digits>`. The pattern counts UTF-16 code units;
+ * the name is also at most 128 UTF-8 bytes (MAX_SIGNER_BYTES for the whole signer, checked with it).
+ */
 export const SIGNER_RE = /^[^\s+]{1,128}\+[0-9a-f]{8}$/;
+/** 128 bytes of key name, "+", 8 hex digits. */
+export const MAX_SIGNER_BYTES = 128 + 9;
 const BASE64_ALPHABET = new Uint8Array(128);
 for (const c of 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/') BASE64_ALPHABET[c.charCodeAt(0)] = 1;
 
@@ -117,7 +122,8 @@ export function envelopeFieldProblem(e: Record<string, unknown>, requireSig: boo
   if (typeof e.time !== 'string' || !TIME_RE.test(e.time) || Number.isNaN(Date.parse(e.time)))
     return 'field "time" must be RFC 3339 UTC with milliseconds (YYYY-MM-DDTHH:MM:SS.sssZ)';
   if (typeof e.prev !== 'string' || !isHashHex(e.prev)) return 'field "prev" must be 64 lowercase hex digits';
-  if (typeof e.signer !== 'string' || !SIGNER_RE.test(e.signer)) return 'field "signer" must be <key name>+<8 hex>';
+  if (typeof e.signer !== 'string' || !SIGNER_RE.test(e.signer) || Buffer.byteLength(e.signer, 'utf8') > MAX_SIGNER_BYTES)
+    return 'field "signer" must be <key name of at most 128 UTF-8 bytes>+<8 hex>';
   if (requireSig && (typeof e.sig !== 'string' || !isCanonicalSigBase64(e.sig)))
     return 'field "sig" must be standard base64 of 64 bytes (88 characters, padded, unused bits zero)';
   return null;

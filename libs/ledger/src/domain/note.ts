@@ -24,7 +24,7 @@ import { ed25519PublicKeyProblem, nodeEd25519, type Ed25519 } from '../crypto/ed
 export const MAX_NOTE_BYTES = 1024 * 1024;
 export const MAX_NOTE_TEXT_LINES = 65536;
 export const MAX_NOTE_SIGNATURES = 100;
-/** Longest key name accepted (UTF-16 code units; the envelope `signer` pattern allows the same). */
+/** Longest key name accepted, in UTF-8 bytes (the envelope `signer` allows the same). */
 export const MAX_KEY_NAME_LENGTH = 128;
 /** Largest decoded signature (key ID included): leaves room for post-quantum signatures of other key types. */
 export const MAX_NOTE_SIGNATURE_BYTES = 8192;
@@ -92,8 +92,10 @@ function hex(b: Uint8Array): string {
 /** Why `name` is not a valid signed-note key name, or null. */
 export function keyNameProblem(name: unknown): string | null {
   if (typeof name !== 'string' || name.length === 0) return 'a key name must be a non-empty string';
-  if (name.length > MAX_KEY_NAME_LENGTH) return `a key name must be at most ${MAX_KEY_NAME_LENGTH} characters`;
+  if (name.length > MAX_KEY_NAME_LENGTH) return `a key name must be at most ${MAX_KEY_NAME_LENGTH} bytes (UTF-8)`;
   if (LONE_SURROGATE.test(name)) return 'a key name must be valid Unicode';
+  const bytes = Buffer.byteLength(name, 'utf8');
+  if (bytes > MAX_KEY_NAME_LENGTH) return `a key name must be at most ${MAX_KEY_NAME_LENGTH} bytes (UTF-8); this one is ${bytes}`;
   if (CONTROL.test(name) || name.includes('\n')) return 'a key name must not contain control characters';
   if (SPACE_OR_PLUS.test(name)) return 'a key name must not contain spaces or "+"';
   return null;

@@ -5,7 +5,8 @@
 import type { JsonValue } from './json';
 
 export type FieldSpec =
-  | { kind: 'string'; optional?: boolean; nullable?: boolean; min?: number; max: number; pattern?: RegExp; enum?: readonly string[] }
+  /** `min`/`max` count UTF-16 code units (JavaScript's length); `maxBytes`, when given, bounds the UTF-8 bytes too. */
+  | { kind: 'string'; optional?: boolean; nullable?: boolean; min?: number; max: number; maxBytes?: number; pattern?: RegExp; enum?: readonly string[] }
   | { kind: 'integer'; optional?: boolean; nullable?: boolean; min?: number; max?: number }
   | { kind: 'number'; optional?: boolean; nullable?: boolean; min?: number; max?: number; exactly?: number }
   | { kind: 'boolean'; optional?: boolean; nullable?: boolean }
@@ -21,7 +22,9 @@ export type ObjectSchema = Readonly<Record<string, FieldSpec>>;
 function describe(spec: FieldSpec): string {
   switch (spec.kind) {
     case 'string':
-      return spec.enum ? `one of ${spec.enum.map((e) => JSON.stringify(e)).join(', ')}` : `a string of at most ${spec.max} characters${spec.pattern ? ` matching ${spec.pattern}` : ''}`;
+      return spec.enum
+        ? `one of ${spec.enum.map((e) => JSON.stringify(e)).join(', ')}`
+        : `a string of at most ${spec.max} characters${spec.maxBytes !== undefined ? ` and ${spec.maxBytes} UTF-8 bytes` : ''}${spec.pattern ? ` matching ${spec.pattern}` : ''}`;
     case 'integer':
       return `an integer${spec.min !== undefined ? ` >= ${spec.min}` : ''}${spec.max !== undefined ? ` <= ${spec.max}` : ''}`;
     case 'number':
@@ -60,6 +63,7 @@ function check(spec: FieldSpec, v: JsonValue | undefined, parent: string, key: s
       if (typeof v !== 'string') return `${path()}: must be ${describe(spec)}`;
       if (v.length > spec.max || v.length < (spec.min ?? 0) || (spec.pattern && !spec.pattern.test(v)) || (spec.enum && !spec.enum.includes(v)))
         return `${path()}: must be ${describe(spec)}`;
+      if (spec.maxBytes !== undefined && Buffer.byteLength(v, 'utf8') > spec.maxBytes) return `${path()}: must be ${describe(spec)}`;
       return null;
     case 'integer':
       if (typeof v !== 'number' || !Number.isSafeInteger(v) || (spec.min !== undefined && v < spec.min) || (spec.max !== undefined && v > spec.max))

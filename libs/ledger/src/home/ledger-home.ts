@@ -9,11 +9,12 @@
  *
  * This is a composition root: it wires the SQLite adapters, the keys and the Ledger together.
  */
-import { chmodSync, closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, readdirSync, renameSync, writeSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { chmodSync, closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, readdirSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { AssayError, type Clock, type IdGenerator, type Progress } from '@assay/core';
 import { SqliteLedgerDatabase } from '../adapters/sqlite/sqlite-ledger-database';
+import { openForVerification } from '../adapters/sqlite/sqlite-verification-open';
 import { bestKernels } from '../adapters/native-kernels';
 import { openRangeReader } from '../adapters/sqlite/sqlite-range-reader';
 import { Ledger, type CheckpointWitness, type SignedCheckpoint, type WitnessedCheckpoint } from '../application/ledger';
@@ -25,6 +26,7 @@ import { ROLES, type Role } from '../domain/roles';
 import { KeyRegistry } from '../domain/key-registry';
 import { parseEnvelope, type Envelope } from '../domain/envelope';
 import type { RecordedEvent } from '../ports/event-store.port';
+import type { ClaimRules } from '../domain/claims';
 
 export interface HomePaths {
   home: string;
@@ -56,20 +58,52 @@ export function homePaths(home: string): HomePaths {
   return { home: h, keys: join(h, 'keys'), ledgerDir, db: join(ledgerDir, 'ledger.db'), config: join(ledgerDir, 'ledger.json'), witness: join(ledgerDir, 'checkpoint.last') };
 }
 
-/** Writes a file atomically and durably: temp file, fsync, rename. */
-function writeFileAtomic(path: string, text: string, mode = 0o644): void {
-  const tmp = `${path}.tmp-${process.pid}`;
-  const fd = openSync(tmp, 'w', mode);
+/**
+ * Writes a file atomically and durably: a temp file beside it, written and fsynced, renamed over the file, then the
+ * directory fsynced so that the rename itself survives a power loss. A reader sees the old or the new file whole.
+ */
+export function writeFileAtomic(path: string, text: string, mode = 0o644): void {
+  const tmp = `${path}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
   try {
-    writeSync(fd, text);
+    const fd = openSync(tmp, 'wx', mode);
+    try {
+      writeSync(fd, text);
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    renameSync(tmp, path);
+  } catch (e) {
+    rmSync(tmp, { force: true });
+    throw e;
+  }
+  fsyncDir(dirname(path));
+}
+
+/** fsync of a directory (its entries: a rename, a new file). Platforms that cannot (Windows) skip it. */
+function fsyncDir(dir: string): void {
+  let fd: number;
+  try {
+    fd = openSync(dir, 'r');
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'EISDIR' || (e as NodeJS.ErrnoException).code === 'EPERM') return;
+    throw e;
+  }
+  try {
     fsyncSync(fd);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code !== 'EINVAL' && code !== 'EISDIR' && code !== 'EPERM') throw e;
   } finally {
     closeSync(fd);
   }
-  renameSync(tmp, path);
 }
 
-/** The last signed checkpoint, in a file beside the database. */
+/**
+ * The last signed checkpoint, in a file beside the database. The Ledger saves it under the database's write lock,
+ * after the checkpoint row is written and before the transaction commits: saves are serialised with the database's
+ * checkpoints, and a crash between the two leaves this file one checkpoint ahead of the database, never behind.
+ */
 export class FileCheckpointWitness implements CheckpointWitness {
   constructor(private readonly path: string) {}
   load(): WitnessedCheckpoint | null {
@@ -120,6 +154,8 @@ function decodeVerifierKey(text: string): { keyId: string; publicKey: Uint8Array
 }
 
 export interface VerifyDatabaseOptions {
+  /** The rules the claims step folds run streams with (`runClaimRules()` from @assay/run); null skips that step. */
+  claims: ClaimRules | null;
   externalCheckpoints?: string[];
   /** Verifier key text of the controller key position 0 must register. */
   trustedRoot?: string;
@@ -138,11 +174,26 @@ export interface VerifyDatabaseOptions {
   mainThread?: boolean;
 }
 
-function verifyDatabase(db: SqliteLedgerDatabase, opts: VerifyDatabaseOptions): Promise<VerificationReport> {
+/** The witness file's text for verification: null when there is none. */
+function readWitnessText(path: string): string | null {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw new AssayError('LEDGER_WITNESS_UNREADABLE', 'unavailable', `cannot read ${path}: ${(e as Error).message}`, { cause: e });
+  }
+}
+
+/** `witness`: the home's checkpoint.last, checked too (absent for a database file verified on its own). */
+function verifyDatabase(db: SqliteLedgerDatabase, opts: VerifyDatabaseOptions, witness?: string): Promise<VerificationReport> {
   return verifyLedger({
+    claims: opts.claims,
     store: db.events,
     checkpoints: db.checkpoints.all(),
     integrityCheck: () => db.integrityCheck().filter((l) => l !== 'ok'),
+    storageCheck: () => db.storageProblem(),
+    merkleNodes: db.merkleNodes.stored(),
+    ...(witness !== undefined ? { witness: { path: witness, text: readWitnessText(witness) } } : {}),
     decodeKey: decodeVerifierKey,
     kernels: opts.kernels ?? bestKernels(),
     ...(opts.mainThread === false ? {} : { openRowReader: openRangeReader }),
@@ -157,20 +208,44 @@ function verifyDatabase(db: SqliteLedgerDatabase, opts: VerifyDatabaseOptions): 
 
 /**
  * Verifies a ledger database file on its own, read-only, with no keys and no ASSAY_HOME: what an auditor holding a
- * copy of the file (and, ideally, the operator's root key) runs.
+ * copy of the file (and, ideally, the operator's root key) runs. Nothing is written beside the file (see
+ * openForVerification: a WAL-mode file without its -wal and -shm is verified through a private temporary copy).
  */
-export async function verifyLedgerFile(path: string, opts: VerifyDatabaseOptions = {}): Promise<VerificationReport> {
-  const db = SqliteLedgerDatabase.open(path, { readOnly: true });
+export async function verifyLedgerFile(path: string, opts: VerifyDatabaseOptions): Promise<VerificationReport> {
+  const opened = openForVerification(path, 'copy');
   try {
-    return await verifyDatabase(db, opts);
+    return await verifyDatabase(opened.db, opts);
   } finally {
-    await db.close();
+    await opened.close();
+  }
+}
+
+/**
+ * Verifies the ledger of an ASSAY_HOME (`assay ledger verify`): its database opened read-only (never migrated, no key
+ * loaded), the origin and root key pinned by ledger.json, and `checkpoint.last` checked against the log.
+ */
+export async function verifyLedgerHome(home: string, opts: VerifyDatabaseOptions): Promise<VerificationReport> {
+  const p = homePaths(home);
+  const config = readConfig(p);
+  if (!existsSync(p.db))
+    throw new AssayError('LEDGER_DB_MISSING', 'not_found', `the ledger database ${p.db} is missing, but ${p.config} says a ledger was created here`);
+  const opened = openForVerification(p.db, 'home');
+  try {
+    return await verifyDatabase(opened.db, { origin: config.origin, trustedRoot: config.rootKey, ...opts }, p.witness);
+  } finally {
+    await opened.close();
   }
 }
 
 export interface OpenOptions {
   clock: Clock;
   ids: IdGenerator;
+  /**
+   * For readers (queries, the HTTP API's GETs): open the database read-only (nothing written, no migration, no
+   * journal change; the schema must be the newest this build knows) and load no private keys. Anything that would
+   * write fails with LEDGER_DB_UNAVAILABLE or LEDGER_NO_KEY_FOR_ROLE.
+   */
+  readOnly?: boolean;
 }
 
 export class LedgerHome {
@@ -206,7 +281,7 @@ export class LedgerHome {
     const origin = o.origin ?? `assay.ledger/${randomBytes(8).toString('hex')}`;
     const db = SqliteLedgerDatabase.open(p.db, { clock: o.clock });
     try {
-      const ledger = new Ledger({ store: db.events, merkle: db.merkleNodes, checkpoints: db.checkpoints, witness: new FileCheckpointWitness(p.witness), keys, clock: o.clock, ids: o.ids, origin });
+      const ledger = new Ledger({ store: db.events, merkle: db.merkleNodes, checkpoints: db.checkpoints, lock: db.lock, witness: new FileCheckpointWitness(p.witness), keys, clock: o.clock, ids: o.ids, origin });
       await ledger.genesis();
       for (const k of keys) if (k !== controller) await ledger.registerKey(k);
       const config: LedgerConfig = { format: 1, origin, rootKey: controller.publicKeyText, createdAt: o.clock.now().toISOString() };
@@ -228,14 +303,14 @@ export class LedgerHome {
     const config = readConfig(p);
     if (!existsSync(p.db))
       throw new AssayError('LEDGER_DB_MISSING', 'not_found', `the ledger database ${p.db} is missing, but ${p.config} says a ledger was created here`);
-    const keys = loadKeys(p.keys);
-    const db = SqliteLedgerDatabase.open(p.db, { clock: o.clock });
-    const ledger = new Ledger({ store: db.events, merkle: db.merkleNodes, checkpoints: db.checkpoints, witness: new FileCheckpointWitness(p.witness), keys, clock: o.clock, ids: o.ids, origin: config.origin });
+    const keys = o.readOnly ? [] : loadKeys(p.keys);
+    const db = SqliteLedgerDatabase.open(p.db, { clock: o.clock, ...(o.readOnly ? { readOnly: true } : {}) });
+    const ledger = new Ledger({ store: db.events, merkle: db.merkleNodes, checkpoints: db.checkpoints, lock: db.lock, witness: new FileCheckpointWitness(p.witness), keys, clock: o.clock, ids: o.ids, origin: config.origin });
     return new LedgerHome(p, config, db, ledger, keys);
   }
 
-  verify(opts: VerifyDatabaseOptions = {}): Promise<VerificationReport> {
-    return verifyDatabase(this.db, { origin: this.config.origin, trustedRoot: this.config.rootKey, ...opts });
+  verify(opts: VerifyDatabaseOptions): Promise<VerificationReport> {
+    return verifyDatabase(this.db, { origin: this.config.origin, trustedRoot: this.config.rootKey, ...opts }, this.paths.witness);
   }
 
   /** The keys registered in the ledger, folded from its key events (signatures are checked by `verify`). */

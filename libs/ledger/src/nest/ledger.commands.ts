@@ -9,6 +9,8 @@ import type { VerificationReport } from '../application/verify/ledger-verifier';
 import type { InitResult } from '../home/ledger-home';
 import type { Progress } from '@assay/core';
 import type { Envelope } from '../domain/envelope';
+import type { ClaimRules } from '../domain/claims';
+import type { Role } from '../domain/roles';
 
 export class InitLedgerCommand extends Command<InitResult> {
   constructor(public readonly origin?: string) {
@@ -16,6 +18,10 @@ export class InitLedgerCommand extends Command<InitResult> {
   }
 }
 
+/**
+ * The generic append (`assay ledger append`, `POST /ledger/events`): types the catalogue reserves for their own
+ * writer are refused (LEDGER_TYPE_RESERVED; see Ledger.appendGeneric).
+ */
 export class AppendEventsCommand extends Command<AppendResult> {
   constructor(
     public readonly stream: string,
@@ -26,11 +32,33 @@ export class AppendEventsCommand extends Command<AppendResult> {
   }
 }
 
+/** `assay keys register`: KeyRegistered in the key's own stream, which must not exist yet. */
+export class RegisterKeyCommand extends Command<AppendResult> {
+  constructor(
+    public readonly key: { name: string; signer: string; publicKeyText: string },
+    public readonly role: Role,
+  ) {
+    super();
+  }
+}
+
+/** `assay keys revoke`: KeyRevoked in the key's stream, which must exist. */
+export class RevokeKeyCommand extends Command<AppendResult> {
+  constructor(
+    public readonly signer: string,
+    public readonly reason: string,
+  ) {
+    super();
+  }
+}
+
 export class SignCheckpointCommand extends Command<SignedCheckpoint> {}
 
 export class VerifyLedgerQuery extends Query<VerificationReport> {
   constructor(
     public readonly options: {
+      /** The rules of the claims step (`runClaimRules()` from @assay/run); null skips it. */
+      claims: ClaimRules | null;
       externalCheckpoints?: string[];
       trustedRoot?: string;
       workers?: number;
@@ -40,14 +68,21 @@ export class VerifyLedgerQuery extends Query<VerificationReport> {
       /** Verify this database file read-only instead of the ledger under ASSAY_HOME. */
       db?: string;
       origin?: string;
-    } = {},
+    },
   ) {
     super();
   }
 }
 
+/**
+ * An inclusion proof against the latest signed checkpoint. Reads only, unless `signIfNeeded` (the CLI's `prove`):
+ * then a checkpoint is signed first when none covers the position; otherwise that is LEDGER_NOT_CHECKPOINTED.
+ */
 export class ProveInclusionQuery extends Query<InclusionProofResult> {
-  constructor(public readonly position: number) {
+  constructor(
+    public readonly position: number,
+    public readonly signIfNeeded = false,
+  ) {
     super();
   }
 }

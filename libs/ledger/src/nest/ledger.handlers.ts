@@ -1,11 +1,14 @@
 import { Inject, Injectable, type OnModuleDestroy } from '@nestjs/common';
 import { CommandHandler, QueryHandler, type ICommandHandler, type IQueryHandler } from '@nestjs/cqrs';
 import { systemClock, randomIds } from '@assay/core';
-import { LedgerHome, verifyLedgerFile } from '../home/ledger-home';
+import { LedgerHome, verifyLedgerFile, verifyLedgerHome } from '../home/ledger-home';
+import { Ledger } from '../application/ledger';
 import {
   AppendEventsCommand,
   InitLedgerCommand,
   ListKeysQuery,
+  RegisterKeyCommand,
+  RevokeKeyCommand,
   ReadEventsQuery,
   ProveConsistencyQuery,
   ProveInclusionQuery,
@@ -15,10 +18,15 @@ import {
 
 export const ASSAY_HOME = Symbol('ASSAY_HOME');
 
-/** Opens the ledger under ASSAY_HOME once, on first use, and closes it with the module. */
+/**
+ * Opens the ledger under ASSAY_HOME once, on first use, and closes it with the module: `get()` for commands (writes:
+ * the database opened for writing and migrated, the private keys loaded), `reader()` for queries (the database
+ * opened read-only, no keys), so that no query ever writes or migrates.
+ */
 @Injectable()
 export class LedgerHomeProvider implements OnModuleDestroy {
   private opened: Promise<LedgerHome> | null = null;
+  private openedReadOnly: Promise<LedgerHome> | null = null;
 
   constructor(@Inject(ASSAY_HOME) readonly home: string) {}
 
@@ -27,9 +35,19 @@ export class LedgerHomeProvider implements OnModuleDestroy {
     return this.opened;
   }
 
+  reader(): Promise<LedgerHome> {
+    // A failed open is not kept: the next query tries again (e.g. once a writer has migrated the database).
+    this.openedReadOnly ??= LedgerHome.open(this.home, { clock: systemClock, ids: randomIds, readOnly: true }).catch((e: unknown) => {
+      this.openedReadOnly = null;
+      throw e;
+    });
+    return this.openedReadOnly;
+  }
+
   async onModuleDestroy(): Promise<void> {
-    if (this.opened) await (await this.opened.catch(() => null))?.close();
+    for (const p of [this.opened, this.openedReadOnly]) if (p) await (await p.catch(() => null))?.close();
     this.opened = null;
+    this.openedReadOnly = null;
   }
 }
 
@@ -45,7 +63,24 @@ export class InitLedgerHandler implements ICommandHandler<InitLedgerCommand> {
 export class AppendEventsHandler implements ICommandHandler<AppendEventsCommand> {
   constructor(private readonly p: LedgerHomeProvider) {}
   async execute(c: AppendEventsCommand) {
-    return (await this.p.get()).ledger.append(c.stream, c.events, c.expected);
+    return (await this.p.get()).ledger.appendGeneric(c.stream, c.events, c.expected);
+  }
+}
+
+@CommandHandler(RegisterKeyCommand)
+export class RegisterKeyHandler implements ICommandHandler<RegisterKeyCommand> {
+  constructor(private readonly p: LedgerHomeProvider) {}
+  async execute(c: RegisterKeyCommand) {
+    return (await this.p.get()).ledger.append(Ledger.keyStream(c.key.name), [{ type: 'KeyRegistered', data: { keyId: c.key.signer, publicKey: c.key.publicKeyText, role: c.role } }], 'no_stream');
+  }
+}
+
+@CommandHandler(RevokeKeyCommand)
+export class RevokeKeyHandler implements ICommandHandler<RevokeKeyCommand> {
+  constructor(private readonly p: LedgerHomeProvider) {}
+  async execute(c: RevokeKeyCommand) {
+    const name = c.signer.slice(0, c.signer.lastIndexOf('+'));
+    return (await this.p.get()).ledger.append(Ledger.keyStream(name), [{ type: 'KeyRevoked', data: { keyId: c.signer, reason: c.reason } }], 'stream_exists');
   }
 }
 
@@ -63,7 +98,8 @@ export class VerifyLedgerHandler implements IQueryHandler<VerifyLedgerQuery> {
   async execute(q: VerifyLedgerQuery) {
     const { db, ...opts } = q.options;
     if (db !== undefined) return verifyLedgerFile(db, opts);
-    return (await this.p.get()).verify(opts);
+    // Its own read-only connection (a private copy when the home's directory cannot be written), closed after.
+    return verifyLedgerHome(this.p.home, opts);
   }
 }
 
@@ -71,7 +107,8 @@ export class VerifyLedgerHandler implements IQueryHandler<VerifyLedgerQuery> {
 export class ProveInclusionHandler implements IQueryHandler<ProveInclusionQuery> {
   constructor(private readonly p: LedgerHomeProvider) {}
   async execute(q: ProveInclusionQuery) {
-    return (await this.p.get()).ledger.inclusionProof(q.position);
+    if (q.signIfNeeded) return (await this.p.get()).ledger.inclusionProof(q.position, { signIfNeeded: true });
+    return (await this.p.reader()).ledger.inclusionProof(q.position);
   }
 }
 
@@ -79,7 +116,7 @@ export class ProveInclusionHandler implements IQueryHandler<ProveInclusionQuery>
 export class ProveConsistencyHandler implements IQueryHandler<ProveConsistencyQuery> {
   constructor(private readonly p: LedgerHomeProvider) {}
   async execute(q: ProveConsistencyQuery) {
-    return (await this.p.get()).ledger.consistencyProof(q.size1, q.size2);
+    return (await this.p.reader()).ledger.consistencyProof(q.size1, q.size2);
   }
 }
 
@@ -87,7 +124,7 @@ export class ProveConsistencyHandler implements IQueryHandler<ProveConsistencyQu
 export class ListKeysHandler implements IQueryHandler<ListKeysQuery> {
   constructor(private readonly p: LedgerHomeProvider) {}
   async execute() {
-    return (await (await this.p.get()).keyRegistry()).all().map((k) => ({
+    return (await (await this.p.reader()).keyRegistry()).all().map((k) => ({
       keyId: k.keyId,
       role: k.role,
       publicKey: k.publicKeyText,
@@ -101,7 +138,7 @@ export class ListKeysHandler implements IQueryHandler<ListKeysQuery> {
 export class ReadEventsHandler implements IQueryHandler<ReadEventsQuery> {
   constructor(private readonly p: LedgerHomeProvider) {}
   async execute(q: ReadEventsQuery) {
-    return (await this.p.get()).readEvents(q.options);
+    return (await this.p.reader()).readEvents(q.options);
   }
 }
 
@@ -110,6 +147,8 @@ export const LEDGER_HANDLERS = [
   ListKeysHandler,
   InitLedgerHandler,
   AppendEventsHandler,
+  RegisterKeyHandler,
+  RevokeKeyHandler,
   SignCheckpointHandler,
   VerifyLedgerHandler,
   ProveInclusionHandler,

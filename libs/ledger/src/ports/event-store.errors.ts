@@ -11,6 +11,10 @@ export const LEDGER_INVALID_APPEND = 'LEDGER_INVALID_APPEND';
 export const LEDGER_STORE_CLOSED = 'LEDGER_STORE_CLOSED';
 export const LEDGER_SUBSCRIPTION_STOPPED = 'LEDGER_SUBSCRIPTION_STOPPED';
 export const LEDGER_INVALID_CHECKPOINT = 'LEDGER_INVALID_CHECKPOINT';
+export const LEDGER_CHECKPOINT_ROLLBACK = 'LEDGER_CHECKPOINT_ROLLBACK';
+export const LEDGER_CHECKPOINT_NOT_NEWER = 'LEDGER_CHECKPOINT_NOT_NEWER';
+export const LEDGER_CHECKPOINT_INCONSISTENT = 'LEDGER_CHECKPOINT_INCONSISTENT';
+export const LEDGER_LOCK_REENTERED = 'LEDGER_LOCK_REENTERED';
 /** Same code as the memory Merkle node store and domain/merkle.ts use. */
 export const MERKLE_NODE_MISSING = 'MERKLE_NODE_MISSING';
 
@@ -58,6 +62,26 @@ export function subscriptionStopped(): AssayError {
 
 export function invalidCheckpoint(message: string, details: Record<string, unknown>): AssayError {
   return new AssayError(LEDGER_INVALID_CHECKPOINT, 'invalid_input', message, { details });
+}
+
+/** The checkpoint store's order guard: a checkpoint must be larger than, and consistent with, the last one stored. */
+export function checkpointOutOfOrder(
+  code: typeof LEDGER_CHECKPOINT_ROLLBACK | typeof LEDGER_CHECKPOINT_NOT_NEWER | typeof LEDGER_CHECKPOINT_INCONSISTENT,
+  size: number,
+  last: number,
+): AssayError {
+  const why =
+    code === LEDGER_CHECKPOINT_ROLLBACK
+      ? `it is smaller than the last stored checkpoint (size ${last})`
+      : code === LEDGER_CHECKPOINT_NOT_NEWER
+        ? `the last stored checkpoint already has this size`
+        : `its tree does not extend the last stored checkpoint's (size ${last}): the RFC 9162 consistency proof does not verify`;
+  return new AssayError(code, 'refused', `refusing to store a checkpoint of size ${size}: ${why}`, { details: { size, last } });
+}
+
+/** LedgerLock.exclusive called from inside its own work. */
+export function lockReentered(): AssayError {
+  return new AssayError(LEDGER_LOCK_REENTERED, 'internal', 'the ledger write lock is already held by this caller (exclusive() is not reentrant)');
 }
 
 export function merkleNodeMissing(level: number, index: number, leafCount: number): AssayError {

@@ -17,3 +17,17 @@ export interface MerkleNodeStore {
   /** Drops everything (rebuild after corruption). */
   reset(): void;
 }
+
+/**
+ * The stored nodes read as stored, for verification, which trusts none of it: it checks the shape, then every leaf
+ * against the leaf hashes it recomputes from the events, then every higher node against its two children.
+ */
+export interface StoredMerkleNodes {
+  /** Per level present (as stored, in level order): its row count and smallest and largest idx. */
+  shape(): Array<{ level: unknown; count: number; minIdx: unknown; maxIdx: unknown }>;
+  /**
+   * The rows of `level` with idx in [from, to), as stored: how many there are, how many of them have an integer idx
+   * and a 32-byte hash, their smallest and largest idx, and all their hashes concatenated in idx order.
+   */
+  range(level: number, from: number, to: number): { count: number; wellFormed: number; minIdx: unknown; maxIdx: unknown; hashes: Uint8Array };
+}

@@ -79,22 +79,67 @@ interface OwnerRecord {
   pid: number;
   host: string;
   startedAt: string;
+  /**
+   * Which process has that pid: `<boot id>:<start time>` (Linux: /proc/sys/kernel/random/boot_id, and field 22 of
+   * /proc/<pid>/stat, the start time in clock ticks since boot). Absent where it cannot be read (other systems).
+   */
+  process?: string;
+}
+
+let bootId: string | null | undefined;
+
+/**
+ * The identity of the process that has `pid` now, beyond the pid itself (which the kernel reuses once a process
+ * exits): `<boot id>:<start time in clock ticks since boot>`, or null where /proc cannot tell (not Linux, or the
+ * process is gone).
+ */
+export function processIdentity(pid: number): string | null {
+  try {
+    bootId ??= fs.readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
+  } catch {
+    bootId = null;
+  }
+  if (!bootId) return null;
+  let stat: string;
+  try {
+    stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return null;
+  }
+  // Field 2, the command name, is in parentheses and may itself hold spaces and ')': count from the last ')'.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const start = fields[22 - 3];
+  return start !== undefined && /^\d+$/.test(start) ? `${bootId}:${start}` : null;
+}
+
+function ownerRecord(clock: Clock): OwnerRecord {
+  const identity = processIdentity(process.pid);
+  return { pid: process.pid, host: hostname(), startedAt: clock.now().toISOString(), ...(identity ? { process: identity } : {}) };
 }
 
 function readOwner(path: string): OwnerRecord | null {
   try {
     const o = JSON.parse(fs.readFileSync(path, 'utf8')) as Partial<OwnerRecord>;
-    return typeof o.pid === 'number' ? { pid: o.pid, host: String(o.host ?? ''), startedAt: String(o.startedAt ?? '') } : null;
+    return typeof o.pid === 'number'
+      ? { pid: o.pid, host: String(o.host ?? ''), startedAt: String(o.startedAt ?? ''), ...(typeof o.process === 'string' ? { process: o.process } : {}) }
+      : null;
   } catch {
     return null;
   }
 }
 
-/** Is the process that wrote this record still running? (Records from another host are assumed alive.) */
-function ownerAlive(o: OwnerRecord | null): boolean {
+/**
+ * Is the process that wrote this record still running? Records from another host are assumed alive. On this host:
+ * a process with that pid must exist and, when the record names the process (`process`), be that one: a pid reused
+ * by another process since (a different start time, or a reboot) does not keep a dead writer's record alive.
+ */
+export function ownerAlive(o: OwnerRecord | null): boolean {
   if (!o) return false;
   if (o.host !== '' && o.host !== hostname()) return true;
-  return alive(o.pid);
+  if (!alive(o.pid)) return false;
+  if (o.process === undefined) return true;
+  const now = processIdentity(o.pid);
+  return now === null || now === o.process;
 }
 
 
@@ -342,7 +387,7 @@ export class FsBlobStore implements BlobStore {
   async begin(): Promise<BlobBatch> {
     const id = `${Date.now().toString(36)}-${randomBytes(6).toString('hex')}`;
     const writerFile = join(this.dir, 'writers', `${id}.json`);
-    const me: OwnerRecord = { pid: process.pid, host: hostname(), startedAt: this.clock.now().toISOString() };
+    const me: OwnerRecord = ownerRecord(this.clock);
     writeDurable(writerFile, JSON.stringify(me), false);
     // Registered first, then check for a collector: one of the two always sees the other.
     const lock = join(this.dir, 'gc.lock');
@@ -619,7 +664,7 @@ export class FsBlobStore implements BlobStore {
 
   async lockForGc(): Promise<{ release(): Promise<void> }> {
     const lock = join(this.dir, 'gc.lock');
-    const me: OwnerRecord = { pid: process.pid, host: hostname(), startedAt: this.clock.now().toISOString() };
+    const me: OwnerRecord = ownerRecord(this.clock);
     for (let attempt = 0; ; attempt++) {
       try {
         const fd = fs.openSync(lock, 'wx', 0o644);

@@ -1,12 +1,13 @@
 /** In-memory CheckpointStore, for unit tests only; same contract suite as the SQLite one. */
-import type { CheckpointStore, StoredCheckpoint } from '../../ports/checkpoint-store.port';
-import { validateCheckpoint } from './checkpoint-rules';
+import type { CheckpointStore, NewCheckpoint, ProveConsistencyFrom, StoredCheckpoint } from '../../ports/checkpoint-store.port';
+import { checkCheckpointOrder, validateCheckpoint } from './checkpoint-rules';
 
 export class MemoryCheckpointStore implements CheckpointStore {
   private readonly items: StoredCheckpoint[] = [];
 
-  add(cp: { treeSize: number; rootHash: string; note: string }): StoredCheckpoint {
+  add(cp: NewCheckpoint, proveFrom: ProveConsistencyFrom): StoredCheckpoint {
     validateCheckpoint(cp);
+    checkCheckpointOrder(this.latest(), cp, proveFrom);
     const stored: StoredCheckpoint = { seq: this.items.length, treeSize: cp.treeSize, rootHash: cp.rootHash, note: cp.note };
     this.items.push(stored);
     return { ...stored };
@@ -19,5 +20,13 @@ export class MemoryCheckpointStore implements CheckpointStore {
 
   all(): StoredCheckpoint[] {
     return this.items.map((c) => ({ ...c }));
+  }
+
+  /** For MemoryLedgerLock: a function that puts the store back as it is now. */
+  savepoint(): () => void {
+    const n = this.items.length;
+    return () => {
+      this.items.length = n;
+    };
   }
 }

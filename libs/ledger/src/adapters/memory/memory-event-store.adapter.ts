@@ -118,6 +118,15 @@ export class MemoryEventStore implements EventStore {
     return this.log.length;
   }
 
+  /** Synchronous reads, for MemoryLedgerLock (the SQLite lock reads its own connection). */
+  sizeNow(): number {
+    return this.log.length;
+  }
+
+  readRange(from: number, to: number): RecordedEvent[] {
+    return this.log.slice(Math.max(0, from), Math.max(0, to)).map(copy);
+  }
+
   subscribe(opts: SubscribeOptions): Subscription {
     if (this.closed) throw storeClosed('memory event store');
     const ended = { value: false };

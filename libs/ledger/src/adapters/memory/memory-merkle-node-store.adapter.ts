@@ -40,6 +40,19 @@ export class MemoryMerkleNodeStore implements MerkleNodeStore {
     this.count = 0;
   }
 
+  /** For MemoryLedgerLock: a function that puts the store back as it is now. */
+  savepoint(): () => void {
+    const lengths = this.levels.map((row) => row.length);
+    const count = this.count;
+    const levels = this.levels;
+    return () => {
+      if (this.levels !== levels) this.levels = levels; // a reset() under the lock: take the old rows back
+      this.levels.length = lengths.length;
+      lengths.forEach((n, level) => (this.levels[level]!.length = n));
+      this.count = count;
+    };
+  }
+
   private stored(level: number, index: number): Uint8Array {
     const h = Number.isSafeInteger(level) && Number.isSafeInteger(index) ? this.levels[level]?.[index] : undefined;
     if (!h)

@@ -1,7 +1,11 @@
-/** CheckpointStore over the `checkpoints` table; `seq` is allocated inside the insert itself, so it is atomic. */
+/**
+ * CheckpointStore over the `checkpoints` table. The last checkpoint is read, the order guard applied and the new
+ * row inserted in one write transaction (`BEGIN IMMEDIATE`, or a savepoint of the ledger's write lock when that is
+ * held), so two processes can never both store a checkpoint after the same last one.
+ */
 import type Database from 'better-sqlite3';
-import type { CheckpointStore, StoredCheckpoint } from '../../ports/checkpoint-store.port';
-import { validateCheckpoint } from '../memory/checkpoint-rules';
+import type { CheckpointStore, NewCheckpoint, ProveConsistencyFrom, StoredCheckpoint } from '../../ports/checkpoint-store.port';
+import { checkCheckpointOrder, validateCheckpoint } from '../memory/checkpoint-rules';
 import { translateDbError } from './sqlite.errors';
 
 interface Row {
@@ -17,6 +21,7 @@ export class SqliteCheckpointStore implements CheckpointStore {
   private readonly insert: Database.Statement;
   private readonly last: Database.Statement;
   private readonly every: Database.Statement;
+  private readonly addTx: Database.Transaction<(cp: NewCheckpoint, proveFrom: ProveConsistencyFrom) => StoredCheckpoint>;
 
   constructor(
     db: Database.Database,
@@ -29,6 +34,11 @@ export class SqliteCheckpointStore implements CheckpointStore {
     );
     this.last = db.prepare('SELECT seq, tree_size, root_hash, note FROM checkpoints ORDER BY seq DESC LIMIT 1');
     this.every = db.prepare('SELECT seq, tree_size, root_hash, note FROM checkpoints ORDER BY seq ASC');
+    this.addTx = db.transaction((cp: NewCheckpoint, proveFrom: ProveConsistencyFrom) => {
+      const last = this.last.get() as Row | undefined;
+      checkCheckpointOrder(last ? toStored(last) : null, cp, proveFrom);
+      return toStored(this.insert.get(cp.treeSize, cp.rootHash, cp.note) as Row);
+    });
   }
 
   private run<T>(f: () => T): T {
@@ -39,9 +49,10 @@ export class SqliteCheckpointStore implements CheckpointStore {
     }
   }
 
-  add(cp: { treeSize: number; rootHash: string; note: string }): StoredCheckpoint {
+  add(cp: NewCheckpoint, proveFrom: ProveConsistencyFrom): StoredCheckpoint {
     validateCheckpoint(cp);
-    return this.run(() => toStored(this.insert.get(cp.treeSize, cp.rootHash, cp.note) as Row));
+    // Inside the ledger's write lock this is a savepoint; on its own, a BEGIN IMMEDIATE transaction.
+    return this.run(() => this.addTx.immediate(cp, proveFrom));
   }
 
   latest(): StoredCheckpoint | null {

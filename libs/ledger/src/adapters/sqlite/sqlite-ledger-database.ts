@@ -9,7 +9,8 @@ import { systemClock, type Clock } from '@assay/core';
 import { SqliteEventStore } from './sqlite-event-store.adapter';
 import { SqliteMerkleNodeStore } from './sqlite-merkle-node-store.adapter';
 import { SqliteCheckpointStore } from './sqlite-checkpoint-store.adapter';
-import { applyMigrations, assertNotTooNew, loadMigrations, type MigrationResult } from './sqlite-migrations';
+import { SqliteLedgerLock } from './sqlite-ledger-lock.adapter';
+import { applyMigrations, assertNotTooNew, loadMigrations, type Migration, type MigrationResult } from './sqlite-migrations';
 import { dbCorrupt, dbUnavailable, isCorruption, translateDbError } from './sqlite.errors';
 
 export interface SqliteLedgerOptions {
@@ -68,13 +69,15 @@ export class SqliteLedgerDatabase {
   readonly events: SqliteEventStore;
   readonly merkleNodes: SqliteMerkleNodeStore;
   readonly checkpoints: SqliteCheckpointStore;
+  /** The write lock the three stores share (BEGIN IMMEDIATE on their connection). */
+  readonly lock: SqliteLedgerLock;
   private closed = false;
 
   private constructor(
     private readonly db: Database.Database,
     readonly path: string,
     readonly migration: MigrationResult,
-    opts: SqliteLedgerOptions,
+    private readonly opts: SqliteLedgerOptions,
   ) {
     this.events = new SqliteEventStore(db, {
       path,
@@ -83,6 +86,7 @@ export class SqliteLedgerDatabase {
     });
     this.merkleNodes = new SqliteMerkleNodeStore(db, path);
     this.checkpoints = new SqliteCheckpointStore(db, path);
+    this.lock = new SqliteLedgerLock(db, path);
   }
 
   /**
@@ -153,6 +157,59 @@ export class SqliteLedgerDatabase {
     return this.migration.to;
   }
 
+  /**
+   * The structural checks of verification, beyond `integrityCheck`: the first problem, or null.
+   * - VERIFY_SCHEMA_VERSION: `schema_version` must hold exactly one row per applied migration, versions 1..v in
+   *   order, each with the migration's file name part and the SHA-256 of its file, and a TEXT applied_at;
+   * - VERIFY_SCHEMA_MISMATCH: the schema (every table, index, view and trigger in sqlite_master, but SQLite's own
+   *   `sqlite_stat*` tables, with its SQL text, whitespace runs taken as one space) must be exactly what migrations
+   *   1..v create in an empty database:
+   *   no constraint or index dropped or changed (the UNIQUE index on ids, the NOT NULL and CHECK constraints, the
+   *   INTEGER PRIMARY KEY that makes every position an integer), nothing added.
+   */
+  storageProblem(): { code: string; message: string } | null {
+    return this.run(() => {
+      const migrations = loadMigrations(this.opts.migrationsDir);
+      const rows = this.db.prepare('SELECT version, name, sha256, applied_at FROM schema_version ORDER BY version').raw(true).all() as unknown[][];
+      const version = rows.length;
+      for (const [i, [v, name, sha256, appliedAt]] of rows.entries()) {
+        const m = migrations[i] as Migration | undefined;
+        const problem =
+          v !== i + 1
+            ? `holds version ${String(v)} where ${i + 1} was expected (versions run 1, 2, 3, ... without gaps)`
+            : !m
+              ? `holds version ${i + 1}, newer than this Assay knows`
+              : name !== m.name || sha256 !== m.sha256
+                ? `says version ${i + 1} is ${String(name)} with SHA-256 ${String(sha256)}, but migration ${m.file} has SHA-256 ${m.sha256}`
+                : typeof appliedAt !== 'string'
+                  ? `records applied_at of version ${i + 1} as ${appliedAt === null ? 'NULL' : typeof appliedAt}, not text`
+                  : null;
+        if (problem) return { code: 'VERIFY_SCHEMA_VERSION', message: `schema_version ${problem}` };
+      }
+      if (version === 0) return { code: 'VERIFY_SCHEMA_VERSION', message: 'schema_version is empty, but the database holds ledger tables' };
+      const expected = schemaOf(freshSchema(migrations.slice(0, version)));
+      const actual = schemaOf(this.db);
+      for (const key of new Set([...expected.keys(), ...actual.keys()])) {
+        const want = expected.get(key);
+        const got = actual.get(key);
+        if (want !== got)
+          return {
+            code: 'VERIFY_SCHEMA_MISMATCH',
+            message: `the schema differs from what migrations 1..${version} create: ${key} is ${got === undefined ? 'missing' : JSON.stringify(got)}${want === undefined ? ', which they do not create' : `, where they create ${JSON.stringify(want)}`}`,
+          };
+      }
+      return null;
+    });
+  }
+
+  private run<T>(f: () => T): T {
+    try {
+      return f();
+    } catch (e) {
+      throw translateDbError(this.path, e);
+    }
+  }
+
   /** `PRAGMA integrity_check`: `['ok']` when sound, otherwise one line per problem. */
   integrityCheck(): string[] {
     try {
@@ -170,4 +227,21 @@ export class SqliteLedgerDatabase {
     await this.events.close();
     this.db.close();
   }
+}
+
+/** An empty in-memory database with these migrations applied (the reference schema). */
+function freshSchema(migrations: Migration[]): Database.Database {
+  const db = new Database(':memory:');
+  applyMigrations(db, ':memory:', migrations, systemClock);
+  return db;
+}
+
+/**
+ * `<type> <name> (on <table>)` -> SQL text, whitespace runs collapsed to one space (null for the indexes SQLite
+ * makes for UNIQUE and PRIMARY KEY constraints), of every schema object.
+ */
+function schemaOf(db: Database.Database): Map<string, string | null> {
+  const rows = db.prepare("SELECT type, name, tbl_name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_stat%' ORDER BY type, name").all() as Array<{ type: unknown; name: unknown; tbl_name: unknown; sql: unknown }>;
+  if (db.memory) db.close();
+  return new Map(rows.map((r) => [`${String(r.type)} ${String(r.name)} (on ${String(r.tbl_name)})`, typeof r.sql === 'string' ? r.sql.replace(/\s+/g, ' ').trim() : r.sql === null ? null : String(r.sql)]));
 }

@@ -1,6 +1,6 @@
 /** MerkleNodeStore over the `merkle_nodes` table (WITHOUT ROWID, keyed by (level, idx)). */
 import type Database from 'better-sqlite3';
-import type { MerkleNodeStore } from '../../ports/merkle-node-store.port';
+import type { MerkleNodeStore, StoredMerkleNodes } from '../../ports/merkle-node-store.port';
 import { merkleNodeMissing } from '../../ports/event-store.errors';
 import { newNodesForAppend } from '../../domain/merkle';
 import { translateDbError } from './sqlite.errors';
@@ -53,5 +53,26 @@ export class SqliteMerkleNodeStore implements MerkleNodeStore {
 
   reset(): void {
     this.run(() => this.clear.run());
+  }
+
+  /** The table as stored, for verification (see StoredMerkleNodes): values exactly as SQLite holds them. */
+  stored(): StoredMerkleNodes {
+    const shape = this.db.prepare('SELECT level, count(*) AS count, min(idx) AS minIdx, max(idx) AS maxIdx FROM merkle_nodes GROUP BY level ORDER BY level');
+    // One row per range, the hashes as one BLOB: materializing a Buffer per row costs several times SQLite's own scan.
+    const range = this.db
+      .prepare(
+        `SELECT count(*), coalesce(sum(typeof(idx) = 'integer' AND typeof(hash) = 'blob' AND length(hash) = 32), 0), min(idx), max(idx),
+                CAST(coalesce(group_concat(hash, '' ORDER BY idx), '') AS BLOB)
+         FROM merkle_nodes WHERE level = ? AND idx >= ? AND idx < ?`,
+      )
+      .raw(true);
+    return {
+      shape: () => this.run(() => shape.all() as Array<{ level: unknown; count: number; minIdx: unknown; maxIdx: unknown }>),
+      range: (level, from, to) =>
+        this.run(() => {
+          const [count, wellFormed, minIdx, maxIdx, hashes] = range.get(level, from, to) as [number, number, unknown, unknown, Buffer];
+          return { count, wellFormed, minIdx, maxIdx, hashes };
+        }),
+    };
   }
 }

@@ -11,7 +11,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type Database from 'better-sqlite3';
 import { systemClock, type Clock } from '@assay/core';
-import { migrationsInvalid, notALedger, schemaTooNew } from './sqlite.errors';
+import { migrationsInvalid, notALedger, schemaTooNew, schemaVersionInvalid } from './sqlite.errors';
 
 export interface Migration {
   version: number;
@@ -85,8 +85,12 @@ export function schemaVersion(db: Database.Database, path: string): number {
     if (tables.length > 0) throw notALedger(path, tables);
     return 0;
   }
-  const v = db.prepare('SELECT max(version) FROM schema_version').pluck().get() as number | null;
-  return v ?? 0;
+  const v = db.prepare('SELECT max(version) FROM schema_version').pluck().get() as unknown;
+  // Migrations create schema_version together with the tables and its row in one transaction: an empty one beside
+  // ledger tables was emptied by hand, and running the migrations again on it would fail half way or worse.
+  if (v === null && tables.length > 1) throw schemaVersionInvalid(path, `schema_version is empty, but the database holds the tables ${tables.filter((t) => t !== 'schema_version').join(', ')}`);
+  if (v !== null && (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 1)) throw schemaVersionInvalid(path, `schema_version holds version ${String(v)}`);
+  return (v as number | null) ?? 0;
 }
 
 /** Refuses (without writing anything) a database newer than the migrations we know. */

@@ -45,6 +45,13 @@ export function schemaTooNew(path: string, version: number, known: number): Assa
   );
 }
 
+export const LEDGER_SCHEMA_VERSION_INVALID = 'LEDGER_SCHEMA_VERSION_INVALID';
+
+/** schema_version says nothing (or nonsense) about a database that holds ledger tables: it was edited. */
+export function schemaVersionInvalid(path: string, why: string): AssayError {
+  return new AssayError(LEDGER_SCHEMA_VERSION_INVALID, 'integrity', `ledger database ${path}: ${why}; it was left untouched (no migration is run on it)`, { details: { path } });
+}
+
 export function migrationsInvalid(dir: string, why: string): AssayError {
   return new AssayError(LEDGER_MIGRATIONS_INVALID, 'internal', `migrations in ${dir}: ${why}`, { details: { dir } });
 }

@@ -6,13 +6,16 @@
  * Chunks cross threads in a compact form: the envelopes as one transferred buffer with offsets, and per event
  * only 96 bytes back (prev, envelope hash, leaf hash), a signer index, and sparse lists of problems.
  */
-import { eventDataProblem } from '../../domain/catalogue';
+import { CLAIM_EVENT_TYPES, eventDataProblem } from '../../domain/catalogue';
 import { parseCommonCanonicalObject, parseEnvelope, sha256 } from '../../domain/envelope';
 import type { JsonObject } from '../../domain/json';
 import { leafHash, nodeHash } from '../../domain/merkle';
 import { nodeEd25519 } from '../../crypto/ed25519';
 
-export type StepName = 'storage' | 'envelopes' | 'schemas' | 'signatures' | 'roles' | 'chains' | 'merkle' | 'checkpoints';
+export type StepName = 'storage' | 'envelopes' | 'schemas' | 'signatures' | 'roles' | 'chains' | 'merkle' | 'checkpoints' | 'claims';
+
+/** Types whose data the ordered pass needs: key events, and what claims are made of. */
+const FOLDED_TYPES: ReadonlySet<string> = new Set(['KeyRegistered', 'KeyRevoked', ...CLAIM_EVENT_TYPES]);
 
 export interface ChunkInput {
   positions: number[];
@@ -27,6 +30,11 @@ export interface ChunkInput {
   hashes: Uint8Array;
   /** signer -> 32-byte public key, for every key registered up to the end of this chunk. */
   keys: Array<[string, Uint8Array]>;
+  /**
+   * Sparse: rows whose stored values are not of the storage class the schema declares (a `bytes` cell stored as
+   * TEXT, a REAL revision, a NULL): packed as empty placeholders, reported as VERIFY_COLUMN_TYPE.
+   */
+  columnProblems?: Array<{ i: number; message: string }>;
 }
 
 export const DIGEST_STRIDE = 96;
@@ -41,8 +49,16 @@ export interface ChunkOutput {
   problems: Array<{ i: number; step: StepName; code: string; message: string }>;
   /** Sparse: events whose signer's key the checker did not have (the main thread decides). */
   unknownSigner: number[];
-  /** Sparse: data of key events, which the main thread folds into the key registry. */
-  keyEvents: Array<{ i: number; data: JsonObject }>;
+  /**
+   * Sparse: data of the events the main thread folds: key events (into the key registry) and the events claims
+   * are made of (CLAIM_EVENT_TYPES, into the claims step's rules).
+   */
+  dataEvents: Array<{ i: number; data: JsonObject }>;
+  /**
+   * Per event: its id (a lowercase UUID, the envelope's and the row's) as 4 big-endian 32-bit words, for the ordered
+   * pass's check that ids are unique in the whole log; zeros for an event that failed a check here.
+   */
+  idWords: Uint32Array;
 }
 
 /**
@@ -122,8 +138,51 @@ export function packChunk(events: ReadonlyArray<PackedEvent>, keys: Array<[strin
   return packRows(events.map((e): PackedRow => [e.position, e.stream, e.revision, e.id, e.type, e.bytes, e.hash]), keys);
 }
 
+const EMPTY_BYTES = new Uint8Array(0);
+const ZERO_HASH32 = new Uint8Array(32);
+
+/**
+ * Why a row's stored values are not what the `events` table declares (INTEGER position and revision, TEXT stream, id
+ * and type, BLOB bytes, a 32-byte BLOB hash), or null. SQLite keeps a value of another storage class where the
+ * column's affinity cannot convert it (a TEXT `bytes` cell, a REAL revision), so a reader must not assume the types.
+ */
+function rowTypeProblem(r: PackedRow): string | null {
+  const [position, stream, revision, id, type, bytes, hash] = r as readonly unknown[];
+  const cls = (v: unknown): string => (v === null ? 'NULL' : v instanceof Uint8Array ? 'BLOB' : typeof v === 'string' ? 'TEXT' : typeof v === 'number' ? (Number.isInteger(v) ? 'INTEGER' : 'REAL') : typeof v);
+  const where = `the row at position ${String(position)}`;
+  if (typeof position !== 'number' || !Number.isSafeInteger(position)) return `${where}: position is ${cls(position)}, not an INTEGER`;
+  if (typeof revision !== 'number' || !Number.isSafeInteger(revision)) return `${where}: revision is ${cls(revision)}, not an INTEGER`;
+  if (typeof stream !== 'string') return `${where}: stream is ${cls(stream)}, not TEXT`;
+  if (typeof id !== 'string') return `${where}: id is ${cls(id)}, not TEXT`;
+  if (typeof type !== 'string') return `${where}: type is ${cls(type)}, not TEXT`;
+  if (!(bytes instanceof Uint8Array)) return `${where}: bytes is ${cls(bytes)}, not a BLOB (the wire bytes)`;
+  if (!(hash instanceof Uint8Array)) return `${where}: hash is ${cls(hash)}, not a BLOB`;
+  return null;
+}
+
 /** packChunk for rows read as tuples. */
 export function packRows(rows: ReadonlyArray<PackedRow>, keys: Array<[string, Uint8Array]>): ChunkInput {
+  const n = rows.length;
+  let columnProblems: Array<{ i: number; message: string }> | undefined;
+  let packed = rows;
+  for (let i = 0; i < n; i++) {
+    const r = rows[i] as PackedRow;
+    // The common case costs a few typeof checks; a bad row is replaced by a placeholder and reported in order.
+    if (typeof r[0] === 'number' && typeof r[1] === 'string' && typeof r[2] === 'number' && typeof r[3] === 'string' && typeof r[4] === 'string' && r[5] instanceof Uint8Array && r[6] instanceof Uint8Array && Number.isSafeInteger(r[0]) && Number.isSafeInteger(r[2]))
+      continue;
+    const message = rowTypeProblem(r);
+    if (message === null) continue;
+    if (packed === rows) packed = rows.slice();
+    (columnProblems ??= []).push({ i, message });
+    const position = typeof r[0] === 'number' ? r[0] : Number.NaN;
+    (packed as PackedRow[])[i] = [position, '', 0, '', '', EMPTY_BYTES, ZERO_HASH32];
+  }
+  const input = packValidRows(packed, keys);
+  if (columnProblems) input.columnProblems = columnProblems;
+  return input;
+}
+
+function packValidRows(rows: ReadonlyArray<PackedRow>, keys: Array<[string, Uint8Array]>): ChunkInput {
   const n = rows.length;
   const offsets = new Uint32Array(n + 1);
   let total = 0;
@@ -264,6 +323,30 @@ export function readEnvelopes(input: ChunkInput, kernels: VerifyKernels, digests
   return events;
 }
 
+const HEX_VALUE = new Int8Array(128).fill(-1);
+for (let c = 0; c < 16; c++) HEX_VALUE['0123456789abcdef'.charCodeAt(c)] = c;
+
+/**
+ * Writes a lowercase UUID (`8-4-4-4-12` hex digits, as the envelope check requires) as 4 big-endian 32-bit words at
+ * out[at..at+4): the 128 bits, so two ids are equal exactly when their words are.
+ */
+export function uuidWords(id: string, out: Uint32Array, at: number): void {
+  let w = 0;
+  let bits = 0;
+  let k = at;
+  for (let j = 0; j < id.length; j++) {
+    const c = id.charCodeAt(j);
+    if (c === 45) continue; // '-'
+    w = ((w << 4) | (HEX_VALUE[c] as number)) >>> 0;
+    bits += 4;
+    if (bits === 32) {
+      out[k++] = w;
+      w = 0;
+      bits = 0;
+    }
+  }
+}
+
 /**
  * Three passes over the chunk: the digests and the envelopes (readEnvelopes), then everything but the signatures
  * (columns, stored hash, schema), then the signatures in one tight loop, which keeps OpenSSL's code and tables hot in
@@ -279,11 +362,17 @@ export function checkChunk(input: ChunkInput, keyCache: Map<string, Uint8Array>,
   const signerIndex = new Uint32Array(n);
   const signers: string[] = [];
   const signerIds = new Map<string, number>();
-  const out: ChunkOutput = { digests, signerIndex, signers, problems: [], unknownSigner: [], keyEvents: [] };
+  const out: ChunkOutput = { digests, signerIndex, signers, problems: [], unknownSigner: [], dataEvents: [], idWords: new Uint32Array(4 * n) };
+  const columnProblems = input.columnProblems ? new Map(input.columnProblems.map((p) => [p.i, p.message])) : null;
   const toVerify: Array<{ i: number; key: Uint8Array; signing: Buffer; signature: Buffer; signer: string }> = [];
   for (let i = 0; i < n; i++) {
     const position = input.positions[i] as number;
     const env = envelopes[i] as EnvelopeFields | { code: string; message: string };
+    const columnProblem = columnProblems?.get(i);
+    if (columnProblem !== undefined) {
+      out.problems.push({ i, step: 'envelopes', code: 'VERIFY_COLUMN_TYPE', message: columnProblem });
+      continue;
+    }
     if (!('signing' in env)) {
       out.problems.push({ i, step: 'envelopes', code: env.code, message: env.message });
       continue;
@@ -294,7 +383,7 @@ export function checkChunk(input: ChunkInput, keyCache: Map<string, Uint8Array>,
       signerIds.set(env.signer, si);
     }
     signerIndex[i] = si;
-    if (env.type === 'KeyRegistered' || env.type === 'KeyRevoked') out.keyEvents.push({ i, data: env.data });
+    if (FOLDED_TYPES.has(env.type)) out.dataEvents.push({ i, data: env.data });
     if (env.position !== position || env.stream !== input.streams[i] || env.revision !== input.revisions[i] || env.id !== input.ids[i] || env.type !== input.types[i]) {
       out.problems.push({
         i,
@@ -313,6 +402,7 @@ export function checkChunk(input: ChunkInput, keyCache: Map<string, Uint8Array>,
       out.problems.push({ i, step: 'schemas', code: dp.code.replace(/^LEDGER_/, 'VERIFY_'), message: dp.message });
       continue;
     }
+    uuidWords(env.id, out.idWords, 4 * i);
     const key = keyCache.get(env.signer);
     if (!key) {
       out.unknownSigner.push(i);

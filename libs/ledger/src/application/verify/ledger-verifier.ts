@@ -1,17 +1,27 @@
 /**
  * Verifies a whole ledger, top down, as a series of named steps:
  *
- *   storage      the database passes its own integrity check (SQLite: PRAGMA integrity_check)
+ *   storage      the database passes its own integrity check (SQLite: PRAGMA integrity_check) and, when the store
+ *                offers one, its structural check (`storageCheck`: the schema and schema_version rows)
  *   envelopes    every stored event parses, is canonical, sits at the position, stream, revision, id and type it is
- *                stored under, its stored hash is the SHA-256 of its bytes, and positions are dense from 0
+ *                stored under (each stored value of its declared storage class), its stored hash is the SHA-256 of
+ *                its bytes, positions are dense from 0, and no id is used twice (checked here, not by an index)
  *   schemas      every event type is in the catalogue and its data follows the type's schema
  *   signatures   every Ed25519 signature verifies with the signer's registered key (strict RFC 8032)
  *   roles        the signer was registered and not revoked at that position, with a role allowed for the type
  *   chains       every stream's revisions are dense from 0 and each `prev` is the hash of the event before
- *   merkle       the RFC 9162 root recomputed from the stored bytes; the log is not shorter than any checkpoint
- *   checkpoints  every stored (and every supplied) checkpoint is signed by a controller key of this ledger,
- *                names this ledger's origin, and matches the recomputed root at its size; two signed checkpoints
- *                that cannot both be true are reported as equivocation
+ *   merkle       the RFC 9162 root recomputed from the stored bytes; the log is not shorter than any checkpoint;
+ *                the stored Merkle nodes (`merkleNodes`), when given, are exactly the tree's: level 0 the leaf hashes
+ *                recomputed here, every higher node the hash of its two children
+ *   checkpoints  every stored (and every supplied) checkpoint, and the home's witness file, is signed by a controller
+ *                key of this ledger that was registered and not revoked at its size, carries no bad signature line
+ *                by any registered key, names this ledger's origin, matches the recomputed root at its size, and
+ *                (stored rows) has index columns equal to its note; two signed checkpoints that cannot both be true
+ *                are reported as equivocation (see verifyCheckpoints)
+ *   claims       the claims follow from the events: every event of CLAIM_EVENT_TYPES, in order, folded with the
+ *                rules handed in (`claims`: the run's own rules, from @assay/run); a best score, count or budget
+ *                the recorded rounds do not produce fails here, however well it is signed. Its first problem is
+ *                reported after the cryptographic steps, which it relies on.
  *
  * The verdict names the first failing step, its code and the first bad item (event position or checkpoint).
  * Signature checks run on worker threads; everything that depends on order runs here, in one pass.
@@ -23,14 +33,21 @@ import { ZERO_HASH } from '../../domain/envelope';
 
 const ZERO_HASH_BYTES = Buffer.from(ZERO_HASH, 'hex');
 import { parseCheckpointBody } from '../../domain/checkpoint';
-import { parseNote, verifyNote } from '../../domain/note';
+import { ed25519NoteVerifier, parseNote, SIG_TYPE_COSIGNATURE_ED25519, SIG_TYPE_ED25519, type ParsedNote } from '../../domain/note';
+import { cosignatureVerifier } from '../../domain/cosignature';
+import type { KeyRecord } from '../../domain/key-registry';
+import { IdSet, uuidText } from './id-set';
 import type { EventStore, ParallelReadSpec, RecordedEvent } from '../../ports/event-store.port';
 import type { StoredCheckpoint } from '../../ports/checkpoint-store.port';
+import type { StoredMerkleNodes } from '../../ports/merkle-node-store.port';
 import { DIGEST_STRIDE, checkChunk, checkRange, jsKernels, packChunk, type ChunkMeta, type ChunkOutput, type RowReader, type StepName, type VerifyKernels } from './check-chunk';
 import { inlineChecker, workerChecker, type ChunkChecker } from './worker-pool';
-import { nodeEd25519 } from '../../crypto/ed25519';
+import type { ClaimProblem, ClaimRules } from '../../domain/claims';
+import { CLAIM_EVENT_TYPES } from '../../domain/catalogue';
 
-export const STEPS: readonly StepName[] = ['storage', 'envelopes', 'schemas', 'signatures', 'roles', 'chains', 'merkle', 'checkpoints'];
+const CLAIM_TYPES: ReadonlySet<string> = new Set(CLAIM_EVENT_TYPES);
+
+export const STEPS: readonly StepName[] = ['storage', 'envelopes', 'schemas', 'signatures', 'roles', 'chains', 'merkle', 'checkpoints', 'claims'];
 
 export interface VerifyFailure {
   step: StepName;
@@ -40,6 +57,9 @@ export interface VerifyFailure {
   checkpoint?: { seq: number | null; treeSize: number; note?: string };
   /** For equivocation: the two checkpoints that cannot both be true. */
   evidence?: string[];
+  /** For the claims step: the stream the broken rule was folded over, and the rule's name. */
+  stream?: string;
+  rule?: string;
 }
 
 export interface VerificationReport {
@@ -59,6 +79,8 @@ export interface VerificationReport {
    * calling thread checked chunks too.
    */
   checks: { workers: number; readBy: 'workers' | 'main'; mainChecks: boolean };
+  /** The rule set the claims step used; null when it was not run. */
+  claims: string | null;
 }
 
 export interface VerifyOptions {
@@ -90,6 +112,20 @@ export interface VerifyOptions {
   progress?: Progress;
   /** Public key text the genesis (position 0) key must equal, when the auditor pins it. */
   trustedRoot?: string;
+  /**
+   * The home's witness file (`checkpoint.last`) as read: its path and text, or null text when there is no such file.
+   * Absent: no witness is checked (a database file verified on its own).
+   */
+  witness?: { path: string; text: string | null };
+  /** The stored Merkle nodes (SQLite `merkle_nodes`), checked against the recomputed tree; absent: not checked. */
+  merkleNodes?: StoredMerkleNodes;
+  /** The store's structural checks (schema, schema_version): the first problem, or null. Part of the storage step. */
+  storageCheck?: () => { code: string; message: string } | null;
+  /**
+   * The rules claims are checked with (the run's, from @assay/run). null: the claims step is not run, and the
+   * report says so (`claims: null`); only for callers that check claims elsewhere.
+   */
+  claims: ClaimRules | null;
 }
 
 /** A checked chunk, however it was read: the checker's output and what the ordered pass needs of each event. */
@@ -126,14 +162,18 @@ export async function verifyLedger(o: VerifyOptions): Promise<VerificationReport
   const streams = new Map<string, { revision: number; hash: Buffer }>();
   const acc = new RootAccumulator();
   const total = await o.store.size();
-  const cpSizes = new Set<number>(o.checkpoints.map((c) => c.treeSize));
-  for (const note of o.externalCheckpoints ?? []) {
-    try {
-      cpSizes.add(parseCheckpointBody(parseNote(note).body).treeSize);
-    } catch {
-      // reported by the checkpoints step
-    }
+  // The sizes the checkpoints step needs roots at: what the notes say (the stored tree_size column is only an index).
+  const witness = o.witness ? readWitnessFile(o.witness) : null;
+  const cpSizes = new Set<number>();
+  for (const note of [...o.checkpoints.map((c) => c.note as unknown), ...(o.externalCheckpoints ?? []), witness?.note ?? null]) {
+    const size = noteTreeSize(note);
+    if (size !== null) cpSizes.add(size);
   }
+  const ids = new IdSet(Math.min(total, 1 << 20));
+  // merkle_nodes: how many leaves it holds (level 0 rows), checked against the recomputed leaves chunk by chunk; those
+  // leaves are kept (32 bytes each) for the check of the levels above, which then reads each stored row only once.
+  let storedLeaves = 0;
+  let leafHashes = new Uint8Array(0);
   const rootsAt = new Map<number, Buffer>();
   if (cpSizes.has(0)) rootsAt.set(0, acc.root());
   let failure: VerifyFailure | null = null;
@@ -141,6 +181,10 @@ export async function verifyLedger(o: VerifyOptions): Promise<VerificationReport
   let checks: VerificationReport['checks'] = { workers: 0, readBy: 'main', mainChecks: true };
   let local: { reader: RowReader; keyCache: Map<string, Uint8Array> } | null = null;
   let storagePending: Promise<string[]> | null = null;
+  const claims = o.claims?.start() ?? null;
+  let claimProblem: ClaimProblem | null = null;
+  const claimFailure = (p: ClaimProblem): Failed =>
+    new Failed({ step: 'claims', code: p.code, message: `${p.stream}: ${p.message} (rule ${p.rule})`, ...(p.position !== null ? { position: p.position } : {}), stream: p.stream, rule: p.rule });
   const report = (): VerificationReport => {
     const failedIdx = failure ? STEPS.indexOf(failure.step) : STEPS.length;
     return {
@@ -155,6 +199,7 @@ export async function verifyLedger(o: VerifyOptions): Promise<VerificationReport
       failure,
       durationMs: Date.now() - started,
       checks,
+      claims: o.claims?.name ?? null,
     };
   };
 
@@ -173,6 +218,12 @@ export async function verifyLedger(o: VerifyOptions): Promise<VerificationReport
     // storage: when workers read the file themselves, one of them runs the check while the others start on the
     // events; its verdict still comes first (below, and in the catch), as the first step's.
     const storageFailure = (problems: string[]): Failed => new Failed(storageCorrupt(problems));
+    const structural = o.storageCheck?.() ?? null;
+    if (structural) throw new Failed({ step: 'storage', code: structural.code, message: structural.message });
+    if (o.merkleNodes) {
+      storedLeaves = merkleShape(o.merkleNodes);
+      leafHashes = new Uint8Array(32 * Math.min(storedLeaves, total));
+    }
     if (o.integrityCheck && pool && spec) {
       storagePending = pool.integrityProblems(spec).catch((e: unknown) => [(e as Error).message]);
     } else if (o.integrityCheck) {
@@ -216,7 +267,7 @@ export async function verifyLedger(o: VerifyOptions): Promise<VerificationReport
       const { out } = c;
       const problems = new Map(out.problems.map((p) => [p.i, p]));
       const unknown = new Set(out.unknownSigner);
-      const keyData = new Map(out.keyEvents.map((k) => [k.i, k.data]));
+      const folded = new Map(out.dataEvents.map((k) => [k.i, k.data]));
       // Per signer: does the key the checker used equal the registered one? (Decided once per chunk.)
       const sameKey = new Map<string, boolean>();
       const d = out.digests;
@@ -243,6 +294,8 @@ export async function verifyLedger(o: VerifyOptions): Promise<VerificationReport
           expectedPosition++;
           const problem = problems.get(i);
           if (problem) at(problem.step, problem.code, problem.message);
+          const firstUse = ids.add(out.idWords, 4 * i, position);
+          if (firstUse >= 0) at('envelopes', 'VERIFY_DUPLICATE_ID', `id ${uuidText(out.idWords, 4 * i)} is already the id of the event at position ${firstUse}: ids are unique in the whole log`);
           bump('envelopes');
           bump('schemas');
           // Past the checker, the stored columns equal the signed envelope's fields.
@@ -250,7 +303,7 @@ export async function verifyLedger(o: VerifyOptions): Promise<VerificationReport
           const stream = c.stream(i);
           const revision = c.revision(i);
           const signer = out.signers[out.signerIndex[i] as number] as string;
-          const data = keyData.get(i) ?? {};
+          const data = folded.get(i) ?? {};
           // roles (and the signature of an event whose key the checker did not have)
           const authority = registry.authorize({ type, data, signer, position });
           if (authority) at('roles', authority.code, authority.message);
@@ -291,6 +344,11 @@ export async function verifyLedger(o: VerifyOptions): Promise<VerificationReport
             at('chains', 'VERIFY_CHAIN_BROKEN', `prev of ${stream}@${revision} is ${Buffer.from(prev).toString('hex').slice(0, 16)}…, but the hash of the event before is ${wantPrev.toString('hex').slice(0, 16)}…`);
           streams.set(stream, { revision, hash: Buffer.from(d.subarray(DIGEST_STRIDE * i + 32, DIGEST_STRIDE * i + 64)) });
           bump('chains');
+          // claims: folded now, reported after the checkpoints (a problem here stops the folding, not the pass)
+          if (claims && claimProblem === null && CLAIM_TYPES.has(type)) {
+            claimProblem = claims.event({ position, stream, revision, type, signer, data: folded.get(i) ?? {} });
+            if (claimProblem === null) bump('claims');
+          }
           if (!whole) pushLeaves(i + 1);
           bump('merkle');
         }
@@ -298,6 +356,7 @@ export async function verifyLedger(o: VerifyOptions): Promise<VerificationReport
         pushLeaves(i);
         throw e;
       }
+      if (o.merkleNodes && firstLeaf < storedLeaves) checkStoredLeaves(o.merkleNodes, firstLeaf, Math.min(storedLeaves, firstLeaf + c.n), d, leafHashes);
       if (whole) {
         acc.pushSubtree(c.n, kernels.subtreeRoot(d, DIGEST_STRIDE, 64, c.n));
         if (cpSizes.has(acc.size)) rootsAt.set(acc.size, acc.root());
@@ -382,19 +441,20 @@ export async function verifyLedger(o: VerifyOptions): Promise<VerificationReport
     await storageVerdict();
     progress.end(`${acc.size} events`);
 
-    // merkle: the log must not be shorter than what was signed
-    const all = o.checkpoints;
-    const largest = all.reduce((m, c) => Math.max(m, c.treeSize), 0);
-    if (largest > acc.size)
-      throw new Failed({
-        step: 'merkle',
-        code: 'VERIFY_TRUNCATED',
-        message: `a signed checkpoint covers ${largest} events but only ${acc.size} are stored: events from position ${acc.size} on were removed`,
-        position: acc.size,
-      });
+    // merkle: the stored nodes above the leaves (the leaves were compared in the pass)
+    if (o.merkleNodes && storedLeaves <= acc.size) checkStoredInteriorNodes(o.merkleNodes, storedLeaves, kernels, leafHashes);
 
-    // checkpoints
-    verifyCheckpoints(o, registry, rootsAt, acc, bump);
+    // checkpoints (and the merkle step's last rule: the log is not shorter than any validly signed checkpoint)
+    verifyCheckpoints(o, registry, rootsAt, acc, bump, witness);
+    // merkle_nodes indexing more leaves than there are events: events were removed (reported after the checkpoints,
+    // whose VERIFY_TRUNCATED says it better when a signed checkpoint covered them)
+    if (storedLeaves > acc.size) throw merkleFailure(`it holds ${storedLeaves} leaves, but the log has ${acc.size} events: events were removed`, acc.size);
+
+    // claims
+    if (claims) {
+      claimProblem ??= claims.end();
+      if (claimProblem) throw claimFailure(claimProblem);
+    }
   } catch (e) {
     if (e instanceof Failed) failure = e.failure;
     else if (e instanceof AssayError) failure = { step: 'storage', code: e.code, message: e.message };
@@ -413,70 +473,312 @@ export async function verifyLedger(o: VerifyOptions): Promise<VerificationReport
   return report();
 }
 
+const merkleFailure = (message: string, position?: number): Failed =>
+  new Failed({ step: 'merkle', code: 'VERIFY_MERKLE_NODES', message: `merkle_nodes: ${message}`, ...(position !== undefined ? { position } : {}) });
+
+/**
+ * Checks the shape of the stored Merkle nodes and returns how many leaves they hold (m, the level 0 rows): every
+ * level is an integer from 0 to 63; level 0 holds idx 0..m-1; each level L >= 1 holds exactly idx 0..floor(m / 2^L) - 1
+ * (the perfect subtrees of the first m leaves); no other level has rows. (Rows are read back later, each checked to
+ * be the idx expected there, as an INTEGER, with a 32-byte BLOB hash: nodeRange.)
+ */
+function merkleShape(nodes: StoredMerkleNodes): number {
+  const at = new Map<number, { count: number; minIdx: unknown; maxIdx: unknown }>();
+  for (const l of nodes.shape()) {
+    if (typeof l.level !== 'number' || !Number.isSafeInteger(l.level) || l.level < 0 || l.level > 63) throw merkleFailure(`a row has level ${String(l.level)}`);
+    at.set(l.level, l);
+  }
+  const m = at.get(0)?.count ?? 0;
+  for (const [level, l] of at) {
+    const want = Math.floor(m / 2 ** level);
+    if (l.count !== want || (want > 0 && (l.minIdx !== 0 || l.maxIdx !== want - 1)))
+      throw merkleFailure(`level ${level} holds ${l.count} rows (idx ${String(l.minIdx)}..${String(l.maxIdx)}), but a tree of ${m} indexed leaves has exactly ${want} (idx 0..${want - 1})`);
+  }
+  for (let level = 0; Math.floor(m / 2 ** level) > 0; level++)
+    if (!at.has(level)) throw merkleFailure(`level ${level} has no rows, but a tree of ${m} indexed leaves has ${Math.floor(m / 2 ** level)}`);
+  return m;
+}
+
+/** The hashes of rows [from, to) of a level, 32 bytes each, after checking that exactly those rows are there. */
+function nodeRange(nodes: StoredMerkleNodes, level: number, from: number, to: number): Uint8Array {
+  const k = to - from;
+  const r = nodes.range(level, from, to);
+  if (r.count !== k || r.wellFormed !== k || (k > 0 && (r.minIdx !== from || r.maxIdx !== to - 1)) || r.hashes.byteLength !== 32 * k)
+    throw merkleFailure(
+      `level ${level}, idx ${from}..${to - 1}: ${r.count} rows where ${k} were expected, ${r.wellFormed} of them with an INTEGER idx and a 32-byte BLOB hash`,
+      from * 2 ** level,
+    );
+  return r.hashes;
+}
+
+/**
+ * The stored leaf hashes of positions [from, to) equal the recomputed ones (digests of the chunk starting at from),
+ * which are kept in `keep` (32 bytes each, at 32 * position).
+ */
+function checkStoredLeaves(nodes: StoredMerkleNodes, from: number, to: number, digests: Uint8Array, keep: Uint8Array): void {
+  const stored = nodeRange(nodes, 0, from, to);
+  const s = Buffer.from(stored.buffer, stored.byteOffset, stored.byteLength);
+  for (let j = 0; j < to - from; j++) {
+    const leaf = digests.subarray(DIGEST_STRIDE * j + 64, DIGEST_STRIDE * j + 96);
+    if (s.compare(leaf, 0, 32, 32 * j, 32 * j + 32) !== 0)
+      throw merkleFailure(`the leaf row (level 0, idx ${from + j}) is not the leaf hash of the event at position ${from + j}: proofs from it would not verify`, from + j);
+    keep.set(leaf, 32 * (from + j));
+  }
+}
+
+/**
+ * Every stored node above level 0 is the RFC 9162 hash of its two children: at level 1 the leaf hashes the pass
+ * recomputed (`leafHashes`, 32 bytes each), above it the stored level below, which was checked just before (so, by
+ * induction, every stored node is the hash of its subtree's leaves). Each stored row is read once. Hashed in batches
+ * through the kernels' digestAll: the SHA-256 of 0x01 || left || right is a node hash (its second digest, of a 0x00
+ * prefix, is not used).
+ */
+function checkStoredInteriorNodes(nodes: StoredMerkleNodes, leaves: number, kernels: VerifyKernels, leafHashes: Uint8Array): void {
+  const BATCH = 4096;
+  const bytes = new Uint8Array(65 * BATCH);
+  const offsets = new Uint32Array(BATCH + 1);
+  const out = new Uint8Array(64 * BATCH);
+  let below = leafHashes;
+  for (let level = 1; Math.floor(leaves / 2 ** level) > 0; level++) {
+    const count = Math.floor(leaves / 2 ** level);
+    const here = new Uint8Array(32 * count);
+    for (let from = 0; from < count; from += BATCH) {
+      const to = Math.min(count, from + BATCH);
+      const k = to - from;
+      const parents = nodeRange(nodes, level, from, to);
+      const p = Buffer.from(parents.buffer, parents.byteOffset, parents.byteLength);
+      for (let j = 0; j < k; j++) {
+        bytes[65 * j] = 0x01;
+        bytes.set(below.subarray(64 * (from + j), 64 * (from + j) + 64), 65 * j + 1);
+        offsets[j + 1] = 65 * (j + 1);
+      }
+      kernels.digestAll(bytes.subarray(0, 65 * k), offsets.subarray(0, k + 1), out, 64, 0);
+      for (let j = 0; j < k; j++) {
+        if (p.compare(out, 64 * j, 64 * j + 32, 32 * j, 32 * j + 32) !== 0)
+          throw merkleFailure(`(level ${level}, idx ${from + j}) is not the hash of its two children: proofs through it would not verify`, (from + j) * 2 ** level);
+      }
+      here.set(parents, 32 * from);
+    }
+    below = here;
+  }
+}
+
 interface CheckedCheckpoint {
   seq: number | null;
+  source: CheckpointSource;
   treeSize: number;
   root: Buffer;
   note: string;
   matches: boolean | null;
 }
 
+/** Where a checkpoint came from: a row of the database, supplied by the caller, or the home's witness file. */
+type CheckpointSource = 'stored' | 'supplied' | 'witness';
+
+const sourceName = (source: CheckpointSource, seq: number | null): string =>
+  source === 'stored' ? `checkpoint #${String(seq)}` : source === 'witness' ? 'checkpoint.last' : 'a supplied checkpoint';
+
+/** The tree size a note states, or null when it does not parse (the checkpoints step reports that). */
+function noteTreeSize(note: unknown): number | null {
+  try {
+    return typeof note === 'string' ? parseCheckpointBody(parseNote(note).body).treeSize : null;
+  } catch {
+    return null;
+  }
+}
+
+/** The witness file, read and checked against the note it holds (its signature and contents are checked later). */
+export interface WitnessFile {
+  path: string;
+  /** null: the file does not exist. */
+  note: string | null;
+  problem: { code: string; message: string } | null;
+}
+
+const WITNESS_MEMBERS = ['note', 'rootHash', 'treeSize'];
+
+/**
+ * Reads `checkpoint.last`: a JSON object with exactly the members `treeSize` (an integer >= 0), `rootHash` (a
+ * string) and `note` (a string, a signed checkpoint), where `treeSize` and `rootHash` equal the tree size and the
+ * base64 root the note's body states.
+ */
+export function readWitnessFile(w: { path: string; text: string | null }): WitnessFile {
+  const bad = (code: string, message: string): WitnessFile => ({ path: w.path, note: null, problem: { code, message: `${w.path}: ${message}` } });
+  if (w.text === null) return { path: w.path, note: null, problem: null };
+  let v: unknown;
+  try {
+    v = JSON.parse(w.text);
+  } catch (e) {
+    return bad('VERIFY_WITNESS_MALFORMED', `not valid JSON (${(e as Error).message})`);
+  }
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) return bad('VERIFY_WITNESS_MALFORMED', 'not a JSON object');
+  const rec = v as Record<string, unknown>;
+  const members = Object.keys(rec).sort();
+  if (members.join() !== WITNESS_MEMBERS.join())
+    return bad('VERIFY_WITNESS_MALFORMED', `must have exactly the members ${WITNESS_MEMBERS.join(', ')}; it has ${members.join(', ') || 'none'}`);
+  const { treeSize, rootHash, note } = rec;
+  if (typeof treeSize !== 'number' || !Number.isSafeInteger(treeSize) || treeSize < 0) return bad('VERIFY_WITNESS_MALFORMED', 'treeSize must be an integer >= 0');
+  if (typeof rootHash !== 'string') return bad('VERIFY_WITNESS_MALFORMED', 'rootHash must be a string');
+  if (typeof note !== 'string') return bad('VERIFY_WITNESS_MALFORMED', 'note must be a string');
+  let body;
+  try {
+    body = parseCheckpointBody(parseNote(note).body);
+  } catch (e) {
+    return bad('VERIFY_WITNESS_MALFORMED', `the note is not a signed checkpoint: ${(e as Error).message}`);
+  }
+  const noteRoot = Buffer.from(body.rootHash).toString('base64');
+  if (body.treeSize !== treeSize || noteRoot !== rootHash)
+    return bad('VERIFY_WITNESS_MISMATCH', `records size ${treeSize} and root ${rootHash}, but the note it holds says size ${body.treeSize} and root ${noteRoot}: the file was edited`);
+  return { path: w.path, note, problem: null };
+}
+
+/** A registered key as a signer of checkpoint lines: by its note key id (type 0x01) and its cosigner key id (0x04). */
+interface LineKey {
+  record: KeyRecord;
+  type: typeof SIG_TYPE_ED25519 | typeof SIG_TYPE_COSIGNATURE_ED25519;
+  verify(body: Uint8Array, signature: Uint8Array): boolean;
+}
+
+function lineKeys(registry: KeyRegistry): Map<string, LineKey> {
+  const out = new Map<string, LineKey>();
+  for (const record of registry.all()) {
+    const name = record.keyId.slice(0, record.keyId.lastIndexOf('+'));
+    try {
+      const note = ed25519NoteVerifier(name, record.publicKey);
+      out.set(`${name}+${Buffer.from(note.keyId).toString('hex')}`, { record, type: SIG_TYPE_ED25519, verify: (b, sig) => note.verify(b, sig) });
+      const co = cosignatureVerifier({ name, publicKey: record.publicKey });
+      out.set(`${name}+${Buffer.from(co.keyId).toString('hex')}`, { record, type: SIG_TYPE_COSIGNATURE_ED25519, verify: (b, sig) => co.verify(b, sig) });
+    } catch {
+      // a key the registry accepted always decodes; one that does not cannot have signed anything
+    }
+  }
+  return out;
+}
+
+/**
+ * The checkpoints step. Every checkpoint (each stored row in `seq` order, each supplied one, the witness file's) is
+ * checked in turn, and the first problem fails the step:
+ *   - the note parses as a C2SP signed note whose body is a tlog-checkpoint (`*_MALFORMED`);
+ *   - a stored row: `seq` is its index in issue order (0, 1, 2, ...), its `note` is TEXT, and its `tree_size` and
+ *     `root_hash` are exactly the note body's size and base64 root (VERIFY_CHECKPOINT_COLUMN_MISMATCH);
+ *   - signature lines: a line whose key name and key id are those of a key registered in the ledger, as a note key
+ *     (type 0x01) or a cosigner key (type 0x04), must verify (`*_SIGNATURE`), and its key must not have been revoked
+ *     at a position before the tree size n (`*_REVOKED_SIGNER`); a type 0x01 line by a controller key must come from a
+ *     key registered at a position before n (`*_UNREGISTERED_SIGNER`); lines by keys the ledger never registered are
+ *     ignored, as signed-note prescribes; at least one type 0x01 line by a controller key must be there (`*_SIGNATURE`);
+ *   - the origin is the ledger's (`*_ORIGIN`); stored checkpoints never shrink in issue order (_ROLLBACK);
+ *   - the root at its size, recomputed from the stored events, equals the signed one, and the log holds at least its
+ *     size (`*_ROOT_MISMATCH`, VERIFY_TRUNCATED / VERIFY_WITNESS_TRUNCATED); two that cannot both be true:
+ *     VERIFY_EQUIVOCATION.
+ * (`*` is VERIFY_CHECKPOINT for stored and supplied checkpoints and VERIFY_WITNESS for the witness file.)
+ */
 function verifyCheckpoints(
   o: VerifyOptions,
   registry: KeyRegistry,
   rootsAt: Map<number, Buffer>,
   acc: RootAccumulator,
   bump: (s: StepName) => void,
+  witness: WitnessFile | null,
 ): void {
-  const controllers = registry.all().filter((k) => k.role === 'controller');
-  const notes: Array<{ seq: number | null; note: string }> = [
-    ...o.checkpoints.map((c) => ({ seq: c.seq, note: c.note })),
-    ...(o.externalCheckpoints ?? []).map((note) => ({ seq: null, note })),
+  const keys = lineKeys(registry);
+  const notes: Array<{ seq: number | null; source: CheckpointSource; note: unknown; row?: StoredCheckpoint; index?: number }> = [
+    ...o.checkpoints.map((row, index) => ({ seq: row.seq, source: 'stored' as const, note: row.note as unknown, row, index })),
+    ...(o.externalCheckpoints ?? []).map((note) => ({ seq: null, source: 'supplied' as const, note: note as unknown })),
+    ...(witness ? [{ seq: null, source: 'witness' as const, note: witness.note as unknown }] : []),
   ];
   let origin = o.origin;
   const checked: CheckedCheckpoint[] = [];
   let lastStored: CheckedCheckpoint | null = null;
-  for (const { seq, note } of notes) {
-    const label = seq === null ? 'a supplied checkpoint' : `checkpoint #${seq}`;
-    const fail = (code: string, message: string, treeSize = 0): never => {
-      throw new Failed({ step: 'checkpoints', code, message: `${label}: ${message}`, checkpoint: { seq, treeSize, note } });
-    };
-    let parsed;
-    try {
-      parsed = parseNote(note);
-    } catch (e) {
-      return fail('VERIFY_CHECKPOINT_MALFORMED', (e as Error).message);
+  let columnProblem: Failed | null = null;
+  for (const { seq, source, note: rawNote, row, index } of notes) {
+    if (source === 'witness' && witness) {
+      if (witness.problem)
+        throw new Failed({ step: 'checkpoints', code: witness.problem.code, message: witness.problem.message, checkpoint: { seq: null, treeSize: 0 } });
+      if (witness.note === null) {
+        if (o.checkpoints.length === 0) continue; // nothing signed yet
+        throw new Failed({
+          step: 'checkpoints',
+          code: 'VERIFY_WITNESS_MISSING',
+          message: `${witness.path} is missing, but the database holds ${o.checkpoints.length} signed checkpoints: the file that remembers the last signed checkpoint outside the database was deleted (restore it, or write the latest checkpoint's {treeSize, rootHash, note} into it)`,
+          checkpoint: { seq: null, treeSize: 0 },
+        });
+      }
     }
+    const label = sourceName(source, seq);
+    const prefix = source === 'witness' ? 'VERIFY_WITNESS_' : 'VERIFY_CHECKPOINT_';
+    const noteText = typeof rawNote === 'string' ? rawNote : '';
+    const fail = (what: string, message: string, treeSize = 0): never => {
+      throw new Failed({ step: 'checkpoints', code: `${prefix}${what}`, message: `${label}: ${message}`, checkpoint: { seq, treeSize, note: noteText } });
+    };
+    if (typeof rawNote !== 'string') fail(source === 'stored' ? 'COLUMN_MISMATCH' : 'MALFORMED', `the note is ${rawNote === null ? 'NULL' : rawNote instanceof Uint8Array ? 'a BLOB' : typeof rawNote}, not text`);
+    let parsed: ParsedNote;
     let body;
     try {
+      parsed = parseNote(noteText);
       body = parseCheckpointBody(parsed.body);
     } catch (e) {
-      return fail('VERIFY_CHECKPOINT_MALFORMED', (e as Error).message);
+      return fail('MALFORMED', (e as Error).message);
     }
-    let signedBy: unknown[] = [];
-    try {
-      signedBy = verifyNote(
-        parsed,
-        controllers.map((k) => {
-          const plus = k.keyId.lastIndexOf('+');
-          return { name: k.keyId.slice(0, plus), keyId: Buffer.from(k.keyId.slice(plus + 1), 'hex'), verify: (m: Uint8Array, s: Uint8Array) => nodeEd25519.verify(k.publicKey, m, s) };
-        }),
-      );
-    } catch (e) {
-      fail('VERIFY_CHECKPOINT_SIGNATURE', (e as Error).message);
-    }
-    if (signedBy.length === 0) fail('VERIFY_CHECKPOINT_SIGNATURE', 'not signed by any controller key of this ledger', body.treeSize);
-    origin ??= body.origin;
-    if (body.origin !== origin) fail('VERIFY_CHECKPOINT_ORIGIN', `origin "${body.origin}" is not this ledger's "${origin}"`, body.treeSize);
+    const n = body.treeSize;
     const root = Buffer.from(body.rootHash);
-    const actual = body.treeSize <= acc.size ? (rootsAt.get(body.treeSize) ?? null) : null;
-    const c: CheckedCheckpoint = { seq, treeSize: body.treeSize, root, note, matches: actual === null ? null : actual.equals(root) };
-    if (seq !== null && lastStored && c.treeSize < lastStored.treeSize)
-      fail('VERIFY_CHECKPOINT_ROLLBACK', `size ${c.treeSize} is smaller than the size ${lastStored.treeSize} of the checkpoint before it`, c.treeSize);
-    if (seq !== null) lastStored = c;
+    if (row && !columnProblem) {
+      // The row's other columns are an index of its note: each must say exactly what the note says. Reported after
+      // the equivocation check, which, with both notes as evidence, says more about a planted row.
+      const r = row as unknown as Record<'seq' | 'treeSize' | 'rootHash', unknown>;
+      try {
+        if (r.seq !== index)
+          fail('COLUMN_MISMATCH', `seq is ${String(r.seq)} where ${String(index)} was expected: rows are numbered 0, 1, 2, ... in issue order, and one is missing or was renumbered`, n);
+        if (r.treeSize !== n) fail('COLUMN_MISMATCH', `tree_size is ${JSON.stringify(r.treeSize) ?? String(r.treeSize)}, but the signed note says ${n}`, n);
+        if (r.rootHash !== root.toString('base64'))
+          fail('COLUMN_MISMATCH', `root_hash is ${JSON.stringify(r.rootHash) ?? String(r.rootHash)}, but the signed note says ${root.toString('base64')}`, n);
+      } catch (e) {
+        columnProblem = e as Failed;
+      }
+    }
+    // Lines of known keys: every one must verify, then none may be outside its key's window; unknown keys are ignored.
+    const known = parsed.signatures.flatMap((line) => {
+      const k = keys.get(`${line.name}+${line.keyIdHex}`);
+      return k ? [{ line, k, who: `${k.record.keyId} (a registered ${k.record.role} key, ${k.type === SIG_TYPE_ED25519 ? 'signature' : 'cosignature'} line)` }] : [];
+    });
+    for (const { line, k, who } of known) {
+      let ok = false;
+      try {
+        ok = k.verify(parsed.bodyBytes, line.signature);
+      } catch {
+        ok = false;
+      }
+      if (!ok) fail('SIGNATURE', `the line by ${who} does not verify`, n);
+    }
+    let byController = false;
+    for (const { k, who } of known) {
+      if (k.record.revokedAt !== null && k.record.revokedAt < n)
+        fail('REVOKED_SIGNER', `${who} was revoked at position ${k.record.revokedAt}, inside the tree of ${n} events it signs: a revoked key signs nothing after its revocation`, n);
+      if (k.type === SIG_TYPE_ED25519 && k.record.role === 'controller') {
+        if (k.record.registeredAt >= n)
+          fail('UNREGISTERED_SIGNER', `${who} was registered at position ${k.record.registeredAt}, outside the tree of ${n} events it signs`, n);
+        byController = true;
+      }
+    }
+    if (!byController) fail('SIGNATURE', 'not signed by any controller key of this ledger', n);
+    origin ??= body.origin;
+    if (body.origin !== origin) fail('ORIGIN', `origin "${body.origin}" is not this ledger's "${origin}"`, n);
+    const actual = n <= acc.size ? (rootsAt.get(n) ?? null) : null;
+    const c: CheckedCheckpoint = { seq, source, treeSize: n, root, note: noteText, matches: actual === null ? null : actual.equals(root) };
+    if (source === 'stored' && lastStored && c.treeSize < lastStored.treeSize)
+      fail('ROLLBACK', `size ${c.treeSize} is smaller than the size ${lastStored.treeSize} of the checkpoint before it`, c.treeSize);
+    if (source === 'stored') lastStored = c;
     checked.push(c);
-    bump('checkpoints');
+    if (source !== 'witness') bump('checkpoints'); // the witness repeats a checkpoint; it is not counted twice
   }
+  // merkle: the log must not be shorter than what was signed
+  const largest = checked.filter((c) => c.source === 'stored').reduce((m, c) => Math.max(m, c.treeSize), 0);
+  if (largest > acc.size)
+    throw new Failed({
+      step: 'merkle',
+      code: 'VERIFY_TRUNCATED',
+      message: `a signed checkpoint covers ${largest} events but only ${acc.size} are stored: events from position ${acc.size} on were removed`,
+      position: acc.size,
+    });
   // Equivocation: two validly signed checkpoints that cannot both be true.
   for (const a of checked) {
     for (const b of checked) {
@@ -484,30 +786,34 @@ function verifyCheckpoints(
       const sameSizeFork = a.treeSize === b.treeSize && !a.root.equals(b.root);
       const forkAgainstLog = a.matches === false && b.matches === true && b.treeSize >= a.treeSize;
       if (sameSizeFork || forkAgainstLog) {
-        const name = (c: CheckedCheckpoint): string => (c.seq === null ? 'a supplied checkpoint' : `checkpoint #${c.seq}`);
         throw new Failed({
           step: 'checkpoints',
           code: 'VERIFY_EQUIVOCATION',
-          message: `${name(a)} (size ${a.treeSize}) and ${name(b)} (size ${b.treeSize}) are both validly signed but cannot both be true: the ledger signed two different histories`,
+          message: `${sourceName(a.source, a.seq)} (size ${a.treeSize}) and ${sourceName(b.source, b.seq)} (size ${b.treeSize}) are both validly signed but cannot both be true: the ledger signed two different histories`,
           checkpoint: { seq: a.seq, treeSize: a.treeSize, note: a.note },
           evidence: [a.note, b.note],
         });
       }
     }
   }
+  if (columnProblem) throw columnProblem;
   for (const c of checked) {
+    const prefix = c.source === 'witness' ? 'VERIFY_WITNESS_' : 'VERIFY_CHECKPOINT_';
     if (c.matches === false)
       throw new Failed({
         step: 'checkpoints',
-        code: 'VERIFY_CHECKPOINT_ROOT_MISMATCH',
-        message: `${c.seq === null ? 'a supplied checkpoint' : `checkpoint #${c.seq}`} signs root ${c.root.toString('base64')} for size ${c.treeSize}, but the stored events give ${rootsAt.get(c.treeSize)?.toString('base64')}`,
+        code: `${prefix}ROOT_MISMATCH`,
+        message: `${sourceName(c.source, c.seq)} signs root ${c.root.toString('base64')} for size ${c.treeSize}, but the stored events give ${rootsAt.get(c.treeSize)?.toString('base64')}`,
         checkpoint: { seq: c.seq, treeSize: c.treeSize, note: c.note },
       });
-    if (c.matches === null && c.seq === null)
+    if (c.matches === null && c.source !== 'stored')
       throw new Failed({
         step: 'checkpoints',
-        code: 'VERIFY_TRUNCATED',
-        message: `a supplied checkpoint covers ${c.treeSize} events but only ${acc.size} are stored`,
+        code: c.source === 'witness' ? 'VERIFY_WITNESS_TRUNCATED' : 'VERIFY_TRUNCATED',
+        message:
+          c.source === 'witness'
+            ? `${witness?.path ?? 'checkpoint.last'} records a signed checkpoint of ${c.treeSize} events, but the database holds ${acc.size}: events a signed checkpoint covered are missing (an older database restored, or a deleted or damaged WAL)`
+            : `a supplied checkpoint covers ${c.treeSize} events but only ${acc.size} are stored`,
         position: acc.size,
         checkpoint: { seq: null, treeSize: c.treeSize, note: c.note },
       });

@@ -35,7 +35,7 @@ export type WorkerRequest =
   | { seq: number; op: 'integrity'; spec: ParallelReadSpec };
 
 function transferOf(out: ChunkOutput): ArrayBuffer[] {
-  return [out.digests.buffer as ArrayBuffer, out.signerIndex.buffer as ArrayBuffer];
+  return [out.digests.buffer as ArrayBuffer, out.signerIndex.buffer as ArrayBuffer, out.idWords.buffer as ArrayBuffer];
 }
 
 parentPort?.on('message', (msg: WorkerRequest) => {

@@ -1,0 +1,64 @@
+/**
+ * `checkpoint.last` is written durably: a temporary file beside it is written and fsynced, renamed over the file,
+ * then the directory is fsynced (so the rename survives a power loss); a failed write leaves the old file and no
+ * temporary file behind.
+ */
+import fs from 'node:fs';
+import { join } from 'node:path';
+import { FileCheckpointWitness } from '@assay/ledger';
+import { makeTmpDir } from '../support/ledger-fixtures';
+
+describe('checkpoint.last (FileCheckpointWitness)', () => {
+  let tmp: { dir: string; cleanup(): void };
+  beforeEach(() => {
+    tmp = makeTmpDir('assay-witness-');
+  });
+  afterEach(() => {
+    jest.restoreAllMocks();
+    tmp.cleanup();
+  });
+
+  const cp = (n: number) => ({ treeSize: n, rootHash: Buffer.alloc(32, n).toString('base64'), note: `o\n${n}\n${Buffer.alloc(32, n).toString('base64')}\n\n— k AAAA\n` });
+
+  it('fsyncs the temporary file, renames it over the witness, then fsyncs the directory', () => {
+    const path = join(tmp.dir, 'checkpoint.last');
+    const w = new FileCheckpointWitness(path);
+    w.save(cp(1));
+    const calls: string[] = [];
+    const fds = new Map<number, string>();
+    const open = fs.openSync;
+    jest.spyOn(fs, 'openSync').mockImplementation(((p: fs.PathLike, flags?: fs.OpenMode, mode?: fs.Mode | null) => {
+      const fd = open(p, flags ?? 'r', mode);
+      fds.set(fd, String(p) === tmp.dir ? 'dir' : String(p).startsWith(`${path}.tmp-`) ? 'tmp' : String(p));
+      calls.push(`open ${fds.get(fd)}`);
+      return fd;
+    }) as typeof fs.openSync);
+    const fsync = fs.fsyncSync;
+    jest.spyOn(fs, 'fsyncSync').mockImplementation((fd: number) => {
+      calls.push(`fsync ${fds.get(fd)}`);
+      fsync(fd);
+    });
+    const rename = fs.renameSync;
+    jest.spyOn(fs, 'renameSync').mockImplementation((a: fs.PathLike, b: fs.PathLike) => {
+      calls.push(`rename ${String(a).startsWith(`${path}.tmp-`) ? 'tmp' : String(a)} -> ${String(b) === path ? 'witness' : String(b)}`);
+      rename(a, b);
+    });
+    w.save(cp(2));
+    expect(calls).toEqual(['open tmp', 'fsync tmp', 'rename tmp -> witness', 'open dir', 'fsync dir']);
+    expect(w.load()).toEqual(cp(2));
+    expect(fs.readdirSync(tmp.dir)).toEqual(['checkpoint.last']);
+  });
+
+  it('a write that fails leaves the previous witness whole and no temporary file', () => {
+    const path = join(tmp.dir, 'checkpoint.last');
+    const w = new FileCheckpointWitness(path);
+    w.save(cp(1));
+    jest.spyOn(fs, 'renameSync').mockImplementation(() => {
+      throw Object.assign(new Error('EIO: i/o error, rename'), { code: 'EIO' });
+    });
+    expect(() => w.save(cp(2))).toThrow(/EIO/);
+    jest.restoreAllMocks();
+    expect(w.load()).toEqual(cp(1));
+    expect(fs.readdirSync(tmp.dir)).toEqual(['checkpoint.last']);
+  });
+});
