@@ -10,8 +10,7 @@ import { systemClock } from '@assay/core';
 import { LedgerHome, createOperatorToken, type JsonObject } from '@assay/ledger';
 import { createApi } from '../../apps/api/src/main';
 import { assay } from '../support/cli';
-import { makeTmpDir } from '../support/ledger-fixtures';
-import { buildSampleHome, copyHome, deps, verifyHome } from '../support/ledger-home-fixtures';
+import { deps, sampleHomes, verifyHome } from '../support/ledger-home-fixtures';
 
 jest.setTimeout(120_000);
 
@@ -37,25 +36,11 @@ const eventCount = async (home: string): Promise<number> => {
 };
 
 describe('claims follow from events (SQLite ledger, CLI, API)', () => {
-  let tmp: { dir: string; cleanup(): void };
-  let pristine: string;
-  let total: number;
-  let n = 0;
-  const fresh = (): string => {
-    const home = join(tmp.dir, `case-${n++}`);
-    copyHome(pristine, home);
-    return home;
-  };
-
-  beforeAll(async () => {
-    tmp = makeTmpDir('assay-claims-');
-    pristine = join(tmp.dir, 'pristine');
-    total = await buildSampleHome(pristine);
-  });
-  afterAll(() => tmp.cleanup());
+  const homes = sampleHomes('assay-claims-');
+  const fresh = (): string => homes.fresh();
 
   it('the sample research run verifies, claims step included', async () => {
-    const r = await verifyHome(pristine);
+    const r = await verifyHome(homes.pristine);
     expect(r.failure).toBeNull();
     expect(r.claims).toBe('assay.run-claims/1');
     expect(r.steps.find((s) => s.name === 'claims')).toMatchObject({ ok: true, checked: expect.any(Number) });
@@ -72,21 +57,21 @@ describe('claims follow from events (SQLite ledger, CLI, API)', () => {
     const key = await assay(['ledger', 'append', '--stream', 'key-x', '--type', 'KeyRevoked', '--data', JSON.stringify({ keyId: 'x+00000000', reason: 'r' })], home);
     expect([key.code, key.stderr]).toEqual([6, expect.stringMatching(/LEDGER_TYPE_RESERVED: --data: KeyRevoked is written only by the key commands/)]);
     // --file: every line is checked before any is written
-    const file = join(tmp.dir, 'mixed.jsonl');
+    const file = join(homes.dir, 'mixed.jsonl');
     require('node:fs').writeFileSync(file, `${JSON.stringify({ stream: 'note-a', type: 'Note', data: { text: 'fine' } })}\n${JSON.stringify({ stream: 'run-fake', type: 'RunCompleted', data: FORGED })}\n`);
     const f = await assay(['ledger', 'append', '--file', file], home);
     expect([f.code, f.stderr]).toEqual([6, expect.stringMatching(/LEDGER_TYPE_RESERVED: .*mixed\.jsonl:2: RunCompleted is written only by the run controller/)]);
-    expect(await eventCount(home)).toBe(total);
+    expect(await eventCount(home)).toBe(homes.total);
     // an operator's type in a stream only Assay writes: it would shift the run's revisions (and break --resume)
     for (const stream of ['run-real', 'judge-j1', 'key-assay-controller']) {
       const n = await assay(['ledger', 'append', '--stream', stream, '--type', 'Note', '--data', '{"text":"hi"}'], home);
       expect([n.code, n.stderr]).toEqual([6, expect.stringMatching(new RegExp(`^assay: error LEDGER_STREAM_RESERVED: --data: stream "${stream}": \\w+- streams are written only by `))]);
     }
-    expect(await eventCount(home)).toBe(total);
+    expect(await eventCount(home)).toBe(homes.total);
     // what operators write still goes through
     const note = await assay(['ledger', 'append', '--stream', 'note-ops', '--type', 'Note', '--data', '{"text":"checked"}'], home);
     expect([note.code, note.stderr]).toEqual([0, '']);
-    expect(await eventCount(home)).toBe(total + 1);
+    expect(await eventCount(home)).toBe(homes.total + 1);
   });
 
   it('refuses it in POST /ledger/events too (403), leaving the ledger as it was', async () => {
@@ -105,13 +90,13 @@ describe('claims follow from events (SQLite ledger, CLI, API)', () => {
     } finally {
       await app.close();
     }
-    expect(await eventCount(home)).toBe(total + 1);
+    expect(await eventCount(home)).toBe(homes.total + 1);
   });
 
   it('the same RunCompleted signed with the controller key fails `assay ledger verify` in the claims step, naming stream, position and rule', async () => {
     const home = fresh();
     const at = await signAnyway(home, 'run-fake', 'RunCompleted', FORGED);
-    expect(at).toBe(total);
+    expect(at).toBe(homes.total);
     const v = await assay(['ledger', 'verify'], home);
     expect(v.code).toBe(5);
     expect(v.stdout).toMatch(/^ {2}ok {3}signatures +\d+$/m);
@@ -124,10 +109,10 @@ describe('claims follow from events (SQLite ledger, CLI, API)', () => {
     expect(report).toMatchObject({ ok: false, claims: 'assay.run-claims/1', failure: { step: 'claims', code: 'VERIFY_CLAIM_NOT_STARTED', position: at, stream: 'run-fake', rule: 'run.started_first' } });
     // an auditor's read-only copy of the file: the same verdict
     const db = join(home, 'ledger', 'ledger.db');
-    const audit = await assay(['ledger', 'verify', '--db', db, '--json'], join(tmp.dir, 'nobody'));
+    const audit = await assay(['ledger', 'verify', '--db', db, '--json'], join(homes.dir, 'nobody'));
     expect(audit.code).toBe(5);
     expect(JSON.parse(audit.stdout).failure).toMatchObject({ step: 'claims', position: at, stream: 'run-fake', rule: 'run.started_first' });
-    expect(readdirSync(tmp.dir)).not.toContain('nobody');
+    expect(readdirSync(homes.dir)).not.toContain('nobody');
   });
 
   it('a hand-written RewardRecorded (a better score for round 2) signed with the Judge key fails the claims step', async () => {

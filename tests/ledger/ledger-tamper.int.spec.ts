@@ -5,8 +5,7 @@
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Ledger, LedgerHome, generateKeyPair, homePaths, toSigningKey, type SigningKey } from '@assay/ledger';
-import { makeTmpDir } from '../support/ledger-fixtures';
-import { buildSampleHome, copyHome, deps, tamper, verifyHome } from '../support/ledger-home-fixtures';
+import { copyHome, deps, sampleHomes, tamper, verifyHome } from '../support/ledger-home-fixtures';
 
 // Inline, and with worker threads that read the SQLite file themselves (chunks of 4, so every test spans many
 // chunks and crosses chunk boundaries): both must report the same step and first bad position.
@@ -20,31 +19,17 @@ const MODES: Array<[string, { workers: number; chunkSize?: number; mainThread?: 
 jest.setTimeout(120_000);
 
 describe.each(MODES)('ledger tamper evidence (SQLite), %s', (_name, mode) => {
-  let tmp: { dir: string; cleanup(): void };
-  let pristine: string;
-  let total: number;
-  let n = 0;
-  const fresh = (): string => {
-    const home = join(tmp.dir, `case-${n++}`);
-    copyHome(pristine, home);
-    return home;
-  };
-
-  beforeAll(async () => {
-    tmp = makeTmpDir('assay-tamper-');
-    pristine = join(tmp.dir, 'pristine');
-    total = await buildSampleHome(pristine);
-  });
-  afterAll(() => tmp.cleanup());
+  const homes = sampleHomes('assay-tamper-');
+  const fresh = (): string => homes.fresh();
 
   it('verifies the untouched ledger, every step passing', async () => {
-    const r = await verifyHome(pristine, mode);
+    const r = await verifyHome(homes.pristine, mode);
     expect(r.failure).toBeNull();
     expect(r.ok).toBe(true);
-    expect(r.events).toBe(total);
-    expect(total).toBeGreaterThan(40);
+    expect(r.events).toBe(homes.total);
+    expect(homes.total).toBeGreaterThan(40);
     expect(r.steps.every((s) => s.ok)).toBe(true);
-    expect(r.steps.find((s) => s.name === 'signatures')?.checked).toBe(total);
+    expect(r.steps.find((s) => s.name === 'signatures')?.checked).toBe(homes.total);
     expect(r.checks).toEqual(
       mode.workers === 0
         ? { workers: 0, readBy: 'main', mainChecks: true }
@@ -62,7 +47,7 @@ describe.each(MODES)('ledger tamper evidence (SQLite), %s', (_name, mode) => {
     });
     // Every position inline; with workers (each verification starts two threads) every position of the first chunks
     // and every third one after.
-    for (let pos = 0; pos < total; pos += mode.workers > 0 && pos >= 12 ? 3 : 1) {
+    for (let pos = 0; pos < homes.total; pos += mode.workers > 0 && pos >= 12 ? 3 : 1) {
       const bytes = Buffer.from(original.get(pos) as Buffer);
       const at = (pos * 7919) % bytes.length; // a different offset for each event, across the whole envelope
       bytes[at] = (bytes[at] as number) ^ 0x01;
@@ -107,10 +92,10 @@ describe.each(MODES)('ledger tamper evidence (SQLite), %s', (_name, mode) => {
 
   it('reports events deleted after a checkpoint', async () => {
     const home = fresh();
-    tamper(home, (db) => db.prepare('DELETE FROM events WHERE position >= ?').run(total - 3));
+    tamper(home, (db) => db.prepare('DELETE FROM events WHERE position >= ?').run(homes.total - 3));
     const r = await verifyHome(home, mode);
-    expect(r.failure).toMatchObject({ step: 'merkle', code: 'VERIFY_TRUNCATED', position: total - 3 });
-    expect(r.failure?.message).toContain(`covers ${total} events but only ${total - 3} are stored`);
+    expect(r.failure).toMatchObject({ step: 'merkle', code: 'VERIFY_TRUNCATED', position: homes.total - 3 });
+    expect(r.failure?.message).toContain(`covers ${homes.total} events but only ${homes.total - 3} are stored`);
   });
 
   it('reports an event deleted from the middle', async () => {
@@ -150,7 +135,7 @@ describe.each(MODES)('ledger tamper evidence (SQLite), %s', (_name, mode) => {
       await h.close();
     }
     const r = await verifyHome(home, mode);
-    expect(r.failure).toMatchObject({ step: 'roles', code: 'VERIFY_WRONG_ROLE', position: total });
+    expect(r.failure).toMatchObject({ step: 'roles', code: 'VERIFY_WRONG_ROLE', position: homes.total });
     expect(r.failure?.message).toMatch(/RunCompleted must be signed by a key with role controller; .* has role runtime/);
   });
 
@@ -180,7 +165,7 @@ describe.each(MODES)('ledger tamper evidence (SQLite), %s', (_name, mode) => {
       await h2.close();
     }
     r = await verifyHome(home2, mode);
-    expect(r.failure).toMatchObject({ step: 'roles', code: 'VERIFY_UNKNOWN_SIGNER', position: total });
+    expect(r.failure).toMatchObject({ step: 'roles', code: 'VERIFY_UNKNOWN_SIGNER', position: homes.total });
   });
 
   it('reports a second, forked checkpoint as equivocation', async () => {
@@ -208,19 +193,19 @@ describe.each(MODES)('ledger tamper evidence (SQLite), %s', (_name, mode) => {
     expect(r.failure).toMatchObject({ step: 'checkpoints', code: 'VERIFY_EQUIVOCATION' });
     expect(r.failure?.evidence).toHaveLength(2);
     // ... or planted in the database itself.
-    tamper(a, (db) => db.prepare('INSERT INTO checkpoints (seq, tree_size, root_hash, note) VALUES (99, ?, ?, ?)').run(total + 1, 'x', forkNote));
+    tamper(a, (db) => db.prepare('INSERT INTO checkpoints (seq, tree_size, root_hash, note) VALUES (99, ?, ?, ?)').run(homes.total + 1, 'x', forkNote));
     r = await verifyHome(a, mode);
     expect(r.failure).toMatchObject({ step: 'checkpoints', code: 'VERIFY_EQUIVOCATION' });
   });
 
   it('refuses to sign a checkpoint smaller than, or inconsistent with, the last one, also after a restart and a restored old database', async () => {
     const home = fresh();
-    const old = join(tmp.dir, 'old-db');
+    const old = join(homes.dir, 'old-db');
     copyHome(home, old);
     let h = await LedgerHome.open(home, deps());
     await h.ledger.append('note-x', [{ type: 'Note', data: { text: 'one more' } }]);
     const cp = await h.ledger.checkpoint();
-    expect(cp.treeSize).toBe(total + 1);
+    expect(cp.treeSize).toBe(homes.total + 1);
     await h.close();
     // Restore the database from before the last append, keep the home's checkpoint record.
     for (const f of ['ledger.db', 'ledger.db-wal', 'ledger.db-shm']) {

@@ -35,8 +35,7 @@ import {
   type SigningKey,
   type VerificationReport,
 } from '@assay/ledger';
-import { makeTmpDir } from '../support/ledger-fixtures';
-import { buildSampleHome, copyHome, deps, tamper } from '../support/ledger-home-fixtures';
+import { copyHome, deps, sampleHomes, tamper } from '../support/ledger-home-fixtures';
 
 jest.setTimeout(120_000);
 
@@ -81,38 +80,25 @@ function damaged(line: string): string {
 }
 
 describe('ledger verify: everything it relies on', () => {
-  let tmp: { dir: string; cleanup(): void };
-  let pristine: string;
-  let total: number;
+  const homes = sampleHomes('assay-verify-all-');
+  const fresh = (): string => homes.fresh();
   let n = 0;
-  const fresh = (): string => {
-    const home = join(tmp.dir, `case-${n++}`);
-    copyHome(pristine, home);
-    return home;
-  };
   const witnessOf = (home: string): { treeSize: number; rootHash: string; note: string } => JSON.parse(readFileSync(homePaths(home).witness, 'utf8'));
   const writeWitness = (home: string, v: unknown): void => writeFileSync(homePaths(home).witness, typeof v === 'string' ? v : `${JSON.stringify(v, null, 2)}\n`);
 
-  beforeAll(async () => {
-    tmp = makeTmpDir('assay-verify-all-');
-    pristine = join(tmp.dir, 'pristine');
-    total = await buildSampleHome(pristine);
-  });
-  afterAll(() => tmp.cleanup());
-
   it('verifies the untouched home, the witness included, inline and with workers', async () => {
     for (const mode of [INLINE, WORKERS]) {
-      const r = await verify(pristine, mode);
+      const r = await verify(homes.pristine, mode);
       expect(r.failure).toBeNull();
-      expect(r.events).toBe(total);
+      expect(r.events).toBe(homes.total);
     }
-    expect(witnessOf(pristine).treeSize).toBe(total);
+    expect(witnessOf(homes.pristine).treeSize).toBe(homes.total);
   });
 
   describe('checkpoint.last (item 3)', () => {
     it('reports a restored older database: the witness covers events the log no longer has', async () => {
       const home = fresh();
-      const old = join(tmp.dir, `old-${n++}`);
+      const old = join(homes.dir, `old-${n++}`);
       copyHome(home, old);
       await withHome(home, async (h) => {
         await h.ledger.append('note-late', [{ type: 'Note', data: { text: 'after the backup' } }]);
@@ -123,13 +109,13 @@ describe('ledger verify: everything it relies on', () => {
         if (existsSync(join(homePaths(old).ledgerDir, f))) copyFileSync(join(homePaths(old).ledgerDir, f), join(homePaths(home).ledgerDir, f));
       }
       const r = await verify(home);
-      expect(r.failure).toMatchObject({ step: 'checkpoints', code: 'VERIFY_WITNESS_TRUNCATED', position: total });
+      expect(r.failure).toMatchObject({ step: 'checkpoints', code: 'VERIFY_WITNESS_TRUNCATED', position: homes.total });
       expect(r.failure?.message).toMatch(/checkpoint\.last records a signed checkpoint of \d+ events, but the database holds \d+/);
     });
 
     it('reports a deleted WAL and a damaged one that lose checkpointed events', async () => {
       const live = fresh();
-      const copies = [join(tmp.dir, `wal-intact-${n}`), join(tmp.dir, `wal-deleted-${n}`), join(tmp.dir, `wal-damaged-${n++}`)];
+      const copies = [join(homes.dir, `wal-intact-${n}`), join(homes.dir, `wal-deleted-${n}`), join(homes.dir, `wal-damaged-${n++}`)];
       await withHome(live, async (h) => {
         for (let i = 0; i < 3; i++) await h.ledger.append('note-wal', [{ type: 'Note', data: { text: `in the WAL ${i}` } }]);
         await h.ledger.checkpoint();
@@ -152,7 +138,7 @@ describe('ledger verify: everything it relies on', () => {
     });
 
     it('reports a witness file that was edited, damaged, deleted or replaced', async () => {
-      const w = witnessOf(pristine);
+      const w = witnessOf(homes.pristine);
       const cases: Array<[string, unknown, string]> = [
         ['its treeSize', { ...w, treeSize: w.treeSize - 1 }, 'VERIFY_WITNESS_MISMATCH'],
         ['its rootHash', { ...w, rootHash: b64(Buffer.alloc(32, 1)) }, 'VERIFY_WITNESS_MISMATCH'],
@@ -171,7 +157,7 @@ describe('ledger verify: everything it relies on', () => {
       rmSync(homePaths(gone).witness);
       expect((await verify(gone)).failure).toMatchObject({ step: 'checkpoints', code: 'VERIFY_WITNESS_MISSING' });
       // A validly signed checkpoint of another ledger: signed by a key this ledger never registered.
-      const other = join(tmp.dir, `other-${n++}`);
+      const other = join(homes.dir, `other-${n++}`);
       await LedgerHome.init(other, { ...deps(), origin: 'assay.test/ledger' });
       const foreign = fresh();
       writeWitness(foreign, witnessOf(other));
@@ -216,7 +202,7 @@ describe('ledger verify: everything it relies on', () => {
 
     it('reports every kind of merkle_nodes edit, and consistency and prove refuse to hand out proofs from them', async () => {
       let top = 1;
-      while (top * 2 <= total) top *= 2;
+      while (top * 2 <= homes.total) top *= 2;
       const level = Math.log2(top);
       const edits: Array<[string, string]> = [
         ['a leaf', 'UPDATE merkle_nodes SET hash = zeroblob(32) WHERE level = 0 AND idx = 5'],
@@ -245,7 +231,7 @@ describe('ledger verify: everything it relies on', () => {
       try {
         await expect(h.ledger.consistencyProof(3)).rejects.toMatchObject({ code: 'LEDGER_PROOF_MISMATCH', kind: 'integrity' });
         await expect(h.ledger.consistencyProof(3, top + 1)).rejects.toMatchObject({ code: 'LEDGER_PROOF_MISMATCH' });
-        await expect(h.ledger.consistencyProof(top, total)).rejects.toMatchObject({ code: 'LEDGER_PROOF_MISMATCH' });
+        await expect(h.ledger.consistencyProof(top, homes.total)).rejects.toMatchObject({ code: 'LEDGER_PROOF_MISMATCH' });
       } finally {
         await h.close();
       }
@@ -256,8 +242,8 @@ describe('ledger verify: everything it relies on', () => {
       try {
         await expect(h.ledger.inclusionProof(1)).rejects.toMatchObject({ code: 'LEDGER_PROOF_MISMATCH' });
         await expect(h.ledger.consistencyProof(1, 2)).rejects.toMatchObject({ code: 'LEDGER_PROOF_MISMATCH' });
-        expect((await h.ledger.inclusionProof(total - 1)).treeSize).toBe(total);
-        expect((await h.ledger.consistencyProof(top, total)).size2).toBe(total);
+        expect((await h.ledger.inclusionProof(homes.total - 1)).treeSize).toBe(homes.total);
+        expect((await h.ledger.consistencyProof(top, homes.total)).size2).toBe(homes.total);
       } finally {
         await h.close();
       }
@@ -267,7 +253,7 @@ describe('ledger verify: everything it relies on', () => {
       const home = fresh();
       await withHome(home, async (h) => {
         for (let i = 0; i < 5; i++) await h.ledger.append('note-after', [{ type: 'Note', data: { text: `unsigned ${i}` } }]);
-        for (const [a, b] of [[1, total], [3, total + 5], [total, total + 5], [total + 2, total + 5]] as Array<[number, number]>) {
+        for (const [a, b] of [[1, homes.total], [3, homes.total + 5], [homes.total, homes.total + 5], [homes.total + 2, homes.total + 5]] as Array<[number, number]>) {
           const p = await h.ledger.consistencyProof(a, b);
           expect(p.size2).toBe(b);
         }
@@ -286,11 +272,11 @@ describe('ledger verify: everything it relies on', () => {
         db.exec(`CREATE TABLE events2 (position INTEGER PRIMARY KEY, stream TEXT NOT NULL, revision INTEGER NOT NULL, id TEXT NOT NULL, type TEXT NOT NULL, bytes BLOB NOT NULL, hash BLOB NOT NULL, UNIQUE (stream, revision));
                  INSERT INTO events2 SELECT * FROM events; DROP TABLE events; ALTER TABLE events2 RENAME TO events;`);
         const id = db.prepare('SELECT id FROM events WHERE position = 5').pluck().get() as string;
-        const unsigned = { type: 'Note', stream: 'note-dup', revision: 0, position: total, id, time: '2026-12-02T10:00:00.000Z', prev: '0'.repeat(64), signer: key.signer };
+        const unsigned = { type: 'Note', stream: 'note-dup', revision: 0, position: homes.total, id, time: '2026-12-02T10:00:00.000Z', prev: '0'.repeat(64), signer: key.signer };
         const dataJson = '{"text":"the same id again"}';
         const sig = b64(key.sign(Buffer.from(envelopeText(unsigned, dataJson), 'utf8')));
         const wire = Buffer.from(envelopeText(unsigned, dataJson, sig), 'utf8');
-        db.prepare('INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?)').run(total, 'note-dup', 0, id, 'Note', wire, createHash('sha256').update(wire).digest());
+        db.prepare('INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?)').run(homes.total, 'note-dup', 0, id, 'Note', wire, createHash('sha256').update(wire).digest());
       });
       // Through the home: the changed schema is reported first ...
       expect((await verify(home)).failure).toMatchObject({ step: 'storage', code: 'VERIFY_SCHEMA_MISMATCH' });
@@ -303,7 +289,7 @@ describe('ledger verify: everything it relies on', () => {
             return { keyId: k.signer, publicKey: k.publicKey };
           };
           const r = await verifyLedger({ store: db.events, checkpoints: db.checkpoints.all(), decodeKey, claims: null, ...mode });
-          expect(r.failure).toMatchObject({ step: 'envelopes', code: 'VERIFY_DUPLICATE_ID', position: total });
+          expect(r.failure).toMatchObject({ step: 'envelopes', code: 'VERIFY_DUPLICATE_ID', position: homes.total });
           expect(r.failure?.message).toContain('position 5');
         }
       } finally {
@@ -365,16 +351,16 @@ describe('ledger verify: everything it relies on', () => {
     });
 
     it('verifies a copy of the database file alone without writing anything beside it', async () => {
-      const dir = join(tmp.dir, `copy-${n++}`);
+      const dir = join(homes.dir, `copy-${n++}`);
       mkdirSync(dir);
-      copyFileSync(homePaths(pristine).db, join(dir, 'ledger.db'));
+      copyFileSync(homePaths(homes.pristine).db, join(dir, 'ledger.db'));
       const unprivileged = typeof process.getuid === 'function' && process.getuid() !== 0;
       if (unprivileged) chmodSync(dir, 0o555); // as root, permissions do not stop writes: the listing below still does
       try {
         for (const mode of [INLINE, WORKERS]) {
           const r = await verifyLedgerFile(join(dir, 'ledger.db'), { claims: null, ...mode });
           expect(r.failure).toBeNull();
-          expect(r.events).toBe(total);
+          expect(r.events).toBe(homes.total);
           expect(readdirSync(dir)).toEqual(['ledger.db']);
         }
       } finally {
@@ -384,7 +370,7 @@ describe('ledger verify: everything it relies on', () => {
 
     it('verifies a copy with its WAL (and no -shm) including what only the WAL holds, writing nothing beside it', async () => {
       const live = fresh();
-      const dir = join(tmp.dir, `copy-wal-${n++}`);
+      const dir = join(homes.dir, `copy-wal-${n++}`);
       mkdirSync(dir);
       await withHome(live, async (h) => {
         for (let i = 0; i < 4; i++) await h.ledger.append('note-wal', [{ type: 'Note', data: { text: `only in the WAL ${i}` } }]);
@@ -393,7 +379,7 @@ describe('ledger verify: everything it relies on', () => {
       });
       const r = await verifyLedgerFile(join(dir, 'ledger.db'), { claims: null });
       expect(r.failure).toBeNull();
-      expect(r.events).toBe(total + 4);
+      expect(r.events).toBe(homes.total + 4);
       expect(readdirSync(dir).sort()).toEqual(['ledger.db', 'ledger.db-wal']);
     });
   });
@@ -470,7 +456,7 @@ describe('ledger verify: everything it relies on', () => {
         expect({ what, code: r.failure?.code ?? null }).toEqual({ what, code });
       }
       // The same damaged line on the witness and on a stored row.
-      const wHome = join(tmp.dir, `cosigned-witness-${n++}`);
+      const wHome = join(homes.dir, `cosigned-witness-${n++}`);
       copyHome(home, wHome);
       const witness = witnessOf(wHome);
       writeWitness(wHome, { ...witness, note: witness.note + damaged(line) });

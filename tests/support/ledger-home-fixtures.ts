@@ -9,6 +9,7 @@ import Database from 'better-sqlite3';
 import { ManualClock, SequentialIds } from '@assay/core';
 import { LedgerHome, homePaths, type JsonObject, type VerifyDatabaseOptions } from '@assay/ledger';
 import { runClaimRules } from '@assay/run';
+import { makeTmpDir } from './ledger-fixtures';
 
 export const SAMPLE_RUN = join(__dirname, '..', '..', 'examples', 'ledger', 'sample-run.jsonl');
 
@@ -70,4 +71,39 @@ export async function verifyHome(home: string, opts: Partial<VerifyDatabaseOptio
   } finally {
     await h.close();
   }
+}
+
+/**
+ * For a describe block: one pristine sample home, built before its tests, and `fresh()` copies of it to damage, all
+ * removed after. Read `pristine` and `total` (events in it) inside tests or hooks, once `beforeAll` has run.
+ */
+export function sampleHomes(prefix: string): { readonly pristine: string; readonly total: number; readonly dir: string; fresh(): string } {
+  let tmp: { dir: string; cleanup(): void } | null = null;
+  let total = 0;
+  let n = 0;
+  const dir = (): string => {
+    if (!tmp) throw new Error('sampleHomes: used before beforeAll ran');
+    return tmp.dir;
+  };
+  beforeAll(async () => {
+    tmp = makeTmpDir(prefix);
+    total = await buildSampleHome(join(tmp.dir, 'pristine'));
+  });
+  afterAll(() => tmp?.cleanup());
+  return {
+    get pristine() {
+      return join(dir(), 'pristine');
+    },
+    get total() {
+      return total;
+    },
+    get dir() {
+      return dir();
+    },
+    fresh() {
+      const home = join(dir(), `case-${n++}`);
+      copyHome(join(dir(), 'pristine'), home);
+      return home;
+    },
+  };
 }

@@ -100,10 +100,12 @@ export function register(program: Command, ctx: CliContext): void {
       const expected = parseExpected(o.expectedRevision);
       const items = o.file ? readEventsFile(o.file) : [singleEvent(o)];
       for (const it of items) {
-        const reserved = genericAppendProblem(it.type) ?? genericStreamProblem(it.stream);
+        const reserved = genericAppendProblem(it.type);
         if (reserved) throw new AssayError(reserved.code, 'refused', `${it.where}: ${reserved.message}`, { details: { type: it.type } });
         const problem = eventDataProblem(it.type, it.data);
         if (problem) throw new AssayError(problem.code, 'invalid_input', `${it.where}: ${problem.message}`);
+        const stream = genericStreamProblem(it.stream);
+        if (stream) throw new AssayError(stream.code, 'refused', `${it.where}: ${stream.message}`, { details: { stream: it.stream } });
       }
       const results = await withBuses(ctx, async (b) => {
         const out = [];

@@ -172,7 +172,8 @@ export class Ledger {
       const problem = genericAppendProblem(String(e.type));
       if (problem) throw new AssayError(problem.code, 'refused', `event ${i} (${String(e.type)}): ${problem.message}`, { details: { index: i, type: e.type } });
     });
-    const reserved = genericStreamProblem(stream);
+    // An unknown type is reported as such by append (invalid input), before the stream is looked at.
+    const reserved = events.every((e) => CATALOGUE.has(String(e.type))) ? genericStreamProblem(stream) : null;
     if (reserved) throw refuse(reserved.code, reserved.message, { stream });
     return this.append(stream, events, expected);
   }

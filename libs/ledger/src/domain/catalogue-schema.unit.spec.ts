@@ -8,6 +8,7 @@ import { canonicalJson } from './jcs';
 import { emptyRoot } from './merkle';
 import type { JsonObject, JsonValue } from './json';
 import type { FieldSpec, ObjectSchema } from './schema';
+import { prng } from '../../../../tests/support/prng';
 
 /**
  * docs/events.schema.json is the catalogue's JSON Schema, and a standard validator (ajv, draft 2020-12, default
@@ -62,17 +63,6 @@ function validator(ajv: Ajv2020, ref: string): ValidateFunction {
   return v;
 }
 
-/** A deterministic pseudo-random source (mulberry32). */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 // ---- values per field spec -------------------------------------------------------------------------------------------
 
@@ -376,7 +366,7 @@ describe('the event catalogue as JSON Schema', () => {
     }
     check(big);
     // Random combinations of valid and invalid field values.
-    const random = rng(0x5eed + type.length * 7919 + type.charCodeAt(0));
+    const random = prng(0x5eed + type.length * 7919 + type.charCodeAt(0));
     const pick = <T>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)] as T;
     const pools = new Map(fields.map(([name, f]) => [name, { valid: validValues(f), invalid: invalidValues(f) }]));
     for (let i = 0; i < 300; i++) {
