@@ -169,8 +169,11 @@ export interface BoundedWorkspace {
 const WORKFS = 'workfs';
 const WORKFS_IMG = 'workfs.img';
 
+/** The system's own tools (mkfs.ext4, mount, umount) live in sbin, which a non-login PATH may lack: search there too. */
+const SYSTEM_PATH = [process.env.PATH ?? '', '/usr/local/sbin', '/usr/sbin', '/sbin', '/usr/bin', '/bin'].filter((p) => p !== '').join(':');
+
 function run(cmd: string, args: string[]): { ok: boolean; why: string } {
-  const r = spawnSync(cmd, args, { encoding: 'utf8', timeout: 10 * 60_000 });
+  const r = spawnSync(cmd, args, { encoding: 'utf8', timeout: 10 * 60_000, env: { ...process.env, PATH: SYSTEM_PATH } });
   return { ok: r.status === 0, why: (r.stderr || r.error?.message || `${cmd} exited ${r.status}`).trim().slice(0, 300) };
 }
 

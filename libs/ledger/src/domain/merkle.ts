@@ -16,7 +16,7 @@
  *
  * Verification (verifyInclusion, verifyConsistency) is RFC 9162 2.1.3.2 / 2.1.4.2 to the letter and returns a
  * boolean: false for every wrong, malformed or out-of-range input, never an exception. The 196 transparency-dev test
- * cases (../shared/vectors/merkle) pin that down.
+ * cases (tests/fixtures/vectors/merkle) pin that down.
  */
 import { createHash, hash } from 'node:crypto';
 import { AssayError } from '@assay/core';
