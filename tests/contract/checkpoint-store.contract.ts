@@ -3,6 +3,7 @@ import { isAssayError } from '@assay/core';
 import type { CheckpointStore, ProveConsistencyFrom } from '../../libs/ledger/src/ports/checkpoint-store.port';
 import { MemoryMerkleNodeStore } from '../../libs/ledger/src/adapters/memory/memory-merkle-node-store.adapter';
 import { consistencyProof, leafHash, rootAt } from '../../libs/ledger/src/domain/merkle';
+import { codeOf } from '../support/failure';
 
 export interface CheckpointStoreUnderTest {
   store: CheckpointStore;
@@ -29,14 +30,6 @@ const prove =
     consistencyProof(old, size, (l, i) => t.node(l, i));
 const cp = (size: number, t = main) => ({ treeSize: size, rootHash: root(size, t), note: note(size, t) });
 
-function codeOf(f: () => unknown): string | undefined {
-  try {
-    f();
-  } catch (e) {
-    return isAssayError(e) ? e.code : `not an AssayError: ${String(e)}`;
-  }
-  return undefined;
-}
 
 export function checkpointStoreContract(name: string, make: () => Promise<CheckpointStoreUnderTest>): void {
   describe(`CheckpointStore contract: ${name}`, () => {

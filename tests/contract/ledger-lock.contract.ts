@@ -3,13 +3,13 @@
  * integration and checkpoint signing run. Written only against the ports. (That the SQLite lock also holds other
  * processes off is shown by tests/ledger/ledger-concurrency.int.spec.ts, with real processes.)
  */
-import { isAssayError } from '@assay/core';
 import type { EventStore } from '../../libs/ledger/src/ports/event-store.port';
 import type { MerkleNodeStore } from '../../libs/ledger/src/ports/merkle-node-store.port';
 import type { CheckpointStore } from '../../libs/ledger/src/ports/checkpoint-store.port';
 import type { LedgerLock, LockedEvent, LockedLog } from '../../libs/ledger/src/ports/ledger-lock.port';
 import { consistencyProof, leafHash, rootAt } from '../../libs/ledger/src/domain/merkle';
 import { collect, proposedMany, zeroSigSeal } from '../support/ledger-fixtures';
+import { codeOf } from '../support/failure';
 
 export interface LedgerLockUnderTest {
   lock: LedgerLock;
@@ -19,14 +19,6 @@ export interface LedgerLockUnderTest {
   cleanup(): Promise<void>;
 }
 
-function codeOf(f: () => unknown): string | undefined {
-  try {
-    f();
-  } catch (e) {
-    return isAssayError(e) ? e.code : `not an AssayError: ${String(e)}`;
-  }
-  return undefined;
-}
 
 const b64 = (b: Uint8Array): string => Buffer.from(b).toString('base64');
 

@@ -1,7 +1,7 @@
 /** The MerkleNodeStore contract, run against every adapter (memory, SQLite). */
 import { createHash } from 'node:crypto';
-import { isAssayError } from '@assay/core';
 import type { MerkleNodeStore } from '../../libs/ledger/src/ports/merkle-node-store.port';
+import { codeOf } from '../support/failure';
 
 export interface MerkleNodeStoreUnderTest {
   store: MerkleNodeStore;
@@ -24,14 +24,6 @@ function expectedNode(leaves: Buffer[], level: number, index: number): Buffer {
   return mth(leaves.slice(index * width, (index + 1) * width));
 }
 
-function codeOf(f: () => unknown): string | undefined {
-  try {
-    f();
-  } catch (e) {
-    return isAssayError(e) ? e.code : 'not an AssayError';
-  }
-  return undefined;
-}
 
 function checkAllNodes(store: MerkleNodeStore, leaves: Buffer[]): void {
   const n = leaves.length;

@@ -10,3 +10,13 @@ export async function failure(p: Promise<unknown>): Promise<{ code: string; mess
   }
   throw new Error('expected a failure');
 }
+
+/** The code of the AssayError a synchronous call throws; undefined when it returns; a marker when it throws otherwise. */
+export function codeOf(f: () => unknown): string | undefined {
+  try {
+    f();
+  } catch (e) {
+    return isAssayError(e) ? e.code : `not an AssayError: ${String(e)}`;
+  }
+  return undefined;
+}

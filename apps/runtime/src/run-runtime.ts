@@ -255,21 +255,18 @@ async function seedFromImage(rt: JudgeRuntime, image: string, workdir: string, d
     init: false,
     openStdin: false,
   });
+  return runToCompletion(rt, id, 120_000);
+}
+
+/** Starts a created helper container, waits for it, removes it: whether it exited 0 within `timeoutMs`. */
+async function runToCompletion(rt: JudgeRuntime, id: string, timeoutMs: number): Promise<boolean> {
   try {
     await rt.containers.start(id, { onOutput: () => undefined });
-    const w = await rt.containers.wait(id, 120_000);
+    const w = await rt.containers.wait(id, timeoutMs);
     return w.exited && w.exitCode === 0;
   } finally {
     await rt.containers.removeContainer(id).catch(() => undefined);
   }
-}
-
-/** SIGKILL to a container (paused or not); nothing when it is not running. */
-async function killContainer(id: string): Promise<void> {
-  await new Docker()
-    .getContainer(id)
-    .kill({ signal: 'SIGKILL' })
-    .catch(() => undefined);
 }
 
 /** Whether a container bind-mounting `dir` sees what is in it here (a marker file), i.e. the daemon sees our mounts. */
@@ -295,13 +292,7 @@ async function daemonSeesMount(rt: JudgeRuntime, image: string, dir: string, run
       init: false,
       openStdin: false,
     });
-    try {
-      await rt.containers.start(id, { onOutput: () => undefined });
-      const w = await rt.containers.wait(id, 60_000);
-      return w.exited && w.exitCode === 0;
-    } finally {
-      await rt.containers.removeContainer(id).catch(() => undefined);
-    }
+    return await runToCompletion(rt, id, 60_000);
   } catch {
     return false;
   } finally {
@@ -317,7 +308,7 @@ async function removeRunContainers(rt: JudgeRuntime, run: string): Promise<strin
   for (const c of found) {
     // Killed, never unpaused: a paused orphan (its controller died mid-snapshot) receives SIGKILL while frozen and
     // dies without running another instruction, so it cannot touch the workspace after the last record.
-    await killContainer(c.id);
+    await rt.containers.kill(c.id).catch(() => undefined);
     await rt.containers.removeContainer(c.id).catch(() => undefined);
   }
   return found.map((c) => c.id);
@@ -396,7 +387,7 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
       const task: LoadedTask = await rt.loadTask(meta.taskDir, { metric: o.overrides?.primaryMetric ?? null, hostEnv: process.env, gpusFromPool: true });
       task0 = task;
       // full-rootfs resume: the old Work's file system is the agent's work; carry it over before its container goes
-      const carried = o.resume && task.prepared.rootfs ? await carryOverRootfsWork(rt.containers, WORK_LABELS, { run, homeTag: homeTag(home), workImage: task.images.work.id, stop: killContainer, log }) : null;
+      const carried = o.resume && task.prepared.rootfs ? await carryOverRootfsWork(rt.containers, WORK_LABELS, { run, homeTag: homeTag(home), workImage: task.images.work.id, stop: (id) => rt.containers.kill(id).catch(() => undefined), log }) : null;
       const removed = await removeRunContainers(rt, run);
       if (removed.length) log(`removed ${removed.length} leftover Work container(s) of ${run}`);
       await removeCarriedImages(rt.containers, WORK_LABELS, { run, homeTag: homeTag(home), ...(carried ? { keep: carried.image } : {}) });
@@ -691,7 +682,7 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
       if (endpoint) await endpoint.close().catch(() => undefined);
       if (proxy && secrets) await stopEgressProxy(proxy, { runDir: p.dir, agent: secrets, log }).catch(() => undefined);
       if (workId) {
-        await killContainer(workId);
+        await rt.containers.kill(workId).catch(() => undefined);
         await rt.containers.removeContainer(workId).catch(() => undefined);
         await removeCarriedImages(rt.containers, WORK_LABELS, { run, homeTag: homeTag(home) }).catch(() => undefined);
       }
