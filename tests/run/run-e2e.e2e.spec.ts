@@ -237,7 +237,7 @@ describeDocker('assay run (CLI, Docker)', () => {
 
   it('the command line overrides the task: submission budget, primary reward, direction', async () => {
     const agent = 'command:for i in 1 2 3; do rsi-submit > /dev/null; echo "s$i=$?"; done';
-    const r = await assay(['run', TASK, '--agent', agent, '--run-id', 'flags1', '--max-submissions', '2', '--primary-reward', 'val_loss_small', '--score-direction', 'maximize', '--json'], home, 120_000);
+    const r = await assay(['run', TASK, '--agent', agent, '--run-id', 'flags1', '--max-submissions', '2', '--metric', 'val_loss_small', '--score-direction', 'maximize', '--json'], home, 120_000);
     expect(r.code).toBe(0);
     expect(r.stderr).toContain('s1=0');
     expect(r.stderr).toContain('s2=0');

@@ -2,3 +2,4 @@ export * from './errors';
 export * from './clock';
 export * from './progress';
 export * from './terminal-text';
+export * from './system-errors';

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { systemClock } from '@assay/core';
-import { createOperatorToken, deleteOperatorToken, operatorTokenPath } from '@assay/ledger';
 import type { CliContext } from '../cli-context';
+import { libs } from '../libs';
 
 /** `assay api token ...`: the operator token that the HTTP API requires for every write. */
 export function register(program: Command, ctx: CliContext): void {
@@ -14,6 +14,7 @@ export function register(program: Command, ctx: CliContext): void {
     .option('--rotate', 'replace the existing token (the old one stops working at once)')
     .option('--json', 'print JSON')
     .action((o: { rotate?: boolean; json?: boolean }) => {
+      const { createOperatorToken } = libs.ledger();
       const r = createOperatorToken(ctx.home, { clock: systemClock, ...(o.rotate ? { rotate: true } : {}) });
       if (o.json) return ctx.out(JSON.stringify({ token: r.token, path: r.path, replaced: r.replaced }));
       ctx.out(r.token);
@@ -24,8 +25,11 @@ export function register(program: Command, ctx: CliContext): void {
   token
     .command('delete')
     .description('remove the operator token: the API then serves reads only and refuses every write')
-    .action(() => {
+    .option('--json', 'print JSON')
+    .action((o: { json?: boolean }) => {
+      const { deleteOperatorToken, operatorTokenPath } = libs.ledger();
       const had = deleteOperatorToken(ctx.home);
+      if (o.json) return ctx.out(JSON.stringify({ deleted: had, path: operatorTokenPath(ctx.home) }));
       ctx.out(had ? `deleted ${operatorTokenPath(ctx.home)}: the API now refuses every write` : `no operator token in ${operatorTokenPath(ctx.home)}: the API already refuses every write`);
     });
 }

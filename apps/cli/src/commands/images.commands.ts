@@ -1,9 +1,8 @@
 import type { Command } from 'commander';
 import { systemClock } from '@assay/core';
-import { loadTaskPlan } from '@assay/task-format';
 import type { BuiltImage } from '@assay/judge';
-import { JudgeRuntime, buildBaseImage } from '../../../runtime/src';
 import type { CliContext } from '../cli-context';
+import { libs } from '../libs';
 
 /**
  * `assay images base [--force] [--json]`: the Debian base image (scripts/build-base-image.sh), recorded as ImageBuilt.
@@ -19,6 +18,7 @@ export function register(program: Command, ctx: CliContext): void {
     .option('--force', 'rebuild even when an image from the same recipe exists')
     .option('--json', 'print JSON')
     .action(async (o: { force?: boolean; json?: boolean }) => {
+      const { JudgeRuntime, buildBaseImage } = libs.runtime();
       const rt = await JudgeRuntime.open({ home: ctx.home, progress: ctx.progress() });
       try {
         await rt.containers.ping();
@@ -39,8 +39,8 @@ export function register(program: Command, ctx: CliContext): void {
     .option('--force', 'rebuild even when images from the same recipe exist')
     .option('--json', 'print JSON')
     .action(async (taskDir: string, o: { force?: boolean; json?: boolean }) => {
-      const plan = await loadTaskPlan(taskDir);
-      const rt = await JudgeRuntime.open({ home: ctx.home, progress: ctx.progress() });
+      const plan = await libs.taskFormat().loadTaskPlan(taskDir);
+      const rt = await libs.runtime().JudgeRuntime.open({ home: ctx.home, progress: ctx.progress() });
       try {
         await rt.containers.ping();
         const r = await rt.images.ensure(taskDir, plan, { force: o.force === true });

@@ -15,9 +15,8 @@ import { register as images } from './images.commands';
 import { register as snapshot } from './snapshot.commands';
 import { register as run } from './run.commands';
 import { register as api } from './api.commands';
-import { LedgerSnapshotSink } from '../snapshot-ledger-sink';
 
-const groups: Register[] = [ledger, keys, task, judge, images, run, (p, ctx) => snapshot(p, ctx, { sink: (c) => new LedgerSnapshotSink(c) }), api];
+const groups: Register[] = [ledger, keys, task, judge, images, run, (p, ctx) => snapshot(p, ctx, { sink: (c) => new (require('../snapshot-ledger-sink') as typeof import('../snapshot-ledger-sink')).LedgerSnapshotSink(c) }), api];
 
 export function registerCommands(program: Command, ctx: CliContext): void {
   for (const register of groups) register(program, ctx);

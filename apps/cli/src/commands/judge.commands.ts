@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
-import { judgeError, type JudgeResult } from '@assay/judge';
-import { JudgeRuntime } from '../../../runtime/src';
+import type { JudgeResult } from '@assay/judge';
 import type { CliContext } from '../cli-context';
+import { libs } from '../libs';
 
 /**
  * `assay judge TASK_DIR --snapshot CID|DIR [--repeat N] [--metric KEY] [--json]`
@@ -22,11 +22,12 @@ export function register(program: Command, ctx: CliContext): void {
     .option('--metric <key>', 'primary metric (over the task\'s [metadata.assay] primary_metric)')
     .option('--json', 'print one JSON document')
     .action(async (taskDir: string, o: { snapshot: string; repeat: string; metric?: string; json?: boolean }) => {
+      const { judgeError } = libs.judge();
       if (!/^\d{1,3}$/.test(o.repeat) || Number(o.repeat) < 1 || Number(o.repeat) > 100) {
         throw judgeError('JUDGE_BAD_REQUEST', `--repeat must be an integer from 1 to 100, got "${o.repeat}"`);
       }
       const n = Number(o.repeat);
-      const rt = await JudgeRuntime.open({ home: ctx.home, progress: ctx.progress() });
+      const rt = await libs.runtime().JudgeRuntime.open({ home: ctx.home, progress: ctx.progress() });
       // Ctrl-C / SIGTERM: kill the running Judge, record it (infrastructure_error), start no other. A second one
       // ends the process at once; the next `assay judge` sweeps what is left.
       const onSignal = (sig: NodeJS.Signals) => {

@@ -175,7 +175,7 @@ export function register(program: Command, ctx: CliContext): void {
     .action(async (o: { json?: boolean }) => {
       const r = await withBuses(ctx, (b) => b.commands.execute(new SignCheckpointCommand()));
       if (o.json) return ctx.out(JSON.stringify(r, null, 2));
-      process.stdout.write(r.note);
+      ctx.out(r.note);
     });
 
   ledger
@@ -187,7 +187,7 @@ export function register(program: Command, ctx: CliContext): void {
       const pos = parseCount(position, 'position');
       const r = await withBuses(ctx, (b) => b.queries.execute(new ProveInclusionQuery(pos, true)));
       if (o.json) return ctx.out(JSON.stringify(r, null, 2));
-      process.stdout.write(formatInclusionProof(r));
+      ctx.out(formatInclusionProof(r));
     });
 
   ledger

@@ -1,4 +1,4 @@
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
 import { AssayError, escapeTerminalText } from '@assay/core';
 import { RUN_ERROR_CODES } from '@assay/run';
 import { parseRunSettingsFlags } from '@assay/task-format';
@@ -6,9 +6,11 @@ import { agentOf, runResearch, type RunReport } from '../../../runtime/src/run-r
 import { parseGpuList } from '../../../runtime/src/gpu-pool';
 import type { CliContext } from '../cli-context';
 
+const usage = (message: string) => new AssayError('CLI_USAGE', 'invalid_input', message);
+
 /**
  * `assay run TASK_DIR --agent reference|command:<cmd> [--max-submissions N] [--time-budget S] [--cooldown S]
- *  [--primary-reward KEY] [--score-direction maximize|minimize] [--gpus LIST] [--gpu-budget S] [--run-id ID]
+ *  [--metric KEY] [--score-direction maximize|minimize] [--gpus LIST] [--gpu-budget S] [--run-id ID]
  *  [--snapshot-interval S] [--json]`
  * `assay run --resume RUN_ID`
  *
@@ -27,25 +29,26 @@ export function register(program: Command, ctx: CliContext): void {
     .option('--gpus <list>', 'host GPUs this run may use: comma-separated indices or UUIDs, e.g. 0,1 (default: none)')
     .option('--gpu-budget <s>', 'GPU budget in GPU-seconds (every GPU held by Work or a Judge, times its holding time)')
     .option('--gpu-budget-hours <h>', 'the same GPU budget in GPU-hours (converted to seconds)')
-    .option('--primary-reward <key>', 'the reward key that is the primary score')
+    .option('--metric <key>', "the reward key that is the primary score (over the task's [metadata.assay] primary_metric)")
+    .addOption(new Option('--primary-reward <key>', 'the same as --metric (older spelling)').hideHelp())
     .option('--score-direction <dir>', 'maximize | minimize')
     .option('--run-id <id>', 'the run id (default: generated)')
     .option('--snapshot-interval <s>', 'seconds between workspace snapshots while the agent works (0: none)', '60')
     .option('--resume <run>', 'resume a run from the ledger (its containers are cleaned up and Work restarted)')
     .option('--json', 'print one JSON document')
-    .action(async (taskDir: string | undefined, o: { agent: string; maxSubmissions?: string; timeBudget?: string; cooldown?: string; gpus?: string; gpuBudget?: string; gpuBudgetHours?: string; primaryReward?: string; scoreDirection?: string; runId?: string; resume?: string; snapshotInterval: string; json?: boolean }) => {
+    .action(async (taskDir: string | undefined, o: { agent: string; maxSubmissions?: string; timeBudget?: string; cooldown?: string; gpus?: string; gpuBudget?: string; gpuBudgetHours?: string; metric?: string; primaryReward?: string; scoreDirection?: string; runId?: string; resume?: string; snapshotInterval: string; json?: boolean }) => {
       const int = (v: string | undefined, name: string): number | undefined => {
         if (v === undefined) return undefined;
-        if (!/^\d{1,9}$/.test(v)) throw new Error(`${name} must be a non-negative integer, got "${v}"`);
+        if (!/^\d{1,9}$/.test(v)) throw usage(`${name} must be a non-negative integer, got "${v}"`);
         return Number(v);
       };
       if (o.scoreDirection !== undefined && o.scoreDirection !== 'maximize' && o.scoreDirection !== 'minimize') {
-        throw new Error(`--score-direction must be maximize or minimize, got "${o.scoreDirection}"`);
+        throw usage(`--score-direction must be maximize or minimize, got "${o.scoreDirection}"`);
       }
       int(o.snapshotInterval, '--snapshot-interval');
-      if (!o.resume && !taskDir) throw new Error('assay run needs TASK_DIR (or --resume RUN_ID)');
-      if (o.runId !== undefined && !/^[a-z0-9][a-z0-9-]{0,62}$/.test(o.runId)) throw new Error(`--run-id must be lowercase letters, digits and dashes, got "${o.runId}"`);
-      if (o.resume !== undefined && !/^[a-z0-9][a-z0-9-]{0,62}$/.test(o.resume)) throw new Error(`--resume needs a run id (lowercase letters, digits and dashes), got "${o.resume}"`);
+      if (!o.resume && !taskDir) throw usage('assay run needs TASK_DIR (or --resume RUN_ID)');
+      if (o.runId !== undefined && !/^[a-z0-9][a-z0-9-]{0,62}$/.test(o.runId)) throw usage(`--run-id must be lowercase letters, digits and dashes, got "${o.runId}"`);
+      if (o.resume !== undefined && !/^[a-z0-9][a-z0-9-]{0,62}$/.test(o.resume)) throw usage(`--resume needs a run id (lowercase letters, digits and dashes), got "${o.resume}"`);
       const gpus = parseGpuList(o.gpus);
       const gpuBudget = parseRunSettingsFlags({ ...(o.gpuBudget !== undefined ? { gpuBudgetSec: o.gpuBudget } : {}), ...(o.gpuBudgetHours !== undefined ? { gpuBudgetHours: o.gpuBudgetHours } : {}) });
       const badInput = (message: string) => new AssayError(RUN_ERROR_CODES.INVALID_INPUT, 'invalid_input', message);
@@ -56,7 +59,7 @@ export function register(program: Command, ctx: CliContext): void {
         ...(int(o.maxSubmissions, '--max-submissions') !== undefined ? { maxSubmissions: int(o.maxSubmissions, '--max-submissions') as number } : {}),
         ...(int(o.timeBudget, '--time-budget') !== undefined ? { timeBudgetSec: int(o.timeBudget, '--time-budget') as number } : {}),
         ...(int(o.cooldown, '--cooldown') !== undefined ? { cooldownSec: int(o.cooldown, '--cooldown') as number } : {}),
-        ...(o.primaryReward !== undefined ? { primaryMetric: o.primaryReward } : {}),
+        ...((o.metric ?? o.primaryReward) !== undefined ? { primaryMetric: (o.metric ?? o.primaryReward) as string } : {}),
         ...(o.scoreDirection !== undefined ? { direction: o.scoreDirection as 'maximize' | 'minimize' } : {}),
       };
       agentOf(o.agent); // a bad --agent fails before anything starts

@@ -1,19 +1,15 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { Command } from 'commander';
 import { AssayError } from '@assay/core';
-import {
-  SnapshotHome,
-  parseCid,
-  resolvePolicy,
-  DEFAULT_GC_GRACE_MS,
-  addToSummary,
-  emptySummary,
-  type DiffChange,
-  type SnapshotEventSink,
-  type SnapshotPolicy,
-  type SnapshotResult,
-} from '@assay/snapshots';
+import type { DiffChange, SnapshotEventSink, SnapshotHome, SnapshotPolicy, SnapshotResult } from '@assay/snapshots';
 import type { CliContext } from '../cli-context';
+import { libs } from '../libs';
+
+/** Garbage collection's default grace period as help shows it (a test keeps it equal to DEFAULT_GC_GRACE_MS). */
+export const GC_GRACE_HELP_SECONDS = 3600;
+
+const parseCid = (text: string) => libs.snapshots().parseCid(text);
 
 /**
  * `assay snapshot ...`: content-addressed snapshots in `<ASSAY_HOME>/blobs`.
@@ -59,7 +55,7 @@ function readPolicy(file: string | undefined, exclude: string[] | undefined): Pa
     const prev = Array.isArray(base.exclude) ? (base.exclude as unknown[]) : [];
     base = { ...base, exclude: [...prev, ...exclude] };
   }
-  return resolvePolicy(base);
+  return libs.snapshots().resolvePolicy(base);
 }
 
 function resultJson(r: SnapshotResult): Record<string, unknown> {
@@ -82,12 +78,16 @@ function describeChange(c: DiffChange): string {
 }
 
 export function register(program: Command, ctx: CliContext, options: { sink?: SinkProvider | null } = {}): void {
-  const open = async (): Promise<SnapshotHome> => {
+  const open = async (mode: 'read' | 'write'): Promise<SnapshotHome> => {
+    // commands that only read never create a store: a missing one is an error that says where Assay looked
+    if (mode === 'read' && !existsSync(join(ctx.home, 'blobs'))) {
+      throw new AssayError('SNAPSHOT_STORE_NOT_FOUND', 'not_found', `no snapshot store in ${join(ctx.home, 'blobs')}: nothing was snapshotted under this ASSAY_HOME (ASSAY_HOME selects the directory)`);
+    }
     const sink = await resolveSink(options.sink ?? moduleSink, ctx);
-    return SnapshotHome.open(ctx.home, { sink });
+    return libs.snapshots().SnapshotHome.open(ctx.home, { sink });
   };
-  const using = async <T>(f: (home: SnapshotHome) => Promise<T>): Promise<T> => {
-    const home = await open();
+  const using = async <T>(f: (home: SnapshotHome) => Promise<T>, mode: 'read' | 'write' = 'read'): Promise<T> => {
+    const home = await open(mode);
     try {
       return await f(home);
     } finally {
@@ -120,6 +120,7 @@ export function register(program: Command, ctx: CliContext, options: { sink?: Si
           ...(o.label !== undefined ? { label: o.label } : {}),
           ...(o.previous !== undefined ? { previous: o.previous } : {}),
         }),
+        'write',
       );
       const flagged = r.outsideSymlinks.length > 0 ? `; ${r.outsideSymlinks.length} symlink(s) point outside: ${r.outsideSymlinks.slice(0, 5).join(', ')}` : '';
       print(
@@ -168,6 +169,7 @@ export function register(program: Command, ctx: CliContext, options: { sink?: Si
       const from = parseCid(a);
       const to = parseCid(b);
       await using(async (home) => {
+        const { emptySummary, addToSummary } = libs.snapshots();
         const s = emptySummary();
         const changes: DiffChange[] = [];
         for await (const c of home.diff(from, to)) {
@@ -216,7 +218,7 @@ export function register(program: Command, ctx: CliContext, options: { sink?: Si
     .argument('<file>', 'the CAR file')
     .option('--json', 'print the result as JSON')
     .action(async (file: string, o: { json?: boolean }) => {
-      const r = await using((home) => home.importCar(file, ctx.progress()));
+      const r = await using((home) => home.importCar(file, ctx.progress()), 'write');
       print(o.json, r, `${r.roots.join('\n')}\nimported ${r.blocks} blocks (${r.newBlobs} new), ${r.bytes} bytes`);
     });
 
@@ -224,13 +226,13 @@ export function register(program: Command, ctx: CliContext, options: { sink?: Si
     .command('gc')
     .description('delete blobs no pinned snapshot references (blobs younger than the grace period are kept)')
     .option('--dry-run', 'report what would be deleted')
-    .option('--grace <seconds>', 'keep unreferenced blobs younger than this', String(DEFAULT_GC_GRACE_MS / 1000))
+    .option('--grace <seconds>', 'keep unreferenced blobs younger than this', String(GC_GRACE_HELP_SECONDS))
     .option('--json', 'print the result as JSON')
     .action(async (o: { dryRun?: boolean; grace: string; json?: boolean }) => {
-      const grace = Number(o.grace);
-      if (!Number.isFinite(grace) || grace < 0) {
-        throw new AssayError('SNAPSHOT_POLICY_INVALID', 'invalid_input', `--grace must be a number of seconds >= 0, got ${o.grace}`);
+      if (!/^\d{1,9}$/.test(o.grace)) {
+        throw new AssayError('SNAPSHOT_POLICY_INVALID', 'invalid_input', `--grace must be a whole number of seconds (decimal digits), got "${o.grace}"`);
       }
+      const grace = Number(o.grace);
       const r = await using((home) => home.gc({ graceMs: grace * 1000, dryRun: o.dryRun === true, progress: ctx.progress() }));
       print(
         o.json,
@@ -254,10 +256,11 @@ export function register(program: Command, ctx: CliContext, options: { sink?: Si
     .command('unpin')
     .description('stop keeping a snapshot root (its blobs go at the next gc, unless another pin references them)')
     .argument('<cid>', 'snapshot root CID')
-    .action(async (cid: string) => {
+    .option('--json', 'print the result as JSON')
+    .action(async (cid: string, o: { json?: boolean }) => {
       const root = parseCid(cid);
       const removed = await using((home) => home.unpin(root));
       if (!removed) throw new AssayError('SNAPSHOT_NOT_FOUND', 'not_found', `${cid} is not pinned`);
-      ctx.out(`unpinned ${cid}`);
+      print(o.json, { cid, unpinned: true }, `unpinned ${cid}`);
     });
 }

@@ -1,18 +1,8 @@
 import type { Command } from 'commander';
 import { AssayError } from '@assay/core';
-import { SnapshotHome } from '@assay/snapshots';
-import {
-  computeTaskDigests,
-  describePlan,
-  formatProblem,
-  loadTaskPlan,
-  summarizePlan,
-  TASK_ERROR_CODES,
-  validateTaskDir,
-  type TaskDigests,
-  type TaskProblem,
-} from '@assay/task-format';
+import type { TaskDigests, TaskProblem } from '@assay/task-format';
 import type { CliContext } from '../cli-context';
+import { libs } from '../libs';
 
 /**
  * `assay task validate DIR [--json]`: exit 0 with a one-line summary, or every problem found (one per line on stdout,
@@ -28,6 +18,7 @@ export function register(program: Command, ctx: CliContext): void {
     .argument('<dir>', 'task directory (task.toml, instruction.md, environment/, tests/test.sh)')
     .option('--json', 'print {ok, dir, summary, problems} as JSON')
     .action(async (dir: string, opts: { json?: boolean }) => {
+      const { validateTaskDir, summarizePlan, formatProblem } = libs.taskFormat();
       const v = await validateTaskDir(dir);
       if (opts.json) {
         ctx.out(JSON.stringify({ ok: v.ok, dir: v.dir, summary: v.plan ? summarizePlan(v.plan) : null, problems: v.problems }));
@@ -45,9 +36,10 @@ export function register(program: Command, ctx: CliContext): void {
     .argument('<dir>', 'task directory')
     .option('--json', 'print the plan as JSON')
     .action(async (dir: string, opts: { json?: boolean }) => {
+      const { loadTaskPlan, computeTaskDigests, describePlan } = libs.taskFormat();
       const plan = await loadTaskPlan(dir);
       // Digests use the snapshot rules (content addressing, docs/snapshots-format.md); nothing is stored.
-      const snapshots = await SnapshotHome.open(ctx.home, { sink: null });
+      const snapshots = await libs.snapshots().SnapshotHome.open(ctx.home, { sink: null });
       let digests: TaskDigests;
       try {
         digests = await computeTaskDigests(dir, {
@@ -65,6 +57,7 @@ export function register(program: Command, ctx: CliContext): void {
 }
 
 function failure(dir: string, problems: readonly TaskProblem[]): AssayError {
+  const { TASK_ERROR_CODES } = libs.taskFormat();
   const first = problems[0];
   if (problems.length === 1 && first?.code === TASK_ERROR_CODES.DIR_NOT_FOUND) {
     return new AssayError(first.code, 'not_found', `${first.file}: ${first.message}`);

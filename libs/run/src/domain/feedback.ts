@@ -21,7 +21,9 @@ import { BUDGET_KINDS, REWARD_KEY_RE, type BudgetKind, type JsonObject } from '.
 import { bestRound, roundScore, type RoundState, type RunState } from './run-state';
 import { remainingBudgets } from './decide';
 
-export type RoundViewStatus = 'judging' | 'completed' | 'submission_error' | 'verifier_error' | 'verifier_timeout' | 'rule_violation' | 'refunded';
+/** What a round shows the agent, `assay run status` and the run report: its Judge's status, or what the run made of it. */
+export const ROUND_VIEW_STATUSES = ['judging', 'completed', 'submission_error', 'verifier_error', 'verifier_timeout', 'rule_violation', 'refunded'] as const;
+export type RoundViewStatus = (typeof ROUND_VIEW_STATUSES)[number];
 
 export interface RoundView {
   readonly round: number;

@@ -5,7 +5,7 @@ import { pipeline } from 'node:stream/promises';
 import { dirname, join, basename, resolve } from 'node:path';
 import { CID } from 'multiformats/cid';
 import * as dagCbor from '@ipld/dag-cbor';
-import { silentProgress, type Clock, type Progress } from '@assay/core';
+import { AssayError, silentProgress, type Clock, type Progress } from '@assay/core';
 import {
   CHUNK_SIZE,
   DAG_CBOR_CODE,
@@ -56,6 +56,10 @@ export async function exportCar(
   const reader = new NodeReader(blocks);
   const target = resolve(out);
   const tmp = join(dirname(target), `.${basename(target)}.tmp-${randomBytes(6).toString('hex')}`);
+  const dir = fs.statSync(dirname(target), { throwIfNoEntry: false });
+  if (!dir?.isDirectory()) {
+    throw new AssayError('SNAPSHOT_OUTPUT_DIR_MISSING', 'not_found', `cannot write ${out}: the directory ${dirname(target)} does not exist (create it first)`, { details: { output: out } });
+  }
   const { CarWriter } = await import('@ipld/car');
   const { writer, out: stream } = CarWriter.create([...roots]);
   const piping = pipeline(Readable.from(stream), fs.createWriteStream(tmp, { flags: 'wx', mode: 0o644 }));

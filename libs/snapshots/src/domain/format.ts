@@ -122,7 +122,8 @@ export function parseCid(text: string): CID {
   try {
     cid = CID.parse(text.trim());
   } catch (e) {
-    throw snapshotError('SNAPSHOT_CID_INVALID', `"${text}" is not a CID: ${(e as Error).message}`, { cid: text }, e);
+    // multiformats' own messages speak of its API ("multibase decoder must be provided"); say what a CID looks like
+    throw snapshotError('SNAPSHOT_CID_INVALID', `"${text}" is not a CID: expected a base32 CIDv1 such as bafkrei... or bafyrei... (the root CID that \`assay snapshot create\` prints)`, { cid: text }, e);
   }
   if (!isFormatCid(cid)) {
     throw snapshotError(

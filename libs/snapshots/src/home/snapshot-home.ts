@@ -42,7 +42,7 @@ export interface CreateOptions {
  * `<home>/snapshot-cache.sqlite`. The composition root for the CLI and the runtime.
  */
 export class SnapshotHome {
-  readonly store: FsBlobStore;
+  private storeHandle: FsBlobStore | null = null;
   private cacheHandle: SqliteStatCache | null = null;
   private readonly clock: Clock;
 
@@ -51,11 +51,16 @@ export class SnapshotHome {
     private readonly options: SnapshotHomeOptions,
   ) {
     this.clock = options.clock ?? systemClock;
-    this.store = FsBlobStore.open(join(home, 'blobs'), { clock: this.clock, durability: options.durability ?? 'batch' });
   }
 
   static open(home: string, options: SnapshotHomeOptions = {}): SnapshotHome {
     return new SnapshotHome(home, options);
+  }
+
+  /** The blob store, opened (and created) on first use: a dry run without the stat cache writes nothing. */
+  get store(): FsBlobStore {
+    this.storeHandle ??= FsBlobStore.open(join(this.home, 'blobs'), { clock: this.clock, durability: this.options.durability ?? 'batch' });
+    return this.storeHandle;
   }
 
   get cache(): SqliteStatCache {
@@ -134,6 +139,7 @@ export class SnapshotHome {
   async close(): Promise<void> {
     await this.cacheHandle?.close();
     this.cacheHandle = null;
-    await this.store.close();
+    await this.storeHandle?.close();
+    this.storeHandle = null;
   }
 }
