@@ -13,7 +13,7 @@
  */
 import type { ClaimChecker, ClaimEvent, ClaimProblem, ClaimRules } from '@assay/ledger';
 import { isAssayError } from '@assay/core';
-import { BUDGET_EPSILON } from './decide';
+import { BUDGET_EPSILON, MAX_REFUNDED_ROUNDS, refundedRounds } from './decide';
 import { BUDGET_KINDS, isJudgeStream, RUN_STREAM_CATEGORY, type BudgetKind, type JudgeStatus, type RunEventRecord } from './run-events';
 import { bestRound, evolve, initialRunState, openRound, roundOf, type RunState } from './run-state';
 
@@ -60,6 +60,8 @@ export const CLAIM_RULES = {
   'budget.remaining': 'VERIFY_CLAIM_BUDGET_REMAINING',
   /** Consumption over a limit comes with a RuleViolation budget.<kind>. */
   'budget.over': 'VERIFY_CLAIM_BUDGET_OVER',
+  /** At most MAX_REFUNDED_ROUNDS (10) refunded rounds per run; the refund that reaches the cap ends the run: no round opens after it, and RunCompleted's status is failed. */
+  'run.refund_cap': 'VERIFY_CLAIM_REFUND_CAP',
   /** JudgeLaunched, JudgeCompleted, RewardRecorded name the judge of their stream. */
   'judge.id': 'VERIFY_CLAIM_JUDGE_ID',
   /** JudgeLaunched is the first event of its stream; one JudgeCompleted per stream. */
@@ -224,6 +226,7 @@ class RunClaimChecker implements ClaimChecker {
         if (round !== s.rounds.length + 1) return this.problem('round.order', `opens round ${round}, but the next round is ${s.rounds.length + 1}`);
         const closed = closedByBudgets(s);
         if (closed) return this.problem('round.closed', `opens round ${round} while submissions are closed: ${closed}`);
+        if (refundedRounds(s) >= MAX_REFUNDED_ROUNDS) return this.problem('run.refund_cap', `opens round ${round} after ${refundedRounds(s)} refunded rounds: the refund that reached the cap (${MAX_REFUNDED_ROUNDS}) ended the run`);
         return null;
       }
       case 'SnapshotTaken':
@@ -235,6 +238,7 @@ class RunClaimChecker implements ClaimChecker {
         if (round === null) return REFUSAL_STATUSES.has(num(d.status) ?? 0) ? null : this.problem('run.rejection_status', `a refused request has status 401, 422 or 429, not ${show(d.status)}`);
         if (!open || open.round !== round) return this.problem('round.settled_once', `refunds round ${round}, which is not open${roundOf(s, round) ? ' (it was settled before)' : ' (it was never received)'}`);
         if (d.status !== 503) return this.problem('round.settled_once', `a refunded round has status 503, not ${show(d.status)}`);
+        if (refundedRounds(s) >= MAX_REFUNDED_ROUNDS) return this.problem('run.refund_cap', `refunds round ${round}, refund ${refundedRounds(s) + 1} of the run; at most ${MAX_REFUNDED_ROUNDS} are refunded`);
         return null;
       case 'BudgetConsumed': {
         const kind = d.budget as BudgetKind;
@@ -267,6 +271,7 @@ class RunClaimChecker implements ClaimChecker {
   private completion(d: Data, s: RunState): ClaimProblem | null {
     const open = openRound(s);
     if (open) return this.problem('run.open_round', `round ${open.round} is still open (a round open at the end is refunded first)`);
+    if (refundedRounds(s) >= MAX_REFUNDED_ROUNDS && d.status !== 'failed') return this.problem('run.refund_cap', `ends ${show(d.status)} after ${refundedRounds(s)} refunded rounds; the refund that reaches the cap (${MAX_REFUNDED_ROUNDS}) ends the run failed`);
     const best = bestRound(s);
     const want = { bestRound: best?.round ?? null, bestScore: best?.score ?? null, bestSnapshot: best?.snapshot ?? null };
     if (d.bestRound !== want.bestRound || d.bestScore !== want.bestScore || d.bestSnapshot !== want.bestSnapshot) {

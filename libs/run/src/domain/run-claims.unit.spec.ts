@@ -273,6 +273,38 @@ describe('forgeries fail with the rule, the stream and the position', () => {
     expectProblem(check(h.records), 'claims.stream', 'snapshot-cli', at3);
   });
 
+  it('refunds: the controller stops at the cap (10) and ends the run failed; a forged 11th refund, a round after the cap or another status fail', () => {
+    const refundOnce = (s: Sim, n: number) => {
+      s.submit();
+      s.snapshot(n, `bafy${n}`);
+      s.judge(n, 'infrastructure_error');
+      s.ok({ kind: 'settle', round: n });
+    };
+    const s = new Sim('r1', { settings: { maxSubmissions: 50 } });
+    for (let n = 1; n <= 10; n++) refundOnce(s, n);
+    const last = s.records[s.records.length - 1];
+    expect(last).toMatchObject({ type: 'RunCompleted', data: { status: 'failed' } });
+    expect(check(s.records)).toBeNull();
+    // the same history forged on: the cap's RunCompleted dropped, one more round refunded or a different ending
+    const upToCap = s.records.slice(0, -1);
+    let f = new Forge(upToCap);
+    let at = f.add(RUN, 'SubmissionReceived', { run: 'r1', round: 11 });
+    expectProblem(check(f.records), 'run.refund_cap', RUN, at);
+    f = new Forge(upToCap);
+    at = f.add(RUN, 'RunCompleted', { run: 'r1', status: 'no_valid_submission', bestRound: null, bestScore: null, bestSnapshot: null });
+    expectProblem(check(f.records), 'run.refund_cap', RUN, at);
+    const nine = new Sim('r1', { settings: { maxSubmissions: 50 } });
+    for (let n = 1; n <= 9; n++) refundOnce(nine, n);
+    f = new Forge(nine.records);
+    f.add(RUN, 'SubmissionReceived', { run: 'r1', round: 10 });
+    f.add(RUN, 'SubmissionRejected', { run: 'r1', round: 10, reason: 'x', status: 503 });
+    f.add(RUN, 'SubmissionReceived', { run: 'r1', round: 11 });
+    at = f.add(RUN, 'SubmissionRejected', { run: 'r1', round: 11, reason: 'x', status: 503 });
+    const p = check(f.records);
+    expect(p?.rule).toBe('run.refund_cap');
+    expect(p?.position).toBeLessThanOrEqual(at);
+  });
+
   it('rounds: out of order, opened while one is open or while closed, snapshotted twice, settled twice, a refund that is not 503', () => {
     const s = new Sim('r1', { settings: { maxSubmissions: 1 } });
     let f = new Forge(s.records);
