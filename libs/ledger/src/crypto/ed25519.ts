@@ -3,7 +3,8 @@
  *
  * - `nodeEd25519`: OpenSSL through node:crypto, the hot path (about 100x faster than tweetnacl). KeyObjects are
  *   imported once per key and cached, so verifying many events by the same signer does not re-import the key.
- * - `naclEd25519`: tweetnacl, the independent second implementation the tests cross-check against.
+ * - `naclEd25519`: tweetnacl, the independent second implementation the tests cross-check against. It lives with the
+ *   tests (tests/support/nacl-ed25519.ts): nothing that ships loads tweetnacl.
  *
  * Neither library is strict on its own: both accept a signature whose S is not reduced (S >= L, in tweetnacl),
  * a public key whose y coordinate is not canonical (y >= p) and small-order public keys (for which one signature
@@ -20,7 +21,6 @@
  * comparison.
  */
 import { createHash, createPrivateKey, createPublicKey, sign as nodeSign, verify as nodeVerify, type KeyObject } from 'node:crypto';
-import nacl from 'tweetnacl';
 import { AssayError } from '@assay/core';
 
 export const ED25519_SEED_BYTES = 32;
@@ -174,7 +174,7 @@ export function ed25519Problem(pub: Uint8Array, message: Uint8Array, sig: Uint8A
   return ed25519SignatureProblem(sig) ?? ed25519PublicKeyProblem(pub, pubHex);
 }
 
-function requireSeed(seed: Uint8Array): void {
+export function requireSeed(seed: Uint8Array): void {
   if (!isBytes(seed) || seed.byteLength !== ED25519_SEED_BYTES)
     throw new AssayError('ED25519_BAD_SEED', 'invalid_input', `an Ed25519 seed must be ${ED25519_SEED_BYTES} bytes`, {
       details: { length: isBytes(seed) ? seed.byteLength : null },
@@ -255,34 +255,5 @@ export const nodeEd25519: Ed25519 = {
     requireSeed(seed);
     const spki = createPublicKey(privateKeyObject(seed)).export({ format: 'der', type: 'spki' });
     return new Uint8Array(spki.subarray(spki.byteLength - ED25519_PUBLIC_KEY_BYTES));
-  },
-};
-
-// ---- tweetnacl -----------------------------------------------------------------------------------------------------
-
-export const naclEd25519: Ed25519 = {
-  name: 'tweetnacl',
-  sign(seed, message) {
-    requireSeed(seed);
-    const kp = nacl.sign.keyPair.fromSeed(new Uint8Array(seed));
-    try {
-      return nacl.sign.detached(message, kp.secretKey);
-    } finally {
-      kp.secretKey.fill(0);
-    }
-  },
-  verify(pub, message, sig) {
-    if (ed25519Problem(pub, message, sig) !== null) return false;
-    try {
-      return nacl.sign.detached.verify(message, sig, pub);
-    } catch {
-      return false;
-    }
-  },
-  publicKeyFromSeed(seed) {
-    requireSeed(seed);
-    const kp = nacl.sign.keyPair.fromSeed(new Uint8Array(seed));
-    kp.secretKey.fill(0);
-    return kp.publicKey;
   },
 };

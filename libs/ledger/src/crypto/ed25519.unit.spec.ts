@@ -3,10 +3,10 @@ import nacl from 'tweetnacl';
 import {
   ed25519Problem,
   ed25519PublicKeyProblem,
-  naclEd25519,
   nodeEd25519,
   type Ed25519,
 } from './ed25519';
+import { naclEd25519 } from '../../../../tests/support/nacl-ed25519';
 
 const h = (s: string): Buffer => Buffer.from(s, 'hex');
 const hex = (b: Uint8Array): string => Buffer.from(b).toString('hex');

@@ -1,7 +1,8 @@
 import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { naclEd25519, nodeEd25519 } from './ed25519';
+import { nodeEd25519 } from './ed25519';
+import { naclEd25519 } from '../../../../tests/support/nacl-ed25519';
 import {
   formatPrivateKey,
   formatVerifierKey,

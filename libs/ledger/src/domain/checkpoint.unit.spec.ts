@@ -1,5 +1,6 @@
 import nacl from 'tweetnacl';
-import { naclEd25519, nodeEd25519 } from '../crypto/ed25519';
+import { nodeEd25519 } from '../crypto/ed25519';
+import { naclEd25519 } from '../../../../tests/support/nacl-ed25519';
 import { formatCheckpointBody, openCheckpoint, parseCheckpointBody, signCheckpoint } from './checkpoint';
 import { leafHash, nodeHash } from './merkle';
 import { ed25519NoteSigner, ed25519NoteVerifier, parseNote } from './note';

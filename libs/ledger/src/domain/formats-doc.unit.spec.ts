@@ -1,7 +1,8 @@
 /** Keeps docs/formats.md true: recomputes every value of its worked example and checks the page quotes them. */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { naclEd25519, nodeEd25519 } from '../crypto/ed25519';
+import { nodeEd25519 } from '../crypto/ed25519';
+import { naclEd25519 } from '../../../../tests/support/nacl-ed25519';
 import { formatVerifierKey, parseVerifierKey } from '../crypto/keys';
 import { envelopeHash, parseEnvelope, signingBytes, wireBytes, ZERO_HASH } from './envelope';
 import { leafHash, nodeHash } from './merkle';

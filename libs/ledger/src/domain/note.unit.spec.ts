@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import nacl from 'tweetnacl';
-import { naclEd25519, nodeEd25519 } from '../crypto/ed25519';
+import { nodeEd25519 } from '../crypto/ed25519';
+import { naclEd25519 } from '../../../../tests/support/nacl-ed25519';
 import {
   addSignatures,
   decodeBase64Strict,
