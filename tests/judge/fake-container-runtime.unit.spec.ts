@@ -1,4 +1,4 @@
-import { FakeContainerRuntime } from '@assay/containers';
+import { FakeContainerRuntime } from '../../libs/containers/src/testing';
 import { containerRuntimeContract } from './container-runtime.contract';
 
 containerRuntimeContract('in-memory fake', async () => {

@@ -8,7 +8,8 @@ import * as fs from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ManualClock, SequentialIds } from '@assay/core';
-import { FakeContainerRuntime, readTar, type FakeProcess } from '@assay/containers';
+import { readTar } from '@assay/containers';
+import { FakeContainerRuntime, type FakeProcess } from '../../libs/containers/src/testing';
 import {
   Ledger,
   MemoryCheckpointStore,

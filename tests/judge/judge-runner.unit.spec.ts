@@ -4,7 +4,8 @@
  */
 import * as fs from 'node:fs';
 import { join, resolve } from 'node:path';
-import { FakeContainerRuntime, readTar, tarHeader, tarPadding, type ContainerSpec, type ImportImageOptions } from '@assay/containers';
+import { readTar, tarHeader, tarPadding, type ContainerSpec, type ImportImageOptions } from '@assay/containers';
+import { FakeContainerRuntime } from '../../libs/containers/src/testing';
 import { loadTaskPlan } from '@assay/task-format';
 import { JudgeRunner, TaskImageBuilder, type JudgeResult, type PreparedTask } from '@assay/judge';
 import { DirSnapshots, TestOwners, installFakeEntrypoint, memoryLedger, removeFakeSnapshots, tmp, writeTask, type FakeScenario, type MemoryLedger } from './judge-fakes';

@@ -7,7 +7,7 @@ import * as fs from 'node:fs';
 import { join } from 'node:path';
 import { loadTaskPlan } from '@assay/task-format';
 import { JudgeRunner, TaskImageBuilder } from '@assay/judge';
-import { FakeContainerRuntime } from '@assay/containers';
+import { FakeContainerRuntime } from '../../libs/containers/src/testing';
 import { LedgerRunLedger, SubmissionService, type Snapshotter, type WorkControl, type WorkspaceChange } from '@assay/run';
 import { GpuPool, PooledJudge, planGpus, planTaskGpus, recordWorkGpuUse, workGpuSpec, type GpuPlan } from '../../apps/runtime/src/gpu-pool';
 import { RunnerJudge, runResearch } from '../../apps/runtime/src/run-runtime';
