@@ -7,9 +7,11 @@
  *   verifier_error        test.sh finished but left no valid reward (see reward.ts), whatever its exit code
  *   completed             a valid reward was read; test.sh's exit code is recorded but does not change the status
  */
+import { JUDGE_STATUSES } from '@assay/ledger';
 import { choosePrimaryMetric, type PrimaryMetric, type RewardParse, type Rewards } from './reward';
 
-export const JUDGE_STATUSES = ['completed', 'submission_error', 'verifier_error', 'verifier_timeout', 'infrastructure_error'] as const;
+/** The Judge's statuses are the ledger catalogue's (JudgeCompleted.status): one definition. */
+export { JUDGE_STATUSES };
 export type JudgeStatus = (typeof JUDGE_STATUSES)[number];
 
 export type JudgeRun =

@@ -10,9 +10,10 @@
  * Both are folded in global position order (docs/run.md, "Events").
  */
 
-export type JsonPrimitive = string | number | boolean | null;
-export type JsonValue = JsonPrimitive | JsonValue[] | { [key: string]: JsonValue };
-export type JsonObject = { [key: string]: JsonValue };
+import { BUDGETS, JUDGE_STATUSES, RUN_STATUSES, type JsonObject } from '@assay/ledger';
+
+// One vocabulary: the ledger's catalogue defines JSON, budgets and statuses; the run uses its names for them.
+export type { JsonPrimitive, JsonValue, JsonObject } from '@assay/ledger';
 
 export const RUN_STREAM_CATEGORY = 'run';
 export const JUDGE_STREAM_CATEGORY = 'judge';
@@ -26,13 +27,13 @@ export const REWARD_KEY_RE = /^[A-Za-z0-9_.:-]{1,64}$/;
 export const runStream = (run: string): string => `${RUN_STREAM_CATEGORY}-${run}`;
 export const isJudgeStream = (stream: string): boolean => stream.startsWith(`${JUDGE_STREAM_CATEGORY}-`);
 
-export const BUDGET_KINDS = ['submissions', 'wall_time', 'agent_time', 'gpu_seconds'] as const;
+export const BUDGET_KINDS = BUDGETS;
 export type BudgetKind = (typeof BUDGET_KINDS)[number];
 
-export const JUDGE_STATUSES = ['completed', 'submission_error', 'verifier_error', 'verifier_timeout', 'infrastructure_error'] as const;
+export { JUDGE_STATUSES };
 export type JudgeStatus = (typeof JUDGE_STATUSES)[number];
 
-export const RUN_END_STATUSES = ['completed', 'no_valid_submission', 'failed', 'cancelled'] as const;
+export const RUN_END_STATUSES = RUN_STATUSES;
 export type RunEndStatus = (typeof RUN_END_STATUSES)[number];
 
 export const RUN_EVENT_TYPES = {
