@@ -3,3 +3,4 @@ export * from './clock';
 export * from './progress';
 export * from './terminal-text';
 export * from './system-errors';
+export * from './worker-entry';

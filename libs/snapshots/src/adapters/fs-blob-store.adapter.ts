@@ -6,7 +6,7 @@ import { CID } from 'multiformats/cid';
 import { systemClock, type Clock } from '@assay/core';
 import { CHUNK_SIZE, MAX_NODE_BYTES, RAW_CODE, isFormatCid, type Block } from '../domain/format';
 import { ioError, snapshotError } from '../domain/snapshot.errors';
-import type { BlobBatch, BlobStore, CompactReport, FsStaging, PackStaging, PinRecord, StoredBlob } from '../ports/blob-store.port';
+import type { BlobBatch, BlobStore, CompactReport, PackStaging, PinRecord, StoredBlob } from '../ports/blob-store.port';
 import { checkBlob, missingBlob } from './memory-blob-store.adapter';
 import {
   BLOB_HEADER,
@@ -1089,10 +1089,6 @@ class FsBatch implements BlobBatch {
       return this.store.readPacked(cid, key, s, this.writer.fdOf(s.pack));
     }
     return this.store.get(cid);
-  }
-
-  fsStaging(): FsStaging | null {
-    return null;
   }
 
   packStaging(): PackStaging {

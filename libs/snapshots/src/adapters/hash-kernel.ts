@@ -1,7 +1,6 @@
 /**
- * The file-reading and hashing kernel. It runs both on the main thread and inside worker threads: the worker
- * source is `createHashKernel.toString()`, so this function must stay self-contained (no references to anything
- * outside its body except `require` of Node built-ins).
+ * The file-reading and hashing kernel. It runs both on the main thread (small amounts of work) and inside the
+ * hashing threads (hash.worker.ts, a module of its own that imports this one).
  *
  * Every file is opened with O_NOFOLLOW | O_NONBLOCK (a symlink or fifo swapped in after the walk's lstat is not
  * followed or waited on), checked by fstat to still be the regular file the walk saw (device, inode, size,

@@ -1,5 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
+import { workerEntry } from '@assay/core';
 import { snapshotError } from '../domain/snapshot.errors';
 import {
   createHashKernel,
@@ -27,26 +28,6 @@ interface Slot {
   inflight: Map<number, Task>;
   dead: boolean;
 }
-
-const WORKER_SOURCE = (kernelSource: string) => `
-const { parentPort } = require('node:worker_threads');
-const kernel = (${kernelSource})(true);
-parentPort.on('message', (m) => {
-  if (m.op === 'recycle') return kernel.recycle(m.job);
-  Promise.resolve()
-    .then(() => kernel[m.op](m.job))
-    .then(
-      (result) => {
-        const transfer = [];
-        for (const v of Object.values(result)) {
-          if (ArrayBuffer.isView(v) && v.byteOffset === 0 && v.byteLength === v.buffer.byteLength) transfer.push(v.buffer);
-        }
-        parentPort.postMessage({ id: m.id, ok: true, result }, transfer);
-      },
-      (e) => parentPort.postMessage({ id: m.id, ok: false, message: String((e && e.stack) || e) }),
-    );
-});
-`;
 
 /** Default number of hashing threads: one per core, at most 8. */
 export function defaultWorkers(): number {
@@ -140,9 +121,9 @@ export class HashPool {
   start(): void {
     if (this.started || this.workers === 0 || this.closed) return;
     this.started = true;
-    const source = WORKER_SOURCE(createHashKernel.toString());
+    const { file, execArgv } = workerEntry(__dirname, 'hash.worker');
     for (let i = 0; i < this.workers; i++) {
-      const worker = new Worker(source, { eval: true });
+      const worker = new Worker(file, { execArgv });
       const slot: Slot = { worker, inflight: new Map(), dead: false };
       worker.on('message', (m: { id: number; ok: boolean; result?: unknown; message?: string }) => {
         const t = slot.inflight.get(m.id);

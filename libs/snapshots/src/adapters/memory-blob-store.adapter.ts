@@ -2,7 +2,7 @@ import type { CID } from 'multiformats/cid';
 import { systemClock, type Clock } from '@assay/core';
 import { bytesEqual, cidFromDigest, sha256, type Block } from '../domain/format';
 import { snapshotError } from '../domain/snapshot.errors';
-import type { BlobBatch, BlobStore, CompactReport, FsStaging, PinRecord, StoredBlob } from '../ports/blob-store.port';
+import type { BlobBatch, BlobStore, CompactReport, PinRecord, StoredBlob } from '../ports/blob-store.port';
 
 export function checkBlob(cid: CID, bytes: Uint8Array, where: string): void {
   const actual = cidFromDigest(cid.code as 0x55 | 0x71, sha256(bytes));
@@ -76,7 +76,6 @@ export class MemoryBlobStore implements BlobStore {
         }
         return this.get(cid);
       },
-      fsStaging: (): FsStaging | null => null,
       commit: async (opts = {}) => {
         if (!open) throw new Error('internal: batch already finished');
         const now = this.clock.now().getTime();

@@ -21,19 +21,6 @@ export interface StoredBlob {
 }
 
 /**
- * The loose-file fast path of the earlier file-system store layout (hashing workers writing chunk blobs straight
- * into the store). No built-in store offers it any more (`fsStaging()` returns null); kept so that callers written
- * against it keep compiling. Use `BlobBatch.putRawChunks` instead.
- */
-export interface FsStaging {
-  readonly blocksDir: string;
-  readonly tempPrefix: string;
-  register(cids: readonly string[], bytes: number): void;
-  /** Lets the hasher's threads do the renames of `commit` in parallel (each pair: staged path, final path). */
-  setPublisher(publish: ((from: string[], to: string[]) => Promise<void>) | null): void;
-}
-
-/**
  * Fast path of the file-system pack store: hashing threads append the raw chunks they hash to pack files of
  * their own in `dir` (docs/snapshots-format.md, section 9), skipping the chunks in `table()` (the raw blobs
  * stored when the batch began: 32-byte digests, open addressing on the digest's first 4 bytes, little endian),
@@ -65,8 +52,6 @@ export interface BlobBatch {
   put(block: Block): Promise<boolean>;
   /** Reads a staged or stored blob, checked against its CID. */
   get(cid: CID): Promise<Uint8Array>;
-  /** The earlier loose-file fast path: null for every built-in store. */
-  fsStaging(): FsStaging | null;
   /**
    * Optional fast path for raw chunks hashed by the caller from these very bytes (the hashing threads), so the
    * store does not hash them again: `data` holds the chunks back to back, `lengths[i]` is chunk i's size and

@@ -2,24 +2,10 @@
  * A small pool of verification workers. Requests are handed out round-robin and each resolves with its own reply.
  * Under ts sources (jest, ts-register) the worker is started through the repository's TypeScript hook.
  */
-import { existsSync } from 'node:fs';
-import { dirname, join } from 'node:path';
 import { Worker } from 'node:worker_threads';
+import { workerEntry } from '@assay/core';
 import type { ParallelReadSpec } from '../../ports/event-store.port';
 import { checkChunk, type ChunkInput, type ChunkMeta, type ChunkOutput, type VerifyKernels } from './check-chunk';
-
-function workerEntry(): { file: string; execArgv: string[] } {
-  const js = join(__dirname, 'verify.worker.js');
-  if (existsSync(js)) return { file: js, execArgv: [] };
-  // Running from TypeScript sources: find the repository's require hook.
-  let dir = __dirname;
-  while (dir !== dirname(dir)) {
-    const hook = join(dir, 'tests', 'support', 'ts-register.js');
-    if (existsSync(hook)) return { file: join(__dirname, 'verify.worker.ts'), execArgv: ['--require', hook] };
-    dir = dirname(dir);
-  }
-  throw new Error('verification worker script not found (build with `npm run build`)');
-}
 
 export interface ChunkChecker {
   check(input: ChunkInput): Promise<ChunkOutput>;
@@ -54,7 +40,7 @@ interface Reply {
 }
 
 export function workerChecker(count: number): RangeChecker {
-  const { file, execArgv } = workerEntry();
+  const { file, execArgv } = workerEntry(__dirname, 'verify.worker');
   const workers = Array.from({ length: count }, () => new Worker(file, { execArgv }));
   const pending = new Map<number, { resolve: (r: Reply) => void; reject: (e: Error) => void }>();
   const load = workers.map(() => 0);
