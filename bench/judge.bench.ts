@@ -57,7 +57,16 @@ async function main(): Promise<void> {
     const docker = new DockerodeRuntime();
     const containers = timed<ContainerRuntime>(
       docker,
-      { createVolume: 'create', createContainer: 'create', inspectContainer: 'collect', start: 'start+inject', wait: 'run', readArchive: 'collect', removeContainer: 'teardown', removeVolume: 'teardown' },
+      {
+        createVolume: 'create',
+        createContainer: 'create',
+        inspectContainer: 'collect',
+        start: 'start+inject',
+        wait: 'run',
+        readArchive: 'collect',
+        removeContainer: 'teardown',
+        removeVolume: 'teardown',
+      },
       acc,
     );
     const rt = await JudgeRuntime.open({ home, containers });
@@ -82,7 +91,9 @@ async function main(): Promise<void> {
     const task = await rt.loadTask(TASK);
     const cid = await rt.snapshots.snapshotDirectory(ws);
     const image = task.images.judge.id;
-    console.log(`judge benchmark: ${runs} runs each, snapshot of ${mb} MB (${cid.slice(0, 20)}...), image ${image.slice(0, 19)}, docker ${spawnSync('docker', ['version', '--format', '{{.Server.Version}}'], { encoding: 'utf8' }).stdout.trim()}`);
+    console.log(
+      `judge benchmark: ${runs} runs each, snapshot of ${mb} MB (${cid.slice(0, 20)}...), image ${image.slice(0, 19)}, docker ${spawnSync('docker', ['version', '--format', '{{.Server.Version}}'], { encoding: 'utf8' }).stdout.trim()}`,
+    );
 
     // The bare run: the same image and command, files already in place.
     const bareWs = join(dir, 'bare-ws');
@@ -91,7 +102,27 @@ async function main(): Promise<void> {
     mkdirSync(bareLogs);
     const bare = (): number => {
       const t0 = now();
-      const r = spawnSync('docker', ['run', '--rm', '--network', 'none', '-v', `${join(TASK, 'tests')}:/tests:ro`, '-v', `${bareWs}:/workspace:ro`, '-v', `${bareLogs}:/logs/verifier`, '-w', '/workspace', image, 'bash', '/tests/test.sh'], { stdio: 'ignore' });
+      const r = spawnSync(
+        'docker',
+        [
+          'run',
+          '--rm',
+          '--network',
+          'none',
+          '-v',
+          `${join(TASK, 'tests')}:/tests:ro`,
+          '-v',
+          `${bareWs}:/workspace:ro`,
+          '-v',
+          `${bareLogs}:/logs/verifier`,
+          '-w',
+          '/workspace',
+          image,
+          'bash',
+          '/tests/test.sh',
+        ],
+        { stdio: 'ignore' },
+      );
       const ms = now() - t0;
       if (r.status !== 0) throw new Error(`bare docker run failed with ${r.status}`);
       return ms;
@@ -125,7 +156,17 @@ async function main(): Promise<void> {
     console.log(
       `harness breakdown (mean per judging): ${parts.map(([k, v]) => `${k} ${fmt(v, 0)} ms`).join(', ')}, record events + log + result ${fmt(total - accounted, 0)} ms (total ${fmt(total, 0)} ms)`,
     );
-    const met = report([{ name: `judged submission, ${mb} MB snapshot (median)`, figure: med(harnessMs), baseline: med(bareMs), unit: 'ms', target: 2, atMost: true, baselineName: 'bare docker run --rm of the same command' }]);
+    const met = report([
+      {
+        name: `judged submission, ${mb} MB snapshot (median)`,
+        figure: med(harnessMs),
+        baseline: med(bareMs),
+        unit: 'ms',
+        target: 2,
+        atMost: true,
+        baselineName: 'bare docker run --rm of the same command',
+      },
+    ]);
     process.exitCode = met ? 0 : 1;
   } finally {
     rmSync(dir, { recursive: true, force: true });

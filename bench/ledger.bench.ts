@@ -68,8 +68,22 @@ function benchRuns(total: number): Array<{ stream: string; events: NewEvent[] }>
     out.push({
       stream,
       events: [
-        { type: 'RunStarted', data: { run, task: 'tiny-optimizer', taskDigest: `sha256:${hex64(1)}`, agent: 'reference', fingerprint: `sha256:${hex64(2)}`, protocol: protocolJson(protocol), selection: selectionJson(selection) } },
-        { type: 'WorkStarted', data: { run, container: `assay-work-${run}`, image: `sha256:${hex64(3)}`, limits: { cpus: 2, memoryBytes: 4294967296, pidsLimit: 512 } } },
+        {
+          type: 'RunStarted',
+          data: {
+            run,
+            task: 'tiny-optimizer',
+            taskDigest: `sha256:${hex64(1)}`,
+            agent: 'reference',
+            fingerprint: `sha256:${hex64(2)}`,
+            protocol: protocolJson(protocol),
+            selection: selectionJson(selection),
+          },
+        },
+        {
+          type: 'WorkStarted',
+          data: { run, container: `assay-work-${run}`, image: `sha256:${hex64(3)}`, limits: { cpus: 2, memoryBytes: 4294967296, pidsLimit: 512 } },
+        },
       ],
     });
     let best: { round: number; score: number; snapshot: string } | null = null;
@@ -81,18 +95,51 @@ function benchRuns(total: number): Array<{ stream: string; events: NewEvent[] }>
       const score = 0.3 + ((k * 7919 + round * 104729) % 10007) / 10007;
       if (best === null || score < best.score) best = { round, score, snapshot };
       const ref = { run, round };
-      out.push({ stream, events: [...settle, { type: 'SubmissionReceived', data: ref }, { type: 'SnapshotTaken', data: { ...ref, root: snapshot, files: 3, bytes: 4096 + round, durationMs: 12, policyDigest: `sha256:${hex64(4)}` } }] });
+      out.push({
+        stream,
+        events: [
+          ...settle,
+          { type: 'SubmissionReceived', data: ref },
+          { type: 'SnapshotTaken', data: { ...ref, root: snapshot, files: 3, bytes: 4096 + round, durationMs: 12, policyDigest: `sha256:${hex64(4)}` } },
+        ],
+      });
       out.push({
         stream: `judge-${judge}`,
         events: [
-          { type: 'JudgeLaunched', data: { ...ref, judge, image: `sha256:${hex64(5)}`, snapshot, testsDigest: `sha256:${hex64(6)}`, limits: { cpus: 2, memoryBytes: 4294967296 }, network: 'none' } },
-          { type: 'JudgeCompleted', data: { ...ref, judge, status: 'completed', exitCode: 0, durationMs: 8300, outputDigest: `sha256:${hex64(7)}`, outputBytes: 2048 } },
-          { type: 'RewardRecorded', data: { ...ref, judge, rewards: { val_loss: score, train_loss: score * 0.9 }, primaryMetric: 'val_loss', primaryScore: score } },
+          {
+            type: 'JudgeLaunched',
+            data: {
+              ...ref,
+              judge,
+              image: `sha256:${hex64(5)}`,
+              snapshot,
+              testsDigest: `sha256:${hex64(6)}`,
+              limits: { cpus: 2, memoryBytes: 4294967296 },
+              network: 'none',
+            },
+          },
+          {
+            type: 'JudgeCompleted',
+            data: { ...ref, judge, status: 'completed', exitCode: 0, durationMs: 8300, outputDigest: `sha256:${hex64(7)}`, outputBytes: 2048 },
+          },
+          {
+            type: 'RewardRecorded',
+            data: { ...ref, judge, rewards: { val_loss: score, train_loss: score * 0.9 }, primaryMetric: 'val_loss', primaryScore: score },
+          },
         ],
       });
       settle = [{ type: 'BudgetConsumed', data: { ...ref, budget: 'submissions', amount: 1, remaining: null } }];
     }
-    out.push({ stream, events: [...settle, { type: 'RunCompleted', data: { run, status: 'completed', bestRound: best?.round ?? null, bestScore: best?.score ?? null, bestSnapshot: best?.snapshot ?? null } }] });
+    out.push({
+      stream,
+      events: [
+        ...settle,
+        {
+          type: 'RunCompleted',
+          data: { run, status: 'completed', bestRound: best?.round ?? null, bestScore: best?.score ?? null, bestSnapshot: best?.snapshot ?? null },
+        },
+      ],
+    });
     events += 3 + rounds * 6;
   }
   return out;
@@ -105,20 +152,37 @@ async function main(): Promise<void> {
   const total = appends.reduce((n, a) => n + a.events.length, 0);
   const cores = availableParallelism();
   const dir = mkdtempSync(join(tmpdir(), 'assay-bench-ledger-'));
-  console.log(`ledger benchmark: ${total} events of research runs (${appends.length} appends) in about ${batches} group commits of ${batchSize}, ${cores} cores, node ${process.version}`);
+  console.log(
+    `ledger benchmark: ${total} events of research runs (${appends.length} appends) in about ${batches} group commits of ${batchSize}, ${cores} cores, node ${process.version}`,
+  );
   try {
     // --- baseline: sign + insert in batches of 100, durable
     const { privateKey, publicKey } = generateKeyPairSync('ed25519');
-    const sampleBytes = Buffer.from(JSON.stringify({ type: 'RewardRecorded', data: sampleData, stream: 'judge-r-1', revision: 0, position: 0, id: '00000000-0000-4000-8000-000000000000', time: new Date().toISOString(), prev: '0'.repeat(64), signer: 'assay-judge-00000000+00000000' }));
+    const sampleBytes = Buffer.from(
+      JSON.stringify({
+        type: 'RewardRecorded',
+        data: sampleData,
+        stream: 'judge-r-1',
+        revision: 0,
+        position: 0,
+        id: '00000000-0000-4000-8000-000000000000',
+        time: new Date().toISOString(),
+        prev: '0'.repeat(64),
+        signer: 'assay-judge-00000000+00000000',
+      }),
+    );
     const bare = new Database(join(dir, 'bare.db'));
     bare.pragma('journal_mode = WAL');
     bare.pragma('synchronous = FULL');
     // The same table as migrations/0001_ledger.sql, so the baseline pays for the same indexes.
-    bare.exec('CREATE TABLE events (position INTEGER PRIMARY KEY, stream TEXT NOT NULL, revision INTEGER NOT NULL, id TEXT NOT NULL UNIQUE, type TEXT NOT NULL, bytes BLOB NOT NULL, hash BLOB NOT NULL, UNIQUE (stream, revision))');
+    bare.exec(
+      'CREATE TABLE events (position INTEGER PRIMARY KEY, stream TEXT NOT NULL, revision INTEGER NOT NULL, id TEXT NOT NULL UNIQUE, type TEXT NOT NULL, bytes BLOB NOT NULL, hash BLOB NOT NULL, UNIQUE (stream, revision))',
+    );
     const ins = bare.prepare('INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?)');
     let pos = 0;
     const insertBatch = bare.transaction((rows: Array<[number, Buffer, Buffer]>) => {
-      for (const [p, b, s] of rows) ins.run(p, 'judge-r-1', p, randomUUID(), 'RewardRecorded', Buffer.concat([b, s]), createHash('sha256').update(b).update(s).digest());
+      for (const [p, b, s] of rows)
+        ins.run(p, 'judge-r-1', p, randomUUID(), 'RewardRecorded', Buffer.concat([b, s]), createHash('sha256').update(b).update(s).digest());
     });
     let t0 = now();
     for (let b = 0; b < batches; b++) {
@@ -145,7 +209,7 @@ async function main(): Promise<void> {
     await LedgerHome.init(home, { clock: systemClock, ids: randomIds, origin: 'assay.bench/ledger' });
     const h = await LedgerHome.open(home, { clock: new ManualClock('2026-12-02T00:00:00.000Z', 1), ids: new SequentialIds() });
     t0 = now();
-    for (let i = 0; i < appends.length; ) {
+    for (let i = 0; i < appends.length;) {
       // The appends of about 100 events, issued in one turn of the event loop: one group commit, in this order.
       const batch: Array<Promise<unknown>> = [];
       for (let n = 0; n < batchSize && i < appends.length; i++) {
@@ -235,12 +299,37 @@ async function main(): Promise<void> {
     );
     await h.close();
 
-    console.log(`ledger: ${size} events, ${fmt(verifyMs)} ms to verify with ${cores} threads; single-thread verify ${fmt(inlineRate)} events/s (${(inlineRate / bareVerifyRate).toFixed(3)} of the bare one-thread loop)`);
-    console.log(`single durable append latency: p50 ${percentile(lat, 50).toFixed(2)} ms, p99 ${percentile(lat, 99).toFixed(2)} ms | bare single-row durable insert p50 ${percentile(single, 50).toFixed(2)} ms`);
+    console.log(
+      `ledger: ${size} events, ${fmt(verifyMs)} ms to verify with ${cores} threads; single-thread verify ${fmt(inlineRate)} events/s (${(inlineRate / bareVerifyRate).toFixed(3)} of the bare one-thread loop)`,
+    );
+    console.log(
+      `single durable append latency: p50 ${percentile(lat, 50).toFixed(2)} ms, p99 ${percentile(lat, 99).toFixed(2)} ms | bare single-row durable insert p50 ${percentile(single, 50).toFixed(2)} ms`,
+    );
     const ok = report([
-      { name: 'durable signed appends', figure: appendRate, baseline: bareAppendRate, unit: 'events/s', target: 0.7, baselineName: 'node:crypto sign + SQLite insert, batches of 100' },
-      { name: 'verified events', figure: verifyRate, baseline: bareVerifyRate * cores, unit: 'events/s', target: 0.85, baselineName: `bare node:crypto verify of the same signatures, one thread, x ${cores} cores` },
-      { name: 'verified events (vs. the bare loop run on all cores at once)', figure: verifyRate, baseline: parallelBareRate, unit: 'events/s', target: 0.85, baselineName: `the same bare loop on ${cores} threads at once` },
+      {
+        name: 'durable signed appends',
+        figure: appendRate,
+        baseline: bareAppendRate,
+        unit: 'events/s',
+        target: 0.7,
+        baselineName: 'node:crypto sign + SQLite insert, batches of 100',
+      },
+      {
+        name: 'verified events',
+        figure: verifyRate,
+        baseline: bareVerifyRate * cores,
+        unit: 'events/s',
+        target: 0.85,
+        baselineName: `bare node:crypto verify of the same signatures, one thread, x ${cores} cores`,
+      },
+      {
+        name: 'verified events (vs. the bare loop run on all cores at once)',
+        figure: verifyRate,
+        baseline: parallelBareRate,
+        unit: 'events/s',
+        target: 0.85,
+        baselineName: `the same bare loop on ${cores} threads at once`,
+      },
       { name: 'single durable append p50', figure: percentile(lat, 50), baseline: 3, unit: 'ms', target: 1, atMost: true, baselineName: 'target 3 ms' },
     ]);
     console.log(ok ? 'all targets met' : 'some targets NOT met');

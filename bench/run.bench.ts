@@ -19,7 +19,11 @@ import { arg, fmt, percentile, report } from './bench-util';
 const REPO = resolve(__dirname, '..').replace(/\/dist$/, '');
 const TASK = join(REPO, 'examples/tasks/tiny-optimizer');
 
-const median = (xs: number[]) => percentile([...xs].sort((a, b) => a - b), 50);
+const median = (xs: number[]) =>
+  percentile(
+    [...xs].sort((a, b) => a - b),
+    50,
+  );
 
 async function main(): Promise<void> {
   const runs = arg('runs', 3);
@@ -42,7 +46,9 @@ async function main(): Promise<void> {
     const judges = median(reports.map((r) => r.timings.judgeMs));
     const perRound = median(reports.map((r) => (r.timings.agentMs - r.timings.judgeMs) / k));
     console.log(`median per-round harness cost (snapshot, freeze/thaw, ledger, endpoint; agent's own work ~0): ${fmt(perRound, 1)} ms`);
-    const ok = report([{ name: 'run total (median)', figure: total, baseline: judges * 1.5 + 3000, unit: 'ms', target: 1, atMost: true, baselineName: '1.5 x Judges + 3 s' }]);
+    const ok = report([
+      { name: 'run total (median)', figure: total, baseline: judges * 1.5 + 3000, unit: 'ms', target: 1, atMost: true, baselineName: '1.5 x Judges + 3 s' },
+    ]);
     process.exitCode = ok ? 0 : 1;
   } finally {
     rmSync(dir, { recursive: true, force: true });

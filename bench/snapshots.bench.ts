@@ -239,9 +239,23 @@ async function main(): Promise<void> {
     const cpSyncRate = rate(bigBytes, Math.min(...cpASync));
     rss.push({ name: '(a) dry run', mb: Math.max(...aDryRuns.map((r) => r.maxRssMb)) });
     rss.push({ name: '(a) store', mb: Math.max(...aStoreRuns.map((r) => r.maxRssMb)) });
-    rows.push({ name: '(a) 2 GiB file, root CID without storing (--dry-run)', figure: rate(bigBytes, aDry.ms), baseline: shaRate, unit: 'MiB/s', target: 0.8, baselineName: 'openssl dgst -sha256' });
+    rows.push({
+      name: '(a) 2 GiB file, root CID without storing (--dry-run)',
+      figure: rate(bigBytes, aDry.ms),
+      baseline: shaRate,
+      unit: 'MiB/s',
+      target: 0.8,
+      baselineName: 'openssl dgst -sha256',
+    });
     const slower = Math.min(shaRate, cpRate);
-    rows.push({ name: '(a) 2 GiB file, snapshot into the store (durable)', figure: rate(bigBytes, aStore.ms), baseline: slower, unit: 'MiB/s', target: 0.7, baselineName: shaRate < cpRate ? 'openssl dgst -sha256, the slower' : 'cp -r, the slower' });
+    rows.push({
+      name: '(a) 2 GiB file, snapshot into the store (durable)',
+      figure: rate(bigBytes, aStore.ms),
+      baseline: slower,
+      unit: 'MiB/s',
+      target: 0.7,
+      baselineName: shaRate < cpRate ? 'openssl dgst -sha256, the slower' : 'cp -r, the slower',
+    });
     drop(a);
 
     // ---- (b) many small files, (c) one of them changed
@@ -266,8 +280,24 @@ async function main(): Promise<void> {
     const tarBest = Math.min(...tarB);
     rss.push({ name: '(b) dry run', mb: Math.max(...bDryRuns.map((r) => r.maxRssMb)) });
     rss.push({ name: '(b) store', mb: Math.max(...bStoreRuns.map((r) => r.maxRssMb)) });
-    rows.push({ name: `(b) ${fmt(smallFiles)} files, root CID without storing (--dry-run)`, figure: bDry.ms, baseline: tarBest, unit: 'ms', target: 1, atMost: true, baselineName: 'tar -c | sha256sum' });
-    rows.push({ name: `(b) ${fmt(smallFiles)} files, snapshot into the store (durable)`, figure: bStore.ms, baseline: tarBest, unit: 'ms', target: 1, atMost: true, baselineName: 'tar -c | sha256sum' });
+    rows.push({
+      name: `(b) ${fmt(smallFiles)} files, root CID without storing (--dry-run)`,
+      figure: bDry.ms,
+      baseline: tarBest,
+      unit: 'ms',
+      target: 1,
+      atMost: true,
+      baselineName: 'tar -c | sha256sum',
+    });
+    rows.push({
+      name: `(b) ${fmt(smallFiles)} files, snapshot into the store (durable)`,
+      figure: bStore.ms,
+      baseline: tarBest,
+      unit: 'ms',
+      target: 1,
+      atMost: true,
+      baselineName: 'tar -c | sha256sum',
+    });
 
     const cRuns: ChildResult[] = [];
     let previous = bStore.rootCid;
@@ -291,7 +321,15 @@ async function main(): Promise<void> {
     }
     const bareWalk = Math.min(...walkRuns);
     rss.push({ name: '(c) re-snapshot', mb: Math.max(...cRuns.map((r) => r.maxRssMb)) });
-    rows.push({ name: '(c) re-snapshot of (b) after changing 1 file', figure: cRun.ms, baseline: bStore.ms, unit: 'ms', target: 0.05, atMost: true, baselineName: '(b) snapshot into the store' });
+    rows.push({
+      name: '(c) re-snapshot of (b) after changing 1 file',
+      figure: cRun.ms,
+      baseline: bStore.ms,
+      unit: 'ms',
+      target: 0.05,
+      atMost: true,
+      baselineName: '(b) snapshot into the store',
+    });
 
     const ph = (r: ChildResult) =>
       `walk+hash ${fmt(r.phases.walkMs)} ms, durable commit ${fmt(r.phases.commitMs)} ms, stat cache ${fmt(r.phases.cacheMs)} ms, events ${fmt(r.phases.eventsMs)} ms`;
@@ -300,7 +338,9 @@ async function main(): Promise<void> {
         `cp -r ${fmt(cpRate)} MiB/s; cp -r then sync -f ${fmt(cpSyncRate)} MiB/s; (b) tar -c | sha256sum ${fmt(tarBest)} ms; cp -r then sync -f ${fmt(Math.min(...cpB))} ms`,
     );
     console.log(`(a) dry run ${fmt(aDry.ms)} ms; store ${fmt(aStore.ms)} ms (${ph(aStore)}; ${fmt(aStore.newBlobs)} blobs); root ${aStore.rootCid}`);
-    console.log(`    store before its durable flush: ${fmt(rate(bigBytes, aStore.phases.walkMs))} MiB/s; store vs cp -r then sync -f: ratio ${(rate(bigBytes, aStore.ms) / cpSyncRate).toFixed(3)}`);
+    console.log(
+      `    store before its durable flush: ${fmt(rate(bigBytes, aStore.phases.walkMs))} MiB/s; store vs cp -r then sync -f: ratio ${(rate(bigBytes, aStore.ms) / cpSyncRate).toFixed(3)}`,
+    );
     console.log(
       `(b) ${fmt(bStore.files)} files, ${fmt(smallTotal)} bytes: dry run ${fmt(bDry.ms)} ms; store ${fmt(bStore.ms)} ms (${ph(bStore)}; process ${fmt(bStore.wallMs)} ms); ` +
         `store vs cp -r then sync -f: ratio ${(bStore.ms / Math.min(...cpB)).toFixed(3)}; root ${bStore.rootCid}`,

@@ -20,7 +20,9 @@ async function main() {
     process.stderr.write('usage: node scripts/append-signed.js EVENTS.jsonl\n');
     process.exit(2);
   }
-  const lines = readFileSync(file, 'utf8').split('\n').filter((l) => l.trim() !== '');
+  const lines = readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((l) => l.trim() !== '');
   const home = await LedgerHome.open(process.env.ASSAY_HOME || '.assay', { clock: systemClock, ids: randomIds });
   try {
     for (const [i, line] of lines.entries()) {

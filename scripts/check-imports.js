@@ -9,7 +9,8 @@ const fs = require('node:fs');
 const path = require('node:path');
 
 const root = path.resolve(__dirname, '..');
-const FORBIDDEN_IN_DOMAIN = /^(@nestjs\/|better-sqlite3$|dockerode$|@eventstore\/|express$|commander$|node:fs|fs$|node:child_process|child_process$|node:worker_threads)/;
+const FORBIDDEN_IN_DOMAIN =
+  /^(@nestjs\/|better-sqlite3$|dockerode$|@eventstore\/|express$|commander$|node:fs|fs$|node:child_process|child_process$|node:worker_threads)/;
 const problems = [];
 
 function walk(dir, out) {
@@ -25,7 +26,8 @@ function walk(dir, out) {
 
 function importsOf(file) {
   const src = fs.readFileSync(file, 'utf8');
-  const re = /(?:^|\s)(?:import|export)\s[^'"]*?from\s+['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)|require\(\s*['"]([^'"]+)['"]\s*\)|^\s*import\s+['"]([^'"]+)['"]/gm;
+  const re =
+    /(?:^|\s)(?:import|export)\s[^'"]*?from\s+['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)|require\(\s*['"]([^'"]+)['"]\s*\)|^\s*import\s+['"]([^'"]+)['"]/gm;
   const out = [];
   let m;
   while ((m = re.exec(src))) out.push(m[1] || m[2] || m[3] || m[4]);
@@ -44,7 +46,7 @@ for (const file of walk(path.join(root, 'libs'), []).concat(walk(path.join(root,
   const isSpec = /\.spec\.ts$/.test(file);
   const inDomain = rel.split(path.sep).includes('domain');
   for (const spec of importsOf(file)) {
-    if (lib && (spec.startsWith('@assay/') === false) && spec.startsWith('.')) {
+    if (lib && spec.startsWith('@assay/') === false && spec.startsWith('.')) {
       const target = path.resolve(path.dirname(file), spec);
       const trel = path.relative(root, target).split(path.sep);
       if (trel[0] === 'apps') problems.push(`${rel}: a lib imports an app (${spec})`);

@@ -174,7 +174,11 @@ describe('CAR export and import', () => {
       const s = c.sections[victim];
       if (!s) throw new Error('no raw block');
       s.data[7] = (s.data[7] as number) ^ 1;
-      await importRefused(writeCar(c), 'SNAPSHOT_CAR_BLOCK_MISMATCH', new RegExp(`block #${victim} at byte \\d+ claims CID ${s.cid.toString()} but its bytes hash to`));
+      await importRefused(
+        writeCar(c),
+        'SNAPSHOT_CAR_BLOCK_MISMATCH',
+        new RegExp(`block #${victim} at byte \\d+ claims CID ${s.cid.toString()} but its bytes hash to`),
+      );
     });
 
     it('a tampered manifest', async () => {
@@ -216,7 +220,11 @@ describe('CAR export and import', () => {
     it('a forged root', async () => {
       const c = car();
       c.header = headerFor([exported.other]);
-      await importRefused(writeCar(c), 'SNAPSHOT_CAR_MISSING_ROOT', new RegExp(`root ${exported.other.toString()} named in the CAR header is not among its blocks`));
+      await importRefused(
+        writeCar(c),
+        'SNAPSHOT_CAR_MISSING_ROOT',
+        new RegExp(`root ${exported.other.toString()} named in the CAR header is not among its blocks`),
+      );
       const raw = c.sections.find((s) => s.cid.code === 0x55);
       if (!raw) throw new Error('no raw');
       c.header = headerFor([exported.root, raw.cid]);
@@ -242,7 +250,9 @@ describe('CAR export and import', () => {
     });
 
     it('a block whose hash is right but whose manifest is invalid', async () => {
-      const bad = Buffer.from(dagCbor.encode({ v: 1, type: 'dir', entries: [{ name: '../escape', kind: 'file', mode: 0o644, size: 1, cid: rawBlock(new Uint8Array([1])).cid }] }));
+      const bad = Buffer.from(
+        dagCbor.encode({ v: 1, type: 'dir', entries: [{ name: '../escape', kind: 'file', mode: 0o644, size: 1, cid: rawBlock(new Uint8Array([1])).cid }] }),
+      );
       const { sha256 } = await import('multiformats/hashes/sha2');
       const cid = CID.createV1(0x71, await sha256.digest(bad));
       const c: Car = { header: headerFor([cid]), sections: [{ cid, data: bad }] };

@@ -72,13 +72,20 @@ describe('assay snapshot', () => {
     expect(ls.out).toMatch(/0644 file\s+3 NEW/);
     expect(ls.out).toMatch(/0777 symlink\s+11 entry -> src\/main\.py/);
     expect(ls.out).toMatch(/0755 dir\s+\d+ src\//);
-    expect(JSON.parse((await run('snapshot', 'ls', second, 'src/main.py', '--json')).out)).toMatchObject({ kind: 'file', entries: [{ name: 'main.py', size: 15 }] });
+    expect(JSON.parse((await run('snapshot', 'ls', second, 'src/main.py', '--json')).out)).toMatchObject({
+      kind: 'file',
+      entries: [{ name: 'main.py', size: 15 }],
+    });
 
     const v = await run('snapshot', 'verify', second);
     expect(v.out).toMatch(new RegExp(`^ok ${second}: 3 files`));
 
     const diff = await run('snapshot', 'diff', first, second);
-    expect(diff.out.split('\n')).toEqual(['+ NEW (3 bytes)', 'M src/main.py (12 -> 15 bytes)', '2 changes: +1 files (3 bytes), -0 files (0 bytes), 1 changed (12 -> 15 bytes)']);
+    expect(diff.out.split('\n')).toEqual([
+      '+ NEW (3 bytes)',
+      'M src/main.py (12 -> 15 bytes)',
+      '2 changes: +1 files (3 bytes), -0 files (0 bytes), 1 changed (12 -> 15 bytes)',
+    ]);
     const dj = JSON.parse((await run('snapshot', 'diff', first, second, '--json')).out) as { changes: unknown[]; added: { files: number } };
     expect(dj.changes).toHaveLength(2);
     expect(dj.added.files).toBe(1);

@@ -72,7 +72,11 @@ describe('docs/snapshots-format.md worked example', () => {
     }
     const tree = new MemoryTree().file('f', data);
     const ours = await takeSnapshot({ source: tree, store: null, clock: new ManualClock('2030-01-01') }, { dryRun: true });
-    const listing = dagCbor.encode({ v: 1, type: 'dir', entries: [{ name: 'f', kind: 'file', mode: 0o644, size: data.length, cid: await cidOf(dagCbor.code, node) }] });
+    const listing = dagCbor.encode({
+      v: 1,
+      type: 'dir',
+      entries: [{ name: 'f', kind: 'file', mode: 0o644, size: data.length, cid: await cidOf(dagCbor.code, node) }],
+    });
     expect(ours.rootCid).toBe((await cidOf(dagCbor.code, listing)).toString());
     expect(flat.includes(policyDigest(DEFAULT_POLICY))).toBe(true);
     expect(flat.includes('bafkreihdwdcefgh4dqkjv67uzcmw7ojee6xedzdetojuzjevtenxquvyku')).toBe(true);

@@ -70,7 +70,6 @@ function memorySample(): MemoryTree {
     .dir('empty');
 }
 
-
 /** An independent implementation of the format (docs/snapshots-format.md) with multiformats and @ipld/dag-cbor. */
 async function independentRoot(dir: string): Promise<string> {
   const dirCid = async (d: string): Promise<{ cid: CID; size: number }> => {
@@ -94,7 +93,8 @@ async function independentRoot(dir: string): Promise<string> {
         if (data.length <= CHUNK_SIZE) cid = CID.createV1(raw.code, await mfSha256.digest(data));
         else {
           const chunks: CID[] = [];
-          for (let off = 0; off < data.length; off += CHUNK_SIZE) chunks.push(CID.createV1(raw.code, await mfSha256.digest(data.subarray(off, off + CHUNK_SIZE))));
+          for (let off = 0; off < data.length; off += CHUNK_SIZE)
+            chunks.push(CID.createV1(raw.code, await mfSha256.digest(data.subarray(off, off + CHUNK_SIZE))));
           const node = dagCbor.encode({ v: 1, type: 'file', size: data.length, chunkSize: CHUNK_SIZE, chunks });
           cid = CID.createV1(dagCbor.code, await mfSha256.digest(node));
         }
@@ -149,14 +149,51 @@ describe('determinism on a real file system', () => {
 
 describe('refusals on a real file system', () => {
   it.each<[string, (ws: string) => void | (() => void), Record<string, unknown>, string, RegExp]>([
-    ['a name that is not UTF-8', (ws) => writeFileSync(Buffer.concat([Buffer.from(`${ws}/dir/bad`), Buffer.from([0xff])]), 'x'), {}, 'SNAPSHOT_NAME_NOT_UTF8', /dir\/bad\\xff: the name is not valid UTF-8/],
-    ['names equal under NFC', (ws) => { writeFileSync(join(ws, 'caf\u00e9'), '1'); writeFileSync(join(ws, 'cafe\u0301'), '2'); }, {}, 'SNAPSHOT_NAME_COLLISION', /equal under Unicode NFC/],
-    ['a fifo', (ws) => { execFileSync('mkfifo', [join(ws, 'dir/pipe')]); }, {}, 'SNAPSHOT_SPECIAL_FILE', /dir\/pipe is a fifo/],
+    [
+      'a name that is not UTF-8',
+      (ws) => writeFileSync(Buffer.concat([Buffer.from(`${ws}/dir/bad`), Buffer.from([0xff])]), 'x'),
+      {},
+      'SNAPSHOT_NAME_NOT_UTF8',
+      /dir\/bad\\xff: the name is not valid UTF-8/,
+    ],
+    [
+      'names equal under NFC',
+      (ws) => {
+        writeFileSync(join(ws, 'caf\u00e9'), '1');
+        writeFileSync(join(ws, 'cafe\u0301'), '2');
+      },
+      {},
+      'SNAPSHOT_NAME_COLLISION',
+      /equal under Unicode NFC/,
+    ],
+    [
+      'a fifo',
+      (ws) => {
+        execFileSync('mkfifo', [join(ws, 'dir/pipe')]);
+      },
+      {},
+      'SNAPSHOT_SPECIAL_FILE',
+      /dir\/pipe is a fifo/,
+    ],
     ['too many entries', () => undefined, { maxFiles: 3 }, 'SNAPSHOT_TOO_MANY_FILES', /more than 3 entries \(policy maxFiles=3\)/],
     ['a file too large', () => undefined, { maxFileBytes: 1000 }, 'SNAPSHOT_FILE_TOO_LARGE', /dir\/big\.bin is 5243003 bytes, over the limit of 1000/],
     ['too many bytes', () => undefined, { maxTotalBytes: 5 * CHUNK_SIZE }, 'SNAPSHOT_TOO_LARGE', /over the limit of 5242880 \(policy maxTotalBytes\)/],
-    ['too deep', (ws) => { mkdirSync(join(ws, 'dir/sub/1/2'), { recursive: true }); }, { maxDepth: 3 }, 'SNAPSHOT_TOO_DEEP', /dir\/sub\/1\/2 is nested 4 levels deep/],
-    ['a symlink out of the root, when refused', (ws) => symlinkSync('/etc/passwd', join(ws, 'dir/pw')), { outsideSymlinks: 'refuse' }, 'SNAPSHOT_SYMLINK_OUTSIDE', /dir\/pw -> \/etc\/passwd points outside/],
+    [
+      'too deep',
+      (ws) => {
+        mkdirSync(join(ws, 'dir/sub/1/2'), { recursive: true });
+      },
+      { maxDepth: 3 },
+      'SNAPSHOT_TOO_DEEP',
+      /dir\/sub\/1\/2 is nested 4 levels deep/,
+    ],
+    [
+      'a symlink out of the root, when refused',
+      (ws) => symlinkSync('/etc/passwd', join(ws, 'dir/pw')),
+      { outsideSymlinks: 'refuse' },
+      'SNAPSHOT_SYMLINK_OUTSIDE',
+      /dir\/pw -> \/etc\/passwd points outside/,
+    ],
   ])('%s', async (_what, setup, policy, code, message) => {
     const ws = fresh('ws');
     writeSample(ws);

@@ -178,7 +178,11 @@ describe('the native directory lister', () => {
       expect(b).toMatchObject({ name: 'b', ...rootStat(join(dir, 'a', 'b')) });
       const listingB = l.prefetcherTake(h, (b as { id: number }).id);
       if (!listingB) throw new Error('b was not queued by its parent');
-      expect(decodeListing(listingB).map((e) => e.name).sort()).toEqual(['c', 'g']);
+      expect(
+        decodeListing(listingB)
+          .map((e) => e.name)
+          .sort(),
+      ).toEqual(['c', 'g']);
       expect(childListings(listingB).map((c) => c.name)).toEqual(['c']);
       // The wrong inode is an error for whoever takes it; an unknown id, or one taken already, is null.
       expect(() => l.prefetcherTake(h, idBad)).toThrow(expect.objectContaining({ code: 'ASSAY_DIR_CHANGED' }));

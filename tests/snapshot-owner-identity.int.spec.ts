@@ -58,12 +58,18 @@ describe('blob store owner records: pid and process identity', () => {
     const store = FsBlobStore.open(dir, { durability: 'none' });
     // A writer that died; its pid is now this process's (a live pid, another start time).
     const boot = (processIdentity(process.pid) as string).split(':')[0];
-    writeFileSync(join(dir, 'writers', 'dead.json'), JSON.stringify({ pid: process.pid, host: hostname(), startedAt: '2026-01-01T00:00:00.000Z', process: `${boot}:1` }));
+    writeFileSync(
+      join(dir, 'writers', 'dead.json'),
+      JSON.stringify({ pid: process.pid, host: hostname(), startedAt: '2026-01-01T00:00:00.000Z', process: `${boot}:1` }),
+    );
     const gc = await store.lockForGc();
     expect(existsSync(join(dir, 'writers', 'dead.json'))).toBe(false);
     await gc.release();
     // The same record naming this very process blocks it, as a live writer must.
-    writeFileSync(join(dir, 'writers', 'live.json'), JSON.stringify({ pid: process.pid, host: hostname(), startedAt: '2026-01-01T00:00:00.000Z', process: processIdentity(process.pid) }));
+    writeFileSync(
+      join(dir, 'writers', 'live.json'),
+      JSON.stringify({ pid: process.pid, host: hostname(), startedAt: '2026-01-01T00:00:00.000Z', process: processIdentity(process.pid) }),
+    );
     await expect(store.lockForGc()).rejects.toMatchObject({ code: 'SNAPSHOT_STORE_BUSY' });
   });
 

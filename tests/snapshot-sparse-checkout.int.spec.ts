@@ -63,8 +63,12 @@ describe('checkout of sparse files', () => {
     const home = SnapshotHome.open(fresh('home'), { clock: new ManualClock('2099-01-01T00:00:00.000Z'), durability: 'none' });
     try {
       const snap = await home.create(src, { previous: null, label: null });
-      await expect(home.checkout(parseCid(snap.rootCid), target('co'), { policy: { maxTotalBytes: 50 * MiB } })).rejects.toMatchObject({ code: 'SNAPSHOT_TOO_LARGE' });
-      await expect(home.checkout(parseCid(snap.rootCid), target('co2'), { policy: { maxFileBytes: 50 * MiB } })).rejects.toMatchObject({ code: 'SNAPSHOT_FILE_TOO_LARGE' });
+      await expect(home.checkout(parseCid(snap.rootCid), target('co'), { policy: { maxTotalBytes: 50 * MiB } })).rejects.toMatchObject({
+        code: 'SNAPSHOT_TOO_LARGE',
+      });
+      await expect(home.checkout(parseCid(snap.rootCid), target('co2'), { policy: { maxFileBytes: 50 * MiB } })).rejects.toMatchObject({
+        code: 'SNAPSHOT_FILE_TOO_LARGE',
+      });
     } finally {
       await home.close();
     }

@@ -17,7 +17,10 @@ const tmp = scratchDirs('assay-cli-errors-');
 /** One line on stderr, `assay: error <CODE>: <message>`, nothing that looks like a stack. */
 function expectOneLine(r: ChildResult, exit: number, code: string | RegExp, message: RegExp): void {
   // a usage error may add commander's suggestion on a second line, "(Did you mean ...?)"
-  const lines = r.stderr.trimEnd().split('\n').filter((l) => !/^\(Did you mean .*\?\)$/.test(l));
+  const lines = r.stderr
+    .trimEnd()
+    .split('\n')
+    .filter((l) => !/^\(Did you mean .*\?\)$/.test(l));
   expect({ exit: r.code, lines: lines.length }).toEqual({ exit, lines: 1 });
   const m = /^assay: error ([A-Z0-9_]+): (.*)$/.exec(lines[0] ?? '');
   expect(m).not.toBeNull();
@@ -78,10 +81,15 @@ describe('paths the caller gives', () => {
     const err: string[] = [];
     const ctx = { home: h, out: () => undefined, err: (t: string) => void err.push(t), progress: () => silentProgress };
     const code = await runCli(['snapshot', 'export', cid, '-o', '/missing/dir/x.car'], ctx);
-    expectOneLine({ code, signal: null, stdout: '', stderr: err.join('\n') }, 3, 'SNAPSHOT_OUTPUT_DIR_MISSING', /cannot write \/missing\/dir\/x\.car: the directory \/missing\/dir does not exist/);
+    expectOneLine(
+      { code, signal: null, stdout: '', stderr: err.join('\n') },
+      3,
+      'SNAPSHOT_OUTPUT_DIR_MISSING',
+      /cannot write \/missing\/dir\/x\.car: the directory \/missing\/dir does not exist/,
+    );
   });
 
-  it('a CID that is not one says what a CID looks like, not the decoder library\'s words', async () => {
+  it("a CID that is not one says what a CID looks like, not the decoder library's words", async () => {
     const r = await assay(['snapshot', 'verify', 'notacid'], tmp.fresh('home'));
     expectOneLine(r, 2, 'SNAPSHOT_CID_INVALID', /"notacid" is not a CID: expected a base32 CIDv1/);
     expect(r.stderr).not.toMatch(/multibase|decoder/);
@@ -96,7 +104,10 @@ describe('paths the caller gives', () => {
     chmodSync(h, 0o755);
     for (const d of readdirSync(h)) chmodSync(join(h, d), 0o755);
     if (!asNobody) for (const d of [h, ...readdirSync(h).map((x) => join(h, x))]) chmodSync(d, 0o555);
-    for (const args of [['run', '--resume', 'some-run'], ['ledger', 'append', '--stream', 'note-x', '--type', 'Note', '--data', '{"text":"hi"}']]) {
+    for (const args of [
+      ['run', '--resume', 'some-run'],
+      ['ledger', 'append', '--stream', 'note-x', '--type', 'Note', '--data', '{"text":"hi"}'],
+    ]) {
       const child = spawn(process.execPath, ['-r', TS_REGISTER, 'apps/cli/src/main.ts', ...args], {
         cwd: REPO_ROOT,
         stdio: ['pipe', 'pipe', 'pipe'],
@@ -115,17 +126,24 @@ describe('paths the caller gives', () => {
 });
 
 describe('commands that read never create state', () => {
-  it.each([['keys', 'list'], ['ledger', 'events'], ['ledger', 'verify'], ['ledger', 'checkpoint'], ['ledger', 'prove', '1'], ['snapshot', 'pins'], ['snapshot', 'gc'], ['task', 'show', TASK], ['api', 'token', 'delete']])(
-    'assay %s %s on a missing ASSAY_HOME',
-    async (...args: string[]) => {
-      const h = tmp.fresh('home');
-      const err: string[] = [];
-      const code = await runCli(args, { home: h, out: () => undefined, err: (t) => void err.push(t), progress: () => silentProgress });
-      expect(code === 0 || code === 3).toBe(true);
-      if (code === 3) expect(err.join('\n')).toMatch(/^assay: error (LEDGER_NOT_INITIALIZED|SNAPSHOT_STORE_NOT_FOUND): /);
-      expect(existsSync(h)).toBe(false);
-    },
-  );
+  it.each([
+    ['keys', 'list'],
+    ['ledger', 'events'],
+    ['ledger', 'verify'],
+    ['ledger', 'checkpoint'],
+    ['ledger', 'prove', '1'],
+    ['snapshot', 'pins'],
+    ['snapshot', 'gc'],
+    ['task', 'show', TASK],
+    ['api', 'token', 'delete'],
+  ])('assay %s %s on a missing ASSAY_HOME', async (...args: string[]) => {
+    const h = tmp.fresh('home');
+    const err: string[] = [];
+    const code = await runCli(args, { home: h, out: () => undefined, err: (t) => void err.push(t), progress: () => silentProgress });
+    expect(code === 0 || code === 3).toBe(true);
+    if (code === 3) expect(err.join('\n')).toMatch(/^assay: error (LEDGER_NOT_INITIALIZED|SNAPSHOT_STORE_NOT_FOUND): /);
+    expect(existsSync(h)).toBe(false);
+  });
 });
 
 describe('the program itself', () => {
@@ -150,7 +168,9 @@ describe('the program itself', () => {
     const r = await assay(['run', TASK, '--cooldown', 'abc', '--json'], tmp.fresh('home'));
     expect(r.code).toBe(2);
     expect(r.stderr).toBe('');
-    expect(JSON.parse(r.stdout)).toEqual({ error: { code: 'CLI_USAGE', kind: 'invalid_input', message: '--cooldown must be a non-negative integer, got "abc"', exitCode: 2, details: {} } });
+    expect(JSON.parse(r.stdout)).toEqual({
+      error: { code: 'CLI_USAGE', kind: 'invalid_input', message: '--cooldown must be a non-negative integer, got "abc"', exitCode: 2, details: {} },
+    });
     const r2 = await assay(['keys', 'list', '--json'], tmp.fresh('home'));
     expect(r2.code).toBe(3);
     expect(r2.stderr).toBe('');

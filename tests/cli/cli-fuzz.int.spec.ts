@@ -56,10 +56,48 @@ describe('CLI fuzz: random argument mixtures never end in exit 70', () => {
     const rand = prng(SEED);
     const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)] as T;
     const values = [
-      '', ' ', 'abc', '-1', '0', '1', '7', '1e3', '0x10', '99999999999999999999', '../x', 'x/../../y', `${tmp.base}/missing/x`, file, emptyDir, jsonl,
-      '/proc/nope', '/sys/nope', 'Note', 'RunStarted', 'notes-1', 'run-x', 'key-x', '{"text":"hi"}', '{"__proto__":{"a":1}}', '[1,2]', '{', 'any', 'no_stream',
-      'bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy', 'bafyfoo', 'maximize', 'up', 'controller', 'auditor', 'reference', 'command:true', 'codex',
-      'name+0123abcd', 'é\u202etxt', '\u001b[31mred', 'x'.repeat(5000),
+      '',
+      ' ',
+      'abc',
+      '-1',
+      '0',
+      '1',
+      '7',
+      '1e3',
+      '0x10',
+      '99999999999999999999',
+      '../x',
+      'x/../../y',
+      `${tmp.base}/missing/x`,
+      file,
+      emptyDir,
+      jsonl,
+      '/proc/nope',
+      '/sys/nope',
+      'Note',
+      'RunStarted',
+      'notes-1',
+      'run-x',
+      'key-x',
+      '{"text":"hi"}',
+      '{"__proto__":{"a":1}}',
+      '[1,2]',
+      '{',
+      'any',
+      'no_stream',
+      'bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy',
+      'bafyfoo',
+      'maximize',
+      'up',
+      'controller',
+      'auditor',
+      'reference',
+      'command:true',
+      'codex',
+      'name+0123abcd',
+      'é\u202etxt',
+      '\u001b[31mred',
+      'x'.repeat(5000),
     ];
     const commands = leafCommands(buildProgram(quietContext(tmp.base).ctx)).filter((c) => !EXCLUDED.has(commandPath(c)));
     expect(commands.length).toBeGreaterThan(20);
@@ -92,12 +130,17 @@ describe('CLI fuzz: random argument mixtures never end in exit 70', () => {
       codes.set(code, (codes.get(code) ?? 0) + 1);
       const { err } = q.outcome();
       if (code === 70 || code === -1 || /internal error|\n\s+at /.test(err)) {
-        failures.push(`seed ${SEED} call ${i}: assay ${JSON.stringify(args).slice(0, 300)} -> ${code === -1 ? 'no answer in 30 s' : `exit ${code}`}\n${err.slice(0, 600)}`);
+        failures.push(
+          `seed ${SEED} call ${i}: assay ${JSON.stringify(args).slice(0, 300)} -> ${code === -1 ? 'no answer in 30 s' : `exit ${code}`}\n${err.slice(0, 600)}`,
+        );
       } else if (code === 5 && args[0] === 'ledger' && args[1] === 'verify' && /ledger verification FAILED|"ok": false/.test(q.outcome().out)) {
         // a verification that fails is a report on stdout (docs/operations.md), not an error line
       } else if (code !== 0) {
         // a failure is one line (a usage error may add commander's "(Did you mean ...?)"), with a code
-        const lines = err.trimEnd().split('\n').filter((l) => l !== '' && !/^\(Did you mean .*\?\)$/.test(l) && !/^assay: (note|warning): /.test(l));
+        const lines = err
+          .trimEnd()
+          .split('\n')
+          .filter((l) => l !== '' && !/^\(Did you mean .*\?\)$/.test(l) && !/^assay: (note|warning): /.test(l));
         if (!args.includes('--json') && (lines.length !== 1 || !/^assay: error [A-Z0-9_]+: /.test(lines[0] ?? ''))) {
           failures.push(`seed ${SEED} call ${i}: assay ${JSON.stringify(args).slice(0, 300)} -> exit ${code} but not one error line:\n${err.slice(0, 600)}`);
         }

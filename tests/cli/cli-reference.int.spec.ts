@@ -31,10 +31,17 @@ describe('one vocabulary', () => {
   });
 
   it('the same names for the same things across commands', () => {
-    const flags = leafCommands(program()).flatMap((c) => c.options.filter((o) => !(o as { hidden?: boolean }).hidden).map((o) => `${commandPath(c)} ${o.long ?? ''}`));
+    const flags = leafCommands(program()).flatMap((c) =>
+      c.options.filter((o) => !(o as { hidden?: boolean }).hidden).map((o) => `${commandPath(c)} ${o.long ?? ''}`),
+    );
     // the primary score is --metric everywhere; files and directories a command creates are -o/--output
     expect(flags.filter((f) => /--primary-reward|--out$|--outfile|--output-dir/.test(f))).toEqual([]);
-    expect(flags.filter((f) => f.endsWith(' --metric')).map((f) => f.split(' --')[0]).sort()).toEqual(['judge', 'run']);
+    expect(
+      flags
+        .filter((f) => f.endsWith(' --metric'))
+        .map((f) => f.split(' --')[0])
+        .sort(),
+    ).toEqual(['judge', 'run']);
   });
 
   it('help texts name what the code accepts', () => {

@@ -30,7 +30,6 @@ const prove =
     consistencyProof(old, size, (l, i) => t.node(l, i));
 const cp = (size: number, t = main) => ({ treeSize: size, rootHash: root(size, t), note: note(size, t) });
 
-
 export function checkpointStoreContract(name: string, make: () => Promise<CheckpointStoreUnderTest>): void {
   describe(`CheckpointStore contract: ${name}`, () => {
     let under: CheckpointStoreUnderTest;
@@ -116,7 +115,11 @@ export function checkpointStoreContract(name: string, make: () => Promise<Checkp
 
       it('needs no proof after a checkpoint of the empty tree', () => {
         under.store.add(cp(0), prove(0));
-        expect(under.store.add(cp(7), () => { throw new Error('not asked'); }).seq).toBe(1);
+        expect(
+          under.store.add(cp(7), () => {
+            throw new Error('not asked');
+          }).seq,
+        ).toBe(1);
       });
 
       it.each([

@@ -90,7 +90,16 @@ export function eventStoreContract(name: string, make: () => Promise<EventStoreU
         const events = [proposed('s0', { n: 1 }, 'TaskRegistered'), proposed('s1', { nested: { a: [1, 'b'] } })];
         const r = await append('run-s', 'no_stream', events, seal);
         expect(inputs).toEqual([
-          { type: 'TaskRegistered', data: events[0]!.data, stream: 'run-s', revision: 0, position: 1, id: events[0]!.id, time: events[0]!.time, prev: ZERO_HASH },
+          {
+            type: 'TaskRegistered',
+            data: events[0]!.data,
+            stream: 'run-s',
+            revision: 0,
+            position: 1,
+            id: events[0]!.id,
+            time: events[0]!.time,
+            prev: ZERO_HASH,
+          },
           { type: 'Note', data: events[1]!.data, stream: 'run-s', revision: 1, position: 2, id: events[1]!.id, time: events[1]!.time, prev: sha(outputs[0]!) },
         ]);
         expect(r.events.map((e) => Buffer.from(e.bytes))).toEqual(outputs);
@@ -238,7 +247,10 @@ export function eventStoreContract(name: string, make: () => Promise<EventStoreU
           ['a bad stream name', () => ({ stream: 'Run_A', expected: 'any', events: [proposed('a')], seal: zeroSigSeal })],
           ['a stream without a category', () => ({ stream: 'run', expected: 'any', events: [proposed('a')], seal: zeroSigSeal })],
           ['a non-UUID id', () => ({ stream: 'run-a', expected: 'any', events: [{ ...proposed('a'), id: 'abc' }], seal: zeroSigSeal })],
-          ['an uppercase UUID', () => ({ stream: 'run-a', expected: 'any', events: [{ ...proposed('a'), id: proposed('a').id.toUpperCase() }], seal: zeroSigSeal })],
+          [
+            'an uppercase UUID',
+            () => ({ stream: 'run-a', expected: 'any', events: [{ ...proposed('a'), id: proposed('a').id.toUpperCase() }], seal: zeroSigSeal }),
+          ],
           ['a bad event type', () => ({ stream: 'run-a', expected: 'any', events: [{ ...proposed('a'), type: 'not a type' }], seal: zeroSigSeal })],
           ['the same id twice', () => ({ stream: 'run-a', expected: 'any', events: [proposed('a'), proposed('a')], seal: zeroSigSeal })],
           ['expected revision -1', () => ({ stream: 'run-a', expected: -1, events: [proposed('a')], seal: zeroSigSeal })],
@@ -286,7 +298,10 @@ export function eventStoreContract(name: string, make: () => Promise<EventStoreU
         });
 
         it('a seal that returns no bytes fails the append', async () => {
-          await rejectsWith(append('run-z', 'any', [proposed('z')], () => new Uint8Array(0)), 'LEDGER_INVALID_APPEND');
+          await rejectsWith(
+            append('run-z', 'any', [proposed('z')], () => new Uint8Array(0)),
+            'LEDGER_INVALID_APPEND',
+          );
           expect(await store.size()).toBe(0);
         });
 
@@ -326,9 +341,7 @@ export function eventStoreContract(name: string, make: () => Promise<EventStoreU
 
         it('of 20 concurrent appends with the same expected revision n exactly one wins', async () => {
           await append('run-race', 'no_stream', proposedMany('base', 3));
-          const settled = await Promise.allSettled(
-            Array.from({ length: 20 }, (_, w) => append('run-race', 2, [proposed(`w${w}`)])),
-          );
+          const settled = await Promise.allSettled(Array.from({ length: 20 }, (_, w) => append('run-race', 2, [proposed(`w${w}`)])));
           expect(settled.filter((s) => s.status === 'fulfilled')).toHaveLength(1);
           const codes = settled.flatMap((s) => (s.status === 'rejected' && isAssayError(s.reason) ? [s.reason.code] : []));
           expect(codes).toEqual(Array(19).fill('LEDGER_WRONG_EXPECTED_REVISION'));
@@ -336,9 +349,7 @@ export function eventStoreContract(name: string, make: () => Promise<EventStoreU
         });
 
         it('concurrent appends with any to many streams all land, with dense global positions', async () => {
-          const results = await Promise.all(
-            Array.from({ length: 30 }, (_, i) => append(`run-s${i % 5}`, 'any', proposedMany(`c${i}`, 2))),
-          );
+          const results = await Promise.all(Array.from({ length: 30 }, (_, i) => append(`run-s${i % 5}`, 'any', proposedMany(`c${i}`, 2))));
           expect(results.every((r) => !r.idempotent)).toBe(true);
           const all = await everything();
           expect(all.map((e) => e.position)).toEqual(Array.from({ length: 60 }, (_, i) => i));

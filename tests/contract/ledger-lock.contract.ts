@@ -19,7 +19,6 @@ export interface LedgerLockUnderTest {
   cleanup(): Promise<void>;
 }
 
-
 const b64 = (b: Uint8Array): string => Buffer.from(b).toString('base64');
 
 export function ledgerLockContract(name: string, make: () => Promise<LedgerLockUnderTest>): void {
@@ -42,10 +41,12 @@ export function ledgerLockContract(name: string, make: () => Promise<LedgerLockU
       const node = (l: number, i: number) => u.merkle.node(l, i);
       const rootHash = b64(rootAt(size, node));
       const stated = alter ? alter(rootHash) : rootHash;
-      return u.checkpoints.add({ treeSize: size, rootHash, note: `example.org/log\n${size}\n${stated}\n\n— example.org/log AAAAAA==\n` }, (old) => consistencyProof(old, size, node));
+      return u.checkpoints.add({ treeSize: size, rootHash, note: `example.org/log\n${size}\n${stated}\n\n— example.org/log AAAAAA==\n` }, (old) =>
+        consistencyProof(old, size, node),
+      );
     };
 
-    it('runs the work and returns its value; the log it sees is the store\'s, in order, in batches', async () => {
+    it("runs the work and returns its value; the log it sees is the store's, in order, in batches", async () => {
       const all = (await collect(u.events.readAll({ batchSize: 5000 }))).flat();
       const seen: LockedEvent[] = [];
       const batches: number[] = [];
@@ -69,12 +70,14 @@ export function ledgerLockContract(name: string, make: () => Promise<LedgerLockU
         return out;
       });
       expect(typed.map((e) => e.position)).toEqual(all.slice(1, 2504).map((e) => e.position));
-      expect(u.lock.exclusive((log) => {
-        let n = 0;
-        log.forEach(7, 7, () => n++);
-        log.forEach(2505, 9999, () => n++);
-        return n;
-      })).toBe(0);
+      expect(
+        u.lock.exclusive((log) => {
+          let n = 0;
+          log.forEach(7, 7, () => n++);
+          log.forEach(2505, 9999, () => n++);
+          return n;
+        }),
+      ).toBe(0);
     });
 
     it('keeps what the work wrote through the stores', () => {

@@ -10,20 +10,27 @@ export interface MerkleNodeStoreUnderTest {
   cleanup(): Promise<void>;
 }
 
-const leaf = (i: number): Buffer => createHash('sha256').update(Buffer.from([0x00])).update(`leaf ${i}`).digest();
+const leaf = (i: number): Buffer =>
+  createHash('sha256')
+    .update(Buffer.from([0x00]))
+    .update(`leaf ${i}`)
+    .digest();
 
 /** RFC 9162 MTH of leaf hashes, straight from the definition (for subtrees whose size is a power of two). */
 function mth(leaves: Buffer[]): Buffer {
   if (leaves.length === 1) return leaves[0]!;
   const k = leaves.length / 2;
-  return createHash('sha256').update(Buffer.from([0x01])).update(mth(leaves.slice(0, k))).update(mth(leaves.slice(k))).digest();
+  return createHash('sha256')
+    .update(Buffer.from([0x01]))
+    .update(mth(leaves.slice(0, k)))
+    .update(mth(leaves.slice(k)))
+    .digest();
 }
 
 function expectedNode(leaves: Buffer[], level: number, index: number): Buffer {
   const width = 2 ** level;
   return mth(leaves.slice(index * width, (index + 1) * width));
 }
-
 
 function checkAllNodes(store: MerkleNodeStore, leaves: Buffer[]): void {
   const n = leaves.length;

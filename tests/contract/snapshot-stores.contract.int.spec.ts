@@ -98,7 +98,10 @@ describe.each(storeKits)('BlobStore contract: %s', (_name, make) => {
     expect(await store.has(a.cid)).toBe(false);
     await batch.put(m);
     expect(batch.added).toEqual({ blobs: 2, bytes: 5 + m.bytes.length });
-    await batch.commit({ pins: [{ cid: m.cid.toString(), createdAt: 'now', source: 'src', origin: 'snapshot' }], heads: [{ source: 'src', cid: m.cid.toString() }] });
+    await batch.commit({
+      pins: [{ cid: m.cid.toString(), createdAt: 'now', source: 'src', origin: 'snapshot' }],
+      heads: [{ source: 'src', cid: m.cid.toString() }],
+    });
     expect(await store.has(a.cid)).toBe(true);
     expect(Buffer.from(await store.get(a.cid)).toString()).toBe('alpha');
     expect(await store.head('src')).toBe(m.cid.toString());
@@ -107,7 +110,12 @@ describe.each(storeKits)('BlobStore contract: %s', (_name, make) => {
     const listed = [];
     for await (const x of store.list()) listed.push(x.cid.toString());
     expect(listed.sort()).toEqual([a.cid.toString(), m.cid.toString()].sort());
-    expect(await batch.put(b).then(() => 'accepted', () => 'refused')).toBe('refused');
+    expect(
+      await batch.put(b).then(
+        () => 'accepted',
+        () => 'refused',
+      ),
+    ).toBe('refused');
   });
 
   it('drops everything on abort', async () => {
@@ -291,7 +299,13 @@ describe.each(cacheKits)('StatCache contract: %s', (_name, make) => {
   it('round-trips records per scope and directory', async () => {
     const c = make();
     expect(await c.lookupDir('/ws', '')).toBeNull();
-    await c.commit('/ws', { upserts: [{ dir: '', record: record('m0') }, { dir: 'sub', record: record('m1') }], visitedDirs: new Set(['', 'sub']) });
+    await c.commit('/ws', {
+      upserts: [
+        { dir: '', record: record('m0') },
+        { dir: 'sub', record: record('m1') },
+      ],
+      visitedDirs: new Set(['', 'sub']),
+    });
     expect(plain(await c.lookupDir('/ws', 'sub'))).toEqual(plain(record('m1')));
     expect(await c.lookupDir('/other', 'sub')).toBeNull();
     await c.close();
@@ -299,7 +313,13 @@ describe.each(cacheKits)('StatCache contract: %s', (_name, make) => {
 
   it('drops directories a later snapshot did not visit, and forgets storage after a GC', async () => {
     const c = make();
-    await c.commit('/ws', { upserts: [{ dir: '', record: record('m0') }, { dir: 'sub', record: record('m1') }], visitedDirs: new Set(['', 'sub']) });
+    await c.commit('/ws', {
+      upserts: [
+        { dir: '', record: record('m0') },
+        { dir: 'sub', record: record('m1') },
+      ],
+      visitedDirs: new Set(['', 'sub']),
+    });
     await c.commit('/ws', { upserts: [], visitedDirs: new Set(['']) });
     expect(await c.lookupDir('/ws', 'sub')).toBeNull();
     expect((await c.lookupDir('/ws', ''))?.stored).toBe(true);

@@ -26,8 +26,14 @@ function opened<T>(pick: (db: SqliteLedgerDatabase) => T) {
   };
 }
 
-checkpointStoreContract('sqlite', opened((db) => db.checkpoints));
-merkleNodeStoreContract('sqlite', opened((db) => db.merkleNodes));
+checkpointStoreContract(
+  'sqlite',
+  opened((db) => db.checkpoints),
+);
+merkleNodeStoreContract(
+  'sqlite',
+  opened((db) => db.merkleNodes),
+);
 
 ledgerLockContract('sqlite', async () => {
   const tmp = makeTmpDir();

@@ -25,7 +25,6 @@ const KEY_EVENTS = 3;
 const KILLS = 24;
 const WRITER = 'tests/crash/crash-writer.ts';
 
-
 const sha = (b: Uint8Array): string => createHash('sha256').update(b).digest('hex');
 
 interface Run {

@@ -138,7 +138,15 @@ describe('HTTP API: operator token and read-only GETs', () => {
     const position = ((await appended.json()) as { lastPosition: number }).lastPosition;
     const before = stored();
     const files = ['ledger.db', 'ledger.db-wal'].map((f) => join(homePaths(home).ledgerDir, f));
-    const sizes = () => files.map((f) => { try { const s = statSync(f); return `${s.size}/${s.mtimeMs}`; } catch { return 'absent'; } });
+    const sizes = () =>
+      files.map((f) => {
+        try {
+          const s = statSync(f);
+          return `${s.size}/${s.mtimeMs}`;
+        } catch {
+          return 'absent';
+        }
+      });
     const filesBefore = sizes();
 
     const e = await expectError(await fetch(`${base}/ledger/proofs/inclusion/${position}`), 409, 'LEDGER_NOT_CHECKPOINTED');

@@ -29,7 +29,11 @@ describe('HTTP API (ledger)', () => {
   });
 
   const post = (path: string, body?: unknown) =>
-    fetch(`${base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: body === undefined ? undefined : JSON.stringify(body) });
+    fetch(`${base}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
 
   it('appends, checkpoints, proves and verifies', async () => {
     const res = await post('/ledger/events', { stream: 'note-api', expectedRevision: 'no_stream', events: [{ type: 'Note', data: { text: 'from HTTP' } }] });
@@ -49,7 +53,11 @@ describe('HTTP API (ledger)', () => {
   });
 
   it('answers bad requests with the error code and a 4xx status, and stores nothing', async () => {
-    const wrongRevision = await post('/ledger/events', { stream: 'note-api', expectedRevision: 'no_stream', events: [{ type: 'Note', data: { text: 'again' } }] });
+    const wrongRevision = await post('/ledger/events', {
+      stream: 'note-api',
+      expectedRevision: 'no_stream',
+      events: [{ type: 'Note', data: { text: 'again' } }],
+    });
     expect(wrongRevision.status).toBe(409);
     expect(((await wrongRevision.json()) as { error: { code: string } }).error.code).toBe('LEDGER_WRONG_EXPECTED_REVISION');
 

@@ -11,7 +11,6 @@ import { assay } from '../support/cli';
 import { makeTmpDir } from '../support/ledger-fixtures';
 import { appendSample } from '../support/ledger-home-fixtures';
 
-
 describe('assay ledger (CLI)', () => {
   let tmp: { dir: string; cleanup(): void };
   let home: string;
@@ -78,7 +77,10 @@ describe('assay ledger (CLI)', () => {
     expect(lines).toHaveLength(3);
     expect(lines[0]).toMatch(/^21 .* JudgeLaunched /);
     const j = await assay(['ledger', 'events', '--stream', 'run-r-20261202-0001', '--limit', '2', '--json'], home);
-    const envs = j.stdout.trim().split('\n').map((l) => JSON.parse(l) as { type: string; revision: number; stream: string });
+    const envs = j.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { type: string; revision: number; stream: string });
     expect(envs.map((e) => [e.stream, e.revision, e.type])).toEqual([
       ['run-r-20261202-0001', 0, 'RunStarted'],
       ['run-r-20261202-0001', 1, 'WorkStarted'],
@@ -97,7 +99,10 @@ describe('assay ledger (CLI)', () => {
     fs.writeFileSync(join(audit, 'root.pub'), `${rootKey}\n`);
     const before = fs.readFileSync(join(audit, 'ledger.db'));
     const nobodyHome = join(tmp.dir, 'no-such-home');
-    const ok = await assay(['ledger', 'verify', '--db', join(audit, 'ledger.db'), '--trusted-root', join(audit, 'root.pub'), '--origin', 'assay.test/cli'], nobodyHome);
+    const ok = await assay(
+      ['ledger', 'verify', '--db', join(audit, 'ledger.db'), '--trusted-root', join(audit, 'root.pub'), '--origin', 'assay.test/cli'],
+      nobodyHome,
+    );
     expect([ok.code, ok.stderr]).toEqual([0, '']);
     expect(ok.stdout).toMatch(/ledger verified: \d+ events/);
     expect(fs.readFileSync(join(audit, 'ledger.db')).equals(before)).toBe(true);
@@ -133,11 +138,45 @@ describe('assay ledger (CLI)', () => {
     const cases: Array<[string[], RegExp, number]> = [
       [['ledger', 'append', '--stream', 'run-x', '--type', 'Note', '--data', '{"text":'], /CLI_USAGE: --data is not valid JSON/, 2],
       [['ledger', 'append', '--stream', 'run-x', '--type', 'Nope', '--data', '{}'], /LEDGER_UNKNOWN_EVENT_TYPE: --data: unknown event type "Nope"/, 2],
-      [['ledger', 'append', '--stream', 'run-x', '--type', 'Note', '--data', '{"text":"x","extra":1}'], /LEDGER_EVENT_INVALID: --data: Note data.extra: is not a field of this event type/, 2],
-      [['ledger', 'append', '--stream', 'run-x', '--type', 'Note', '--data', JSON.stringify({ text: 'x'.repeat(70 * 1024) })], /LEDGER_EVENT_(TOO_LARGE|INVALID)/, 2],
+      [
+        ['ledger', 'append', '--stream', 'run-x', '--type', 'Note', '--data', '{"text":"x","extra":1}'],
+        /LEDGER_EVENT_INVALID: --data: Note data.extra: is not a field of this event type/,
+        2,
+      ],
+      [
+        ['ledger', 'append', '--stream', 'run-x', '--type', 'Note', '--data', JSON.stringify({ text: 'x'.repeat(70 * 1024) })],
+        /LEDGER_EVENT_(TOO_LARGE|INVALID)/,
+        2,
+      ],
       [['ledger', 'append', '--stream', 'Run_X', '--type', 'Note', '--data', '{"text":"x"}'], /LEDGER_BAD_STREAM/, 2],
-      [['ledger', 'append', '--stream', 'run-x', '--type', 'RejudgeCompleted', '--data', '{"snapshot":"bafy","status":"won","primaryScore":null,"matches":true}'], /data.status: must be one of/, 2],
-      [['ledger', 'append', '--stream', 'run-x', '--type', 'RunCompleted', '--data', '{"run":"x","status":"completed","bestRound":1,"bestScore":1e-7,"bestSnapshot":"bafy"}'], /LEDGER_TYPE_RESERVED: --data: RunCompleted is written only by the run controller/, 6],
+      [
+        [
+          'ledger',
+          'append',
+          '--stream',
+          'run-x',
+          '--type',
+          'RejudgeCompleted',
+          '--data',
+          '{"snapshot":"bafy","status":"won","primaryScore":null,"matches":true}',
+        ],
+        /data.status: must be one of/,
+        2,
+      ],
+      [
+        [
+          'ledger',
+          'append',
+          '--stream',
+          'run-x',
+          '--type',
+          'RunCompleted',
+          '--data',
+          '{"run":"x","status":"completed","bestRound":1,"bestScore":1e-7,"bestSnapshot":"bafy"}',
+        ],
+        /LEDGER_TYPE_RESERVED: --data: RunCompleted is written only by the run controller/,
+        6,
+      ],
       [['ledger', 'prove', '100000'], /LEDGER_POSITION_OUT_OF_RANGE/, 3],
       [['ledger', 'prove', '-1'], /error/, 2],
     ];
@@ -173,7 +212,11 @@ describe('assay ledger (CLI)', () => {
     r = await assay(['ledger', 'verify'], broken);
     expect(r.code).toBe(5);
     expect(r.stderr).toMatch(/LEDGER_DB_CORRUPT: .*ledger\.db/);
-    expect(require('node:fs').readFileSync(dbFile).equals(require('node:fs').readFileSync(`${dbFile}.before`))).toBe(true);
+    expect(
+      require('node:fs')
+        .readFileSync(dbFile)
+        .equals(require('node:fs').readFileSync(`${dbFile}.before`)),
+    ).toBe(true);
   }, 60_000);
 
   it('generates, registers and revokes keys; a revoked key can sign nothing after', async () => {
@@ -192,7 +235,12 @@ describe('assay ledger (CLI)', () => {
     expect(rev.code).toBe(0);
     const list = JSON.parse((await assay(['keys', 'list', '--json'], home)).stdout) as Array<{ keyId: string; role: string; revokedAt: number | null }>;
     expect(list.find((k) => k.keyId === gen.signer)).toMatchObject({ role: 'auditor', revokedAt: expect.any(Number) });
-    expect(list.filter((k) => k.revokedAt === null).map((k) => k.role).sort()).toEqual(['controller', 'judge', 'runtime']);
+    expect(
+      list
+        .filter((k) => k.revokedAt === null)
+        .map((k) => k.role)
+        .sort(),
+    ).toEqual(['controller', 'judge', 'runtime']);
     expect((await assay(['ledger', 'verify'], home)).code).toBe(0);
   }, 60_000);
 });

@@ -39,7 +39,14 @@ describe('snapshots recorded in the ledger (CLI)', () => {
     expect(events.map((e) => e.type)).toEqual(['SnapshotTaken', 'SnapshotTaken', 'WorkspaceEdited']);
     expect(events[0]?.data).toMatchObject({ root: root1, files: 2, symlinks: 1, flagged: ['escape'], policyDigest: expect.any(String) });
     expect(events[0]?.signer).toMatch(/^assay-runtime-/);
-    expect(events[2]?.data).toMatchObject({ from: root1, to: root2, changed: 1, added: 0, removed: 0, paths: { changed: ['optimizer.py'], added: [], removed: [] } });
+    expect(events[2]?.data).toMatchObject({
+      from: root1,
+      to: root2,
+      changed: 1,
+      added: 0,
+      removed: 0,
+      paths: { changed: ['optimizer.py'], added: [], removed: [] },
+    });
     const v = await assay(['ledger', 'verify'], home);
     expect([v.code, v.stderr]).toEqual([0, '']);
   }, 60_000);

@@ -25,11 +25,16 @@ export interface ContractSetup {
   readonly programs: ContractPrograms;
 }
 
-async function collect(runtime: ContainerRuntime, id: string, path: string): Promise<Map<string, { type: string; content: string | null; target: string }> | null> {
+async function collect(
+  runtime: ContainerRuntime,
+  id: string,
+  path: string,
+): Promise<Map<string, { type: string; content: string | null; target: string }> | null> {
   const a = await runtime.readArchive(id, path);
   if (!a) return null;
   const out = new Map<string, { type: string; content: string | null; target: string }>();
-  for await (const r of readTar(a, { maxArchiveBytes: 1 << 24, keep: () => 1 << 20 })) out.set(r.header.path, { type: r.header.type, content: r.content?.toString('utf8') ?? null, target: r.header.linkTarget });
+  for await (const r of readTar(a, { maxArchiveBytes: 1 << 24, keep: () => 1 << 20 }))
+    out.set(r.header.path, { type: r.header.type, content: r.content?.toString('utf8') ?? null, target: r.header.linkTarget });
   return out;
 }
 
@@ -90,157 +95,219 @@ export function containerRuntimeContract(name: string, setup: () => Promise<Cont
       return v;
     }
 
-    it('runs a command to its exit status and reports it', async () => {
-      const r = await run(spec(s.programs.exit(3)));
-      expect(r.w).toEqual({ exited: true, exitCode: 3 });
-      expect(await s.runtime.inspectContainer(r.id)).toMatchObject({ running: false, exitCode: 3, oomKilled: false });
-    }, timeoutMs);
+    it(
+      'runs a command to its exit status and reports it',
+      async () => {
+        const r = await run(spec(s.programs.exit(3)));
+        expect(r.w).toEqual({ exited: true, exitCode: 3 });
+        expect(await s.runtime.inspectContainer(r.id)).toMatchObject({ running: false, exitCode: 3, oomKilled: false });
+      },
+      timeoutMs,
+    );
 
-    it('delivers stdout and stderr apart and in full, also far more than a pipe buffer', async () => {
-      const r = await run(spec(s.programs.echo('to stdout', 'to stderr')));
-      expect(r.stdout).toBe('to stdout\n');
-      expect(r.stderr).toBe('to stderr\n');
-      const f = await run(spec(s.programs.flood(3_000_000)));
-      expect(f.stdout.length).toBe(3_000_000);
-    }, timeoutMs);
+    it(
+      'delivers stdout and stderr apart and in full, also far more than a pipe buffer',
+      async () => {
+        const r = await run(spec(s.programs.echo('to stdout', 'to stderr')));
+        expect(r.stdout).toBe('to stdout\n');
+        expect(r.stderr).toBe('to stderr\n');
+        const f = await run(spec(s.programs.flood(3_000_000)));
+        expect(f.stdout.length).toBe(3_000_000);
+      },
+      timeoutMs,
+    );
 
-    it('streams stdin then closes it; a volume outlives its container and is read back as a tar', async () => {
-      const v = await volume();
-      const payload = Buffer.from(`payload ${'z'.repeat(100_000)}`);
-      const r = await run(spec(s.programs.catStdinTo('/data/in.bin'), { openStdin: true, mounts: [{ type: 'volume', source: v, target: '/data', readOnly: false }] }), payload);
-      expect(r.w).toEqual({ exited: true, exitCode: 0 });
-      const files = await collect(s.runtime, r.id, '/data');
-      expect(files?.get('data/in.bin')).toEqual({ type: 'file', content: payload.toString('utf8'), target: '' });
-      expect(await s.runtime.readArchive(r.id, '/data/missing')).toBeNull();
-    }, timeoutMs);
+    it(
+      'streams stdin then closes it; a volume outlives its container and is read back as a tar',
+      async () => {
+        const v = await volume();
+        const payload = Buffer.from(`payload ${'z'.repeat(100_000)}`);
+        const r = await run(
+          spec(s.programs.catStdinTo('/data/in.bin'), { openStdin: true, mounts: [{ type: 'volume', source: v, target: '/data', readOnly: false }] }),
+          payload,
+        );
+        expect(r.w).toEqual({ exited: true, exitCode: 0 });
+        const files = await collect(s.runtime, r.id, '/data');
+        expect(files?.get('data/in.bin')).toEqual({ type: 'file', content: payload.toString('utf8'), target: '' });
+        expect(await s.runtime.readArchive(r.id, '/data/missing')).toBeNull();
+      },
+      timeoutMs,
+    );
 
-    it('refuses writes to read-only binds and a read-only root; tmpfs is writable and gone with the container', async () => {
-      writeFileSync(join(host, 'keep.txt'), 'original');
-      const bind = { type: 'bind' as const, source: host, target: '/snap', readOnly: true };
-      const ro = await run(spec(s.programs.write('/snap/keep.txt', 'changed'), { mounts: [bind] }));
-      expect(ro.w).toMatchObject({ exited: true });
-      expect((ro.w as { exitCode: number }).exitCode).not.toBe(0);
-      expect(readFileSync(join(host, 'keep.txt'), 'utf8')).toBe('original');
-      const root = await run(spec(s.programs.write('/planted', 'x')));
-      expect((root.w as { exitCode: number }).exitCode).not.toBe(0);
-      const tmp = await run(spec(s.programs.write('/scratch/x', 'x'), { mounts: [{ type: 'tmpfs', target: '/scratch', sizeBytes: 1 << 20, mode: 0o700 }] }));
-      expect(tmp.w).toEqual({ exited: true, exitCode: 0 });
-      const after = await collect(s.runtime, tmp.id, '/scratch');
-      expect(after === null || !after.has('scratch/x')).toBe(true);
-    }, timeoutMs);
+    it(
+      'refuses writes to read-only binds and a read-only root; tmpfs is writable and gone with the container',
+      async () => {
+        writeFileSync(join(host, 'keep.txt'), 'original');
+        const bind = { type: 'bind' as const, source: host, target: '/snap', readOnly: true };
+        const ro = await run(spec(s.programs.write('/snap/keep.txt', 'changed'), { mounts: [bind] }));
+        expect(ro.w).toMatchObject({ exited: true });
+        expect((ro.w as { exitCode: number }).exitCode).not.toBe(0);
+        expect(readFileSync(join(host, 'keep.txt'), 'utf8')).toBe('original');
+        const root = await run(spec(s.programs.write('/planted', 'x')));
+        expect((root.w as { exitCode: number }).exitCode).not.toBe(0);
+        const tmp = await run(spec(s.programs.write('/scratch/x', 'x'), { mounts: [{ type: 'tmpfs', target: '/scratch', sizeBytes: 1 << 20, mode: 0o700 }] }));
+        expect(tmp.w).toEqual({ exited: true, exitCode: 0 });
+        const after = await collect(s.runtime, tmp.id, '/scratch');
+        expect(after === null || !after.has('scratch/x')).toBe(true);
+      },
+      timeoutMs,
+    );
 
-    it('stops waiting at the timeout; kill ends the container', async () => {
-      const id = await s.runtime.createContainer(spec(s.programs.sleep(30)));
-      created.push(id);
-      const started = await s.runtime.start(id, { onOutput: () => undefined });
-      const t0 = Date.now();
-      expect(await s.runtime.wait(id, 300)).toEqual({ exited: false });
-      expect(Date.now() - t0).toBeLessThan(3000);
-      expect((await s.runtime.inspectContainer(id))?.running).toBe(true);
-      await s.runtime.kill(id);
-      const w = await s.runtime.wait(id, 10_000);
-      expect(w.exited).toBe(true);
-      await started.outputEnded;
-      await s.runtime.kill(id); // not running: not an error
-    }, timeoutMs);
+    it(
+      'stops waiting at the timeout; kill ends the container',
+      async () => {
+        const id = await s.runtime.createContainer(spec(s.programs.sleep(30)));
+        created.push(id);
+        const started = await s.runtime.start(id, { onOutput: () => undefined });
+        const t0 = Date.now();
+        expect(await s.runtime.wait(id, 300)).toEqual({ exited: false });
+        expect(Date.now() - t0).toBeLessThan(3000);
+        expect((await s.runtime.inspectContainer(id))?.running).toBe(true);
+        await s.runtime.kill(id);
+        const w = await s.runtime.wait(id, 10_000);
+        expect(w.exited).toBe(true);
+        await started.outputEnded;
+        await s.runtime.kill(id); // not running: not an error
+      },
+      timeoutMs,
+    );
 
-    it('reports the isolation it applied; no interface but loopback without a network', async () => {
-      const r = await run(spec(s.programs.interfaces(), { capAdd: ['SETUID', 'SETGID'] }));
-      expect(r.stdout.trim()).toBe('lo');
-      expect(await s.runtime.inspectContainer(r.id)).toMatchObject({
-        networkMode: 'none',
-        readOnlyRootfs: true,
-        capDrop: ['ALL'],
-        capAdd: ['SETUID', 'SETGID'],
-        securityOpt: ['no-new-privileges'],
-        pidsLimit: 32,
-        memoryBytes: 64 * 1024 * 1024,
-        nanoCpus: 1e9,
-        labels: expect.objectContaining(labels),
-      });
-    }, timeoutMs);
+    it(
+      'reports the isolation it applied; no interface but loopback without a network',
+      async () => {
+        const r = await run(spec(s.programs.interfaces(), { capAdd: ['SETUID', 'SETGID'] }));
+        expect(r.stdout.trim()).toBe('lo');
+        expect(await s.runtime.inspectContainer(r.id)).toMatchObject({
+          networkMode: 'none',
+          readOnlyRootfs: true,
+          capDrop: ['ALL'],
+          capAdd: ['SETUID', 'SETGID'],
+          securityOpt: ['no-new-privileges'],
+          pidsLimit: 32,
+          memoryBytes: 64 * 1024 * 1024,
+          nanoCpus: 1e9,
+          labels: expect.objectContaining(labels),
+        });
+      },
+      timeoutMs,
+    );
 
-    it('finds containers and volumes by label; removal is idempotent', async () => {
-      const v = await volume();
-      const id = await s.runtime.createContainer(spec(s.programs.exit(0), { labels: { ...labels, 'org.assay.extra': 'x' } }));
-      created.push(id);
-      expect((await s.runtime.listContainers({ 'org.assay.test': tag, 'org.assay.extra': 'x' })).map((c) => c.id)).toEqual([id]);
-      expect((await s.runtime.listContainers({ 'org.assay.extra': true, 'org.assay.test': tag })).map((c) => c.id)).toEqual([id]);
-      expect((await s.runtime.listVolumes({ 'org.assay.test': tag })).map((x) => x.name)).toContain(v);
-      await s.runtime.removeContainer(id);
-      await s.runtime.removeContainer(id);
-      expect(await s.runtime.inspectContainer(id)).toBeNull();
-      await s.runtime.removeVolume(v);
-      await s.runtime.removeVolume(v);
-      expect((await s.runtime.listVolumes({ 'org.assay.test': tag })).map((x) => x.name)).not.toContain(v);
-    }, timeoutMs);
+    it(
+      'finds containers and volumes by label; removal is idempotent',
+      async () => {
+        const v = await volume();
+        const id = await s.runtime.createContainer(spec(s.programs.exit(0), { labels: { ...labels, 'org.assay.extra': 'x' } }));
+        created.push(id);
+        expect((await s.runtime.listContainers({ 'org.assay.test': tag, 'org.assay.extra': 'x' })).map((c) => c.id)).toEqual([id]);
+        expect((await s.runtime.listContainers({ 'org.assay.extra': true, 'org.assay.test': tag })).map((c) => c.id)).toEqual([id]);
+        expect((await s.runtime.listVolumes({ 'org.assay.test': tag })).map((x) => x.name)).toContain(v);
+        await s.runtime.removeContainer(id);
+        await s.runtime.removeContainer(id);
+        expect(await s.runtime.inspectContainer(id)).toBeNull();
+        await s.runtime.removeVolume(v);
+        await s.runtime.removeVolume(v);
+        expect((await s.runtime.listVolumes({ 'org.assay.test': tag })).map((x) => x.name)).not.toContain(v);
+      },
+      timeoutMs,
+    );
 
-    it('hands GPUs over as an nvidia device request with explicit ids (created and inspected, never started: no GPU here)', async () => {
-      const id = await s.runtime.createContainer(spec(s.programs.exit(0), { gpus: { driver: 'nvidia', deviceIds: ['1', 'GPU-8f2c1d3e-0000-4a5b-9c7d-123456789abc'] } }));
-      created.push(id);
-      const info = await s.runtime.inspectContainer(id);
-      expect(info?.deviceRequests).toEqual([{ driver: 'nvidia', deviceIds: ['1', 'GPU-8f2c1d3e-0000-4a5b-9c7d-123456789abc'], capabilities: ['gpu'] }]);
-      await s.runtime.removeContainer(id);
-      const plain = await s.runtime.createContainer(spec(s.programs.exit(0)));
-      created.push(plain);
-      expect((await s.runtime.inspectContainer(plain))?.deviceRequests).toEqual([]);
-    }, timeoutMs);
+    it(
+      'hands GPUs over as an nvidia device request with explicit ids (created and inspected, never started: no GPU here)',
+      async () => {
+        const id = await s.runtime.createContainer(
+          spec(s.programs.exit(0), { gpus: { driver: 'nvidia', deviceIds: ['1', 'GPU-8f2c1d3e-0000-4a5b-9c7d-123456789abc'] } }),
+        );
+        created.push(id);
+        const info = await s.runtime.inspectContainer(id);
+        expect(info?.deviceRequests).toEqual([{ driver: 'nvidia', deviceIds: ['1', 'GPU-8f2c1d3e-0000-4a5b-9c7d-123456789abc'], capabilities: ['gpu'] }]);
+        await s.runtime.removeContainer(id);
+        const plain = await s.runtime.createContainer(spec(s.programs.exit(0)));
+        created.push(plain);
+        expect((await s.runtime.inspectContainer(plain))?.deviceRequests).toEqual([]);
+      },
+      timeoutMs,
+    );
 
-    it('refuses a GPU request it would not hand to Docker: junk ids, duplicates, another driver', async () => {
-      const before = (await s.runtime.listContainers({ 'org.assay.test': tag })).length;
-      for (const deviceIds of [['0', '0'], ['--all'], ['all'], ['0,1'], [' 0'], ['GPU-'], ['1'.repeat(5)]]) {
-        await expect(s.runtime.createContainer(spec(s.programs.exit(0), { gpus: { driver: 'nvidia', deviceIds } }))).rejects.toMatchObject({ code: 'CONTAINER_INVALID_SPEC', kind: 'invalid_input' });
-      }
-      await expect(s.runtime.createContainer(spec(s.programs.exit(0), { gpus: { driver: 'amd' as 'nvidia', deviceIds: ['0'] } }))).rejects.toMatchObject({ code: 'CONTAINER_INVALID_SPEC' });
-      expect(await s.runtime.listContainers({ 'org.assay.test': tag })).toHaveLength(before); // nothing was created
-    }, timeoutMs);
+    it(
+      'refuses a GPU request it would not hand to Docker: junk ids, duplicates, another driver',
+      async () => {
+        const before = (await s.runtime.listContainers({ 'org.assay.test': tag })).length;
+        for (const deviceIds of [['0', '0'], ['--all'], ['all'], ['0,1'], [' 0'], ['GPU-'], ['1'.repeat(5)]]) {
+          await expect(s.runtime.createContainer(spec(s.programs.exit(0), { gpus: { driver: 'nvidia', deviceIds } }))).rejects.toMatchObject({
+            code: 'CONTAINER_INVALID_SPEC',
+            kind: 'invalid_input',
+          });
+        }
+        await expect(s.runtime.createContainer(spec(s.programs.exit(0), { gpus: { driver: 'amd' as 'nvidia', deviceIds: ['0'] } }))).rejects.toMatchObject({
+          code: 'CONTAINER_INVALID_SPEC',
+        });
+        expect(await s.runtime.listContainers({ 'org.assay.test': tag })).toHaveLength(before); // nothing was created
+      },
+      timeoutMs,
+    );
 
-    it("exports a container's whole file system (not its mounts) and imports it as a labelled image with the given config", async () => {
-      const v = await volume();
-      const w = await run(spec(s.programs.write('/root/agent.txt', 'left by the agent'), { readOnlyRootfs: false, mounts: [{ type: 'volume', source: v, target: '/data', readOnly: false }] }));
-      expect(w.w).toEqual({ exited: true, exitCode: 0 });
-      const names = new Map<string, string | null>();
-      for await (const r of readTar(await s.runtime.exportContainer(w.id), { maxArchiveBytes: 4 * 2 ** 30, keep: (h) => (h.path.includes('agent') ? 1 << 16 : false) })) {
-        names.set(r.header.path.replace(/^\.\//, '').replace(/\/$/, ''), r.content?.toString('utf8') ?? null);
-      }
-      expect(names.get('root/agent.txt')).toBe('left by the agent');
-      expect([...names.keys()].some((n) => n.startsWith('data/'))).toBe(false);
+    it(
+      "exports a container's whole file system (not its mounts) and imports it as a labelled image with the given config",
+      async () => {
+        const v = await volume();
+        const w = await run(
+          spec(s.programs.write('/root/agent.txt', 'left by the agent'), {
+            readOnlyRootfs: false,
+            mounts: [{ type: 'volume', source: v, target: '/data', readOnly: false }],
+          }),
+        );
+        expect(w.w).toEqual({ exited: true, exitCode: 0 });
+        const names = new Map<string, string | null>();
+        for await (const r of readTar(await s.runtime.exportContainer(w.id), {
+          maxArchiveBytes: 4 * 2 ** 30,
+          keep: (h) => (h.path.includes('agent') ? 1 << 16 : false),
+        })) {
+          names.set(r.header.path.replace(/^\.\//, '').replace(/\/$/, ''), r.content?.toString('utf8') ?? null);
+        }
+        expect(names.get('root/agent.txt')).toBe('left by the agent');
+        expect([...names.keys()].some((n) => n.startsWith('data/'))).toBe(false);
 
-      const imageTag = `assay/contract-import:${tag}`;
-      const imported = await s.runtime.importImage(await s.runtime.exportContainer(w.id), {
-        tag: imageTag,
-        labels,
-        env: ['PATH=/usr/local/bin:/usr/bin:/bin', 'GREETING=hello world'],
-        workingDir: '/root',
-        cmd: ['sleep', '1'],
-        user: '0:0',
-        timeoutMs: 120_000,
-      });
-      try {
-        const info = await s.runtime.inspectImage(imageTag);
-        expect(info).toMatchObject({ id: imported.id, workingDir: '/root', user: '0:0', labels: expect.objectContaining(labels) });
-        expect(info?.env).toEqual(expect.arrayContaining(['GREETING=hello world']));
-        expect(info?.cmd).toEqual(['sleep', '1']);
-        expect((await s.runtime.listImages(labels)).map((i) => i.id)).toContain(imported.id);
-        const c = await s.runtime.createContainer(spec(s.programs.exit(0), { image: imported.id }));
-        created.push(c);
-        const files = await collect(s.runtime, c, '/root/agent.txt');
-        expect(files?.get('agent.txt')?.content).toBe('left by the agent');
-        await s.runtime.removeContainer(c);
-      } finally {
-        await s.runtime.removeImage(imported.id);
-      }
-      expect(await s.runtime.inspectImage(imageTag)).toBeNull();
-      await s.runtime.removeImage(imported.id); // idempotent
-      await expect(s.runtime.exportContainer('0'.repeat(64))).rejects.toMatchObject({ code: 'CONTAINER_NOT_FOUND' });
-    }, timeoutMs * 4);
+        const imageTag = `assay/contract-import:${tag}`;
+        const imported = await s.runtime.importImage(await s.runtime.exportContainer(w.id), {
+          tag: imageTag,
+          labels,
+          env: ['PATH=/usr/local/bin:/usr/bin:/bin', 'GREETING=hello world'],
+          workingDir: '/root',
+          cmd: ['sleep', '1'],
+          user: '0:0',
+          timeoutMs: 120_000,
+        });
+        try {
+          const info = await s.runtime.inspectImage(imageTag);
+          expect(info).toMatchObject({ id: imported.id, workingDir: '/root', user: '0:0', labels: expect.objectContaining(labels) });
+          expect(info?.env).toEqual(expect.arrayContaining(['GREETING=hello world']));
+          expect(info?.cmd).toEqual(['sleep', '1']);
+          expect((await s.runtime.listImages(labels)).map((i) => i.id)).toContain(imported.id);
+          const c = await s.runtime.createContainer(spec(s.programs.exit(0), { image: imported.id }));
+          created.push(c);
+          const files = await collect(s.runtime, c, '/root/agent.txt');
+          expect(files?.get('agent.txt')?.content).toBe('left by the agent');
+          await s.runtime.removeContainer(c);
+        } finally {
+          await s.runtime.removeImage(imported.id);
+        }
+        expect(await s.runtime.inspectImage(imageTag)).toBeNull();
+        await s.runtime.removeImage(imported.id); // idempotent
+        await expect(s.runtime.exportContainer('0'.repeat(64))).rejects.toMatchObject({ code: 'CONTAINER_NOT_FOUND' });
+      },
+      timeoutMs * 4,
+    );
 
-    it('never pulls: a missing image is not found', async () => {
-      const missing = `assay/does-not-exist:${tag}`;
-      expect(await s.runtime.inspectImage(missing)).toBeNull();
-      await expect(s.runtime.createContainer(spec(s.programs.exit(0), { image: missing }))).rejects.toMatchObject({ code: 'CONTAINER_IMAGE_NOT_FOUND' });
-      const img = await s.runtime.inspectImage(s.programs.image);
-      expect(img?.id).toMatch(/^sha256:[0-9a-f]{64}$/);
-    }, timeoutMs);
+    it(
+      'never pulls: a missing image is not found',
+      async () => {
+        const missing = `assay/does-not-exist:${tag}`;
+        expect(await s.runtime.inspectImage(missing)).toBeNull();
+        await expect(s.runtime.createContainer(spec(s.programs.exit(0), { image: missing }))).rejects.toMatchObject({ code: 'CONTAINER_IMAGE_NOT_FOUND' });
+        const img = await s.runtime.inspectImage(s.programs.image);
+        expect(img?.id).toMatch(/^sha256:[0-9a-f]{64}$/);
+      },
+      timeoutMs,
+    );
   });
 }

@@ -24,13 +24,28 @@ describeDocker('dockerode adapter on a real daemon', () => {
   it('sends GPUs as HostConfig.DeviceRequests: driver nvidia, the exact ids, capability gpu (created, never started: no GPU here)', async () => {
     const rt = new DockerodeRuntime();
     const id = await rt.createContainer({
-      image: BASE_IMAGE, cmd: ['true'], env: {}, labels: { 'org.assay.role': 'contract-test' }, mounts: [], networkMode: 'none', readOnlyRootfs: true,
-      capDrop: ['ALL'], capAdd: [], noNewPrivileges: true, pidsLimit: 16, memoryBytes: 32 << 20, nanoCpus: 1e9, init: false, openStdin: false,
+      image: BASE_IMAGE,
+      cmd: ['true'],
+      env: {},
+      labels: { 'org.assay.role': 'contract-test' },
+      mounts: [],
+      networkMode: 'none',
+      readOnlyRootfs: true,
+      capDrop: ['ALL'],
+      capAdd: [],
+      noNewPrivileges: true,
+      pidsLimit: 16,
+      memoryBytes: 32 << 20,
+      nanoCpus: 1e9,
+      init: false,
+      openStdin: false,
       gpus: { driver: 'nvidia', deviceIds: ['0', 'GPU-11111111-2222-3333-4444-555555555555'] },
     });
     try {
       const raw = await rt.docker.getContainer(id).inspect();
-      expect(raw.HostConfig.DeviceRequests).toEqual([{ Driver: 'nvidia', Count: 0, DeviceIDs: ['0', 'GPU-11111111-2222-3333-4444-555555555555'], Capabilities: [['gpu']], Options: {} }]);
+      expect(raw.HostConfig.DeviceRequests).toEqual([
+        { Driver: 'nvidia', Count: 0, DeviceIDs: ['0', 'GPU-11111111-2222-3333-4444-555555555555'], Capabilities: [['gpu']], Options: {} },
+      ]);
       expect(raw.State.Status).toBe('created');
     } finally {
       await rt.removeContainer(id);

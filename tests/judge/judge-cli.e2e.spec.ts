@@ -36,13 +36,19 @@ async function until<T>(what: string, ms: number, f: () => Promise<T | null>): P
 function baseRecipeDigest(): string {
   const outer = createHash('sha256');
   for (const f of ['task-runtime/base-image/recipe.conf', 'task-runtime/base-image/packages.txt', 'scripts/build-base-image.sh']) {
-    outer.update(`${f.split('/').pop() as string}\0${createHash('sha256').update(fs.readFileSync(join(REPO_ROOT, f))).digest('hex')}\n`);
+    outer.update(
+      `${f.split('/').pop() as string}\0${createHash('sha256')
+        .update(fs.readFileSync(join(REPO_ROOT, f)))
+        .digest('hex')}\n`,
+    );
   }
   return `sha256:${outer.digest('hex')}`;
 }
 
 const baseIsCurrent = (): boolean =>
-  spawnSync('docker', ['image', 'inspect', '--format', '{{index .Config.Labels "org.assay.base.recipe-digest"}}', 'assay/base:bookworm'], { encoding: 'utf8' }).stdout.trim() === baseRecipeDigest();
+  spawnSync('docker', ['image', 'inspect', '--format', '{{index .Config.Labels "org.assay.base.recipe-digest"}}', 'assay/base:bookworm'], {
+    encoding: 'utf8',
+  }).stdout.trim() === baseRecipeDigest();
 
 describeDocker('assay judge / assay images (CLI, Docker)', () => {
   let home: string;
@@ -92,7 +98,19 @@ describeDocker('assay judge / assay images (CLI, Docker)', () => {
   it('judge --repeat 3 --json: three fresh Judges on one snapshot CID, their results and the median', async () => {
     const r = await assay(['judge', LINE_FIT, '--snapshot', ws, '--repeat', '3', '--json'], home, 180_000);
     expect(r.code).toBe(0);
-    const out = JSON.parse(r.stdout) as { snapshot: string; median: number; completed: number; results: Array<{ judge: string; status: string; primaryScore: number; snapshot: string; events: Array<{ type: string; position: number }>; output: { path: string } }> };
+    const out = JSON.parse(r.stdout) as {
+      snapshot: string;
+      median: number;
+      completed: number;
+      results: Array<{
+        judge: string;
+        status: string;
+        primaryScore: number;
+        snapshot: string;
+        events: Array<{ type: string; position: number }>;
+        output: { path: string };
+      }>;
+    };
     expect(out).toMatchObject({ median: 1, completed: 3 });
     expect(out.snapshot).toMatch(/^bafy[a-z0-9]+$/);
     expect(new Set(out.results.map((x) => x.judge)).size).toBe(3);
@@ -162,7 +180,10 @@ describeDocker('assay judge / assay images (CLI, Docker)', () => {
 
     const events = await assay(['ledger', 'events', '--stream', `judge-${judgeId}`, '--json'], home);
     expect(events.code).toBe(0);
-    const types = events.stdout.trim().split('\n').map((l) => JSON.parse(l) as { type: string; data: { status?: string } });
+    const types = events.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { type: string; data: { status?: string } });
     expect(types.map((e) => [e.type, e.data.status ?? null])).toEqual([
       ['JudgeLaunched', null],
       ['JudgeCompleted', 'infrastructure_error'],
@@ -172,4 +193,3 @@ describeDocker('assay judge / assay images (CLI, Docker)', () => {
     expect(v.stdout).toContain('ledger verified');
   }, 400_000);
 });
-

@@ -192,7 +192,7 @@ print("candidate made empty files:", total, flush=True)
     expect(r).toMatchObject({ status: 'completed', rewards: { reward: 1 } });
   }, 180_000);
 
-  it("out of memory, the kernel ends candidate processes (each smaller than the verifier), never the verifier", async () => {
+  it('out of memory, the kernel ends candidate processes (each smaller than the verifier), never the verifier', async () => {
     const main = `import os, time
 kids = []
 for i in range(10):

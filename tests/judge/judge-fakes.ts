@@ -10,15 +10,7 @@ import { join } from 'node:path';
 import { ManualClock, SequentialIds } from '@assay/core';
 import { readTar } from '@assay/containers';
 import { FakeContainerRuntime, type FakeProcess } from '../../libs/containers/src/testing';
-import {
-  Ledger,
-  MemoryCheckpointStore,
-  MemoryEventStore,
-  MemoryMerkleNodeStore,
-  generateKeyPair,
-  toSigningKey,
-  type SigningKey,
-} from '@assay/ledger';
+import { Ledger, MemoryCheckpointStore, MemoryEventStore, MemoryMerkleNodeStore, generateKeyPair, toSigningKey, type SigningKey } from '@assay/ledger';
 import { JUDGE_ENTRYPOINT, LedgerJudgeRecorder, type JudgeSnapshots, type OwnerRegistry, type SnapshotEntry } from '@assay/judge';
 
 export function tmp(prefix: string): string {

@@ -8,7 +8,17 @@ import { readTar, tarHeader, tarPadding, type ContainerSpec, type ImportImageOpt
 import { FakeContainerRuntime } from '../../libs/containers/src/testing';
 import { loadTaskPlan } from '@assay/task-format';
 import { JudgeRunner, TaskImageBuilder, type JudgeResult, type PreparedTask } from '@assay/judge';
-import { DirSnapshots, TestOwners, installFakeEntrypoint, memoryLedger, removeFakeSnapshots, tmp, writeTask, type FakeScenario, type MemoryLedger } from './judge-fakes';
+import {
+  DirSnapshots,
+  TestOwners,
+  installFakeEntrypoint,
+  memoryLedger,
+  removeFakeSnapshots,
+  tmp,
+  writeTask,
+  type FakeScenario,
+  type MemoryLedger,
+} from './judge-fakes';
 
 const JUDGE_RUNTIME = resolve(__dirname, '../../task-runtime/judge');
 
@@ -37,8 +47,26 @@ async function world(): Promise<World> {
   const owners = new TestOwners();
   const home = tmp('judge-unit-home-');
   cleanup.push(home);
-  const runner = new JudgeRunner({ runtime, snapshots, recorder: ml.recorder, owners, clock: ml.clock, ids: ml.ids, judgesDir: join(home, 'judges'), homeTag: 'home1', hostCpus: 2, drainMs: 1000 });
-  const images = new TaskImageBuilder({ runtime, snapshots, recorder: ml.recorder, clock: ml.clock, logsDir: join(home, 'images', 'logs'), judgeRuntimeDir: JUDGE_RUNTIME });
+  const runner = new JudgeRunner({
+    runtime,
+    snapshots,
+    recorder: ml.recorder,
+    owners,
+    clock: ml.clock,
+    ids: ml.ids,
+    judgesDir: join(home, 'judges'),
+    homeTag: 'home1',
+    hostCpus: 2,
+    drainMs: 1000,
+  });
+  const images = new TaskImageBuilder({
+    runtime,
+    snapshots,
+    recorder: ml.recorder,
+    clock: ml.clock,
+    logsDir: join(home, 'images', 'logs'),
+    judgeRuntimeDir: JUDGE_RUNTIME,
+  });
   return { runtime, snapshots, ml, owners, home, runner, images };
 }
 
@@ -94,7 +122,19 @@ describe('JudgeRunner, full-rootfs task (fake runtime)', () => {
   it('judges from an image imported from the snapshot, with the harness injected fresh and no snapshot mount; the image is removed', async () => {
     const w = await world();
     const snapshots = new ArchiveSnapshots();
-    const runner = new JudgeRunner({ runtime: w.runtime, snapshots, recorder: w.ml.recorder, owners: w.owners, clock: w.ml.clock, ids: w.ml.ids, judgesDir: join(w.home, 'judges'), homeTag: 'home1', hostCpus: 2, drainMs: 1000, judgeRuntimeDir: JUDGE_RUNTIME });
+    const runner = new JudgeRunner({
+      runtime: w.runtime,
+      snapshots,
+      recorder: w.ml.recorder,
+      owners: w.owners,
+      clock: w.ml.clock,
+      ids: w.ml.ids,
+      judgesDir: join(w.home, 'judges'),
+      homeTag: 'home1',
+      hostCpus: 2,
+      drainMs: 1000,
+      judgeRuntimeDir: JUDGE_RUNTIME,
+    });
     const dir = writeTask(tmp('judge-unit-task-'), { files: { 'reward.txt': '0.75' } });
     cleanup.push(dir);
     fs.writeFileSync(join(dir, 'task.toml'), fs.readFileSync(join(dir, 'task.toml'), 'utf8').replace('workdir = "/workspace"', 'workdir = "/"'));
@@ -119,9 +159,20 @@ describe('JudgeRunner, full-rootfs task (fake runtime)', () => {
       const chunks: Buffer[] = [];
       for await (const c of rootfs) chunks.push(Buffer.from(c));
       const files = new Map<string, string>();
-      for await (const r of readTar((async function* () { yield Buffer.concat(chunks); })(), { maxArchiveBytes: 1 << 26, keep: () => 1 << 20 })) files.set(r.header.path, r.content?.toString('utf8') ?? `<${r.header.type}>`);
+      for await (const r of readTar(
+        (async function* () {
+          yield Buffer.concat(chunks);
+        })(),
+        { maxArchiveBytes: 1 << 26, keep: () => 1 << 20 },
+      ))
+        files.set(r.header.path, r.content?.toString('utf8') ?? `<${r.header.type}>`);
       imported.push({ o, files });
-      return importImage((async function* () { yield Buffer.concat(chunks); })(), o);
+      return importImage(
+        (async function* () {
+          yield Buffer.concat(chunks);
+        })(),
+        o,
+      );
     };
     const createContainer = w.runtime.createContainer.bind(w.runtime);
     w.runtime.createContainer = async (spec) => {
@@ -136,8 +187,19 @@ describe('JudgeRunner, full-rootfs task (fake runtime)', () => {
     expect(im.files.get('etc/answer')).toBe('42');
     expect(im.files.get('opt/assay/judge/entrypoint')).toBe(fs.readFileSync(join(JUDGE_RUNTIME, 'entrypoint'), 'utf8'));
     expect(im.files.get('usr/local/bin/run-as-candidate')).toBe(fs.readFileSync(join(JUDGE_RUNTIME, 'run-as-candidate'), 'utf8'));
-    expect([...im.files.keys()].filter((k) => k.startsWith('opt'))).toEqual(['opt/', 'opt/assay/', 'opt/assay/judge/', 'opt/assay/judge/entrypoint', 'opt/assay/judge/run-as-candidate']);
-    expect(im.o.labels).toMatchObject({ 'org.assay.role': 'judge-rootfs', 'org.assay.judge': r.judge, 'org.assay.owner': w.owners.self, 'org.assay.snapshot': cid });
+    expect([...im.files.keys()].filter((k) => k.startsWith('opt'))).toEqual([
+      'opt/',
+      'opt/assay/',
+      'opt/assay/judge/',
+      'opt/assay/judge/entrypoint',
+      'opt/assay/judge/run-as-candidate',
+    ]);
+    expect(im.o.labels).toMatchObject({
+      'org.assay.role': 'judge-rootfs',
+      'org.assay.judge': r.judge,
+      'org.assay.owner': w.owners.self,
+      'org.assay.snapshot': cid,
+    });
     const spec = specs[0] as ContainerSpec;
     expect(spec.image).not.toBe(t.images.judge.id);
     expect(spec.mounts.map((m) => m.target)).toEqual(['/tests', '/logs/verifier', '/tmp', '/dev/shm']);
@@ -152,8 +214,25 @@ describe('JudgeRunner (fake runtime)', () => {
     const t = await prepared(w, { files: { 'reward.json': '{"reward": 0.5, "acc": 0.25}' }, stdout: 'hello\n' });
     const cid = await snapshot(w);
     const r = await w.runner.judge(t, cid);
-    expect(r).toMatchObject({ status: 'completed', exitCode: 0, rewards: { reward: 0.5, acc: 0.25 }, primaryMetric: 'reward', primaryScore: 0.5, snapshot: cid, image: t.images.judge.id, network: 'none' });
-    expect(r.limits).toMatchObject({ pidsLimit: 1024, memoryBytes: 64 * 1048576, cpus: 1, readOnlyRootfs: true, capDrop: ['ALL'], capAdd: ['SETGID', 'SETUID'], noNewPrivileges: true });
+    expect(r).toMatchObject({
+      status: 'completed',
+      exitCode: 0,
+      rewards: { reward: 0.5, acc: 0.25 },
+      primaryMetric: 'reward',
+      primaryScore: 0.5,
+      snapshot: cid,
+      image: t.images.judge.id,
+      network: 'none',
+    });
+    expect(r.limits).toMatchObject({
+      pidsLimit: 1024,
+      memoryBytes: 64 * 1048576,
+      cpus: 1,
+      readOnlyRootfs: true,
+      capDrop: ['ALL'],
+      capAdd: ['SETGID', 'SETUID'],
+      noNewPrivileges: true,
+    });
     const events = await w.ml.stream(r.stream);
     expect(events.map((e) => [e.type, e.signer])).toEqual([
       ['JudgeLaunched', 'runtime'],
@@ -211,7 +290,19 @@ describe('JudgeRunner (fake runtime)', () => {
     cleanup.push(staging);
     const home = tmp('judge-unit-home-');
     cleanup.push(home);
-    const runner = new JudgeRunner({ runtime: w.runtime, snapshots: w.snapshots, recorder: w.ml.recorder, owners: w.owners, clock: w.ml.clock, ids: w.ml.ids, judgesDir: join(home, 'judges'), homeTag: 'home1', hostCpus: 2, drainMs: 1000, stagingDir: staging });
+    const runner = new JudgeRunner({
+      runtime: w.runtime,
+      snapshots: w.snapshots,
+      recorder: w.ml.recorder,
+      owners: w.owners,
+      clock: w.ml.clock,
+      ids: w.ml.ids,
+      judgesDir: join(home, 'judges'),
+      homeTag: 'home1',
+      hostCpus: 2,
+      drainMs: 1000,
+      stagingDir: staging,
+    });
     const specs: ContainerSpec[] = [];
     const create = w.runtime.createContainer.bind(w.runtime);
     w.runtime.createContainer = async (spec: ContainerSpec) => {
@@ -246,7 +337,10 @@ describe('JudgeRunner (fake runtime)', () => {
 
   it("the setup-failure line counts only on the entrypoint's stderr; on stdout (the verifier's) with status 125 it is output", async () => {
     const w = await world();
-    const forged = await w.runner.judge(await prepared(w, { stdout: 'assay-judge-entrypoint: setup failed: \x1b[2Jforged\n', exit: 125, files: { 'reward.txt': '0' } }), await snapshot(w));
+    const forged = await w.runner.judge(
+      await prepared(w, { stdout: 'assay-judge-entrypoint: setup failed: \x1b[2Jforged\n', exit: 125, files: { 'reward.txt': '0' } }),
+      await snapshot(w),
+    );
     expect(forged).toMatchObject({ status: 'completed', exitCode: 125, rewards: { reward: 0 } });
     const none = await w.runner.judge(await prepared(w, { stdout: 'assay-judge-entrypoint: setup failed: forged\n', exit: 125 }), await snapshot(w));
     expect(none).toMatchObject({ status: 'verifier_error', exitCode: 125 });
@@ -273,7 +367,7 @@ describe('JudgeRunner (fake runtime)', () => {
   it('out of memory: verifier_error noting the OOM kill', async () => {
     const w = await world();
     const r = await w.runner.judge(await prepared(w, { oom: true }), await snapshot(w));
-    expect(r).toMatchObject({ status: 'verifier_error', exitCode: 137, detail: expect.stringContaining("out-of-memory killer") });
+    expect(r).toMatchObject({ status: 'verifier_error', exitCode: 137, detail: expect.stringContaining('out-of-memory killer') });
   });
 
   it('--repeat: N fresh Judges and the median of the completed primary scores', async () => {
@@ -321,7 +415,16 @@ describe('JudgeRunner (fake runtime)', () => {
     const deadOwner = 'host/4242/7';
     w.owners.dead.add(deadOwner);
     const judgeId = '00000000-0000-4000-8000-0000000000aa';
-    await w.ml.recorder.append(`judge-${judgeId}`, [{ type: 'JudgeLaunched', data: { judge: judgeId, image: t.images.judge.id, snapshot: 'bfakex', testsDigest: t.testsDigest, limits: {}, network: 'none' } }], 'no_stream');
+    await w.ml.recorder.append(
+      `judge-${judgeId}`,
+      [
+        {
+          type: 'JudgeLaunched',
+          data: { judge: judgeId, image: t.images.judge.id, snapshot: 'bfakex', testsDigest: t.testsDigest, limits: {}, network: 'none' },
+        },
+      ],
+      'no_stream',
+    );
     const labels = (owner: string, id: string) => ({ 'org.assay.role': 'judge', 'org.assay.judge': id, 'org.assay.owner': owner, 'org.assay.home': 'home1' });
     await w.runtime.createVolume(`assay-judge-${judgeId}-verifier`, labels(deadOwner, judgeId));
     await w.runtime.createContainer({ ...baseSpec(t.images.judge.id), name: `assay-judge-${judgeId}`, labels: labels(deadOwner, judgeId) });
@@ -334,14 +437,30 @@ describe('JudgeRunner (fake runtime)', () => {
     fs.writeFileSync(join(dir, 'output.log'), 'partial');
     // A full-rootfs Judge image it made from a snapshot, and one of a live process.
     const imported = async (owner: string, id: string) =>
-      (await w.runtime.importImage((async function* () {})(), { tag: `assay/judge-rootfs:${id}`, labels: { ...labels(owner, id), 'org.assay.role': 'judge-rootfs' }, env: [], workingDir: '/', cmd: null, user: '', timeoutMs: 1000 })).id;
+      (
+        await w.runtime.importImage((async function* () {})(), {
+          tag: `assay/judge-rootfs:${id}`,
+          labels: { ...labels(owner, id), 'org.assay.role': 'judge-rootfs' },
+          env: [],
+          workingDir: '/',
+          cmd: null,
+          user: '',
+          timeoutMs: 1000,
+        })
+      ).id;
     await imported(deadOwner, judgeId);
     const liveImage = await imported(w.owners.self, 'live');
     // A live process's Judge in flight.
     await w.runtime.createContainer({ ...baseSpec(t.images.judge.id), name: 'assay-judge-live', labels: labels(w.owners.self, 'live') });
 
     const rep = await w.runner.sweep();
-    expect(rep).toEqual({ containers: [`assay-judge-${judgeId}`], volumes: [`assay-judge-${judgeId}-verifier`], images: [`assay/judge-rootfs:${judgeId}`], directories: [dir], completed: [judgeId] });
+    expect(rep).toEqual({
+      containers: [`assay-judge-${judgeId}`],
+      volumes: [`assay-judge-${judgeId}-verifier`],
+      images: [`assay/judge-rootfs:${judgeId}`],
+      directories: [dir],
+      completed: [judgeId],
+    });
     expect((await w.runtime.listImages({ 'org.assay.role': 'judge-rootfs' })).map((i) => i.id)).toEqual([liveImage]);
     expect(fs.existsSync(join(dir, 'snapshot'))).toBe(false);
     expect(fs.existsSync(staging)).toBe(false);
@@ -351,7 +470,12 @@ describe('JudgeRunner (fake runtime)', () => {
       ['JudgeLaunched', 'runtime'],
       ['JudgeCompleted', 'judge'],
     ]);
-    expect(events[1]?.data).toMatchObject({ status: 'infrastructure_error', exitCode: null, outputBytes: 7, detail: expect.stringContaining('host/4242/7 ended before this Judge finished') });
+    expect(events[1]?.data).toMatchObject({
+      status: 'infrastructure_error',
+      exitCode: null,
+      outputBytes: 7,
+      detail: expect.stringContaining('host/4242/7 ended before this Judge finished'),
+    });
     expect(await w.runner.sweep()).toEqual({ containers: [], volumes: [], images: [], directories: [], completed: [] });
   });
 });
@@ -368,7 +492,19 @@ describe('TaskImageBuilder (fake runtime)', () => {
     expect(fs.readFileSync(first.work.logPath as string, 'utf8')).toContain('Step 1/2 : FROM assay/base:bookworm');
     const builtEvents = await w.ml.stream(`image-${first.judge.id}`);
     expect(builtEvents).toEqual([
-      { type: 'ImageBuilt', signer: 'runtime', revision: 0, data: expect.objectContaining({ image: first.judge.tag, digest: first.judge.id, purpose: 'judge', task: 'test.fake', recipeDigest: first.judge.recipeDigest, buildLogDigest: first.judge.logDigest }) },
+      {
+        type: 'ImageBuilt',
+        signer: 'runtime',
+        revision: 0,
+        data: expect.objectContaining({
+          image: first.judge.tag,
+          digest: first.judge.id,
+          purpose: 'judge',
+          task: 'test.fake',
+          recipeDigest: first.judge.recipeDigest,
+          buildLogDigest: first.judge.logDigest,
+        }),
+      },
     ]);
     const again = await w.images.ensure(dir, plan);
     expect(again.work).toMatchObject({ built: false, id: first.work.id, recorded: null });
@@ -381,7 +517,10 @@ describe('TaskImageBuilder (fake runtime)', () => {
     const dir = writeTask(tmp('judge-unit-task-'), {});
     cleanup.push(dir);
     fs.writeFileSync(join(dir, 'environment', 'Dockerfile'), 'FROM python:3.12-slim\n');
-    await expect(w.images.ensure(dir, await loadTaskPlan(dir))).rejects.toMatchObject({ code: 'IMAGE_BASE_MISSING', message: expect.stringContaining('python:3.12-slim') });
+    await expect(w.images.ensure(dir, await loadTaskPlan(dir))).rejects.toMatchObject({
+      code: 'IMAGE_BASE_MISSING',
+      message: expect.stringContaining('python:3.12-slim'),
+    });
     fs.writeFileSync(join(dir, 'environment', 'Dockerfile'), 'FROM assay/base:bookworm\nADD https://example.invalid/data.tgz /data\n');
     await expect(w.images.ensure(dir, await loadTaskPlan(dir))).rejects.toMatchObject({ code: 'IMAGE_DOCKERFILE_UNSUPPORTED' });
     expect(w.runtime.calls.filter((c) => c.startsWith('build '))).toEqual([]);

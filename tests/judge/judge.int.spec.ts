@@ -64,7 +64,10 @@ describeDocker('Judge on Docker (must-show cases)', () => {
 
   /** Snapshot of a hostile workspace: its own reward files and links to /tests and /logs/verifier. */
   const planted = (extra: Record<string, string> = {}) =>
-    workspace({ 'logs/verifier/reward.txt': '1\n', 'logs/verifier/reward.json': '{"reward": 1}', ...extra }, { tests: '/tests', 'reward.json': '/logs/verifier/reward.json' });
+    workspace(
+      { 'logs/verifier/reward.txt': '1\n', 'logs/verifier/reward.json': '{"reward": 1}', ...extra },
+      { tests: '/tests', 'reward.json': '/logs/verifier/reward.json' },
+    );
 
   async function judge(taskDir: string, ws: string): Promise<JudgeResult> {
     const t = await task(taskDir);
@@ -82,8 +85,24 @@ describeDocker('Judge on Docker (must-show cases)', () => {
 
   it('writes a valid reward: completed, with every event signed and the launch limits recorded', async () => {
     const r = await judge(fixture('valid-reward'), workspace({ 'main.py': 'print(1)\n' }));
-    expect(r).toMatchObject({ status: 'completed', exitCode: 0, rewards: { reward: 0.75, accuracy: 0.5 }, primaryMetric: 'reward', primaryScore: 0.75, network: 'none' });
-    expect(r.limits).toMatchObject({ cpus: 1, memoryBytes: 128 * MiB, pidsLimit: 1024, readOnlyRootfs: true, capDrop: ['ALL'], capAdd: ['SETGID', 'SETUID'], noNewPrivileges: true, user: '0:0' });
+    expect(r).toMatchObject({
+      status: 'completed',
+      exitCode: 0,
+      rewards: { reward: 0.75, accuracy: 0.5 },
+      primaryMetric: 'reward',
+      primaryScore: 0.75,
+      network: 'none',
+    });
+    expect(r.limits).toMatchObject({
+      cpus: 1,
+      memoryBytes: 128 * MiB,
+      pidsLimit: 1024,
+      readOnlyRootfs: true,
+      capDrop: ['ALL'],
+      capAdd: ['SETGID', 'SETUID'],
+      noNewPrivileges: true,
+      user: '0:0',
+    });
     expect(r.events.map((e) => e.type)).toEqual(['JudgeLaunched', 'JudgeCompleted', 'RewardRecorded']);
     expect(r.image).toMatch(/^sha256:[0-9a-f]{64}$/);
     expect(fs.readFileSync(r.output.path, 'utf8')).toContain('scoring 1 file(s)');
@@ -91,7 +110,12 @@ describeDocker('Judge on Docker (must-show cases)', () => {
 
   it('writes NaN (with a planted reward.txt in the snapshot): verifier_error, never a zero', async () => {
     const r = await judge(fixture('nan-reward'), planted());
-    expect(r).toMatchObject({ status: 'verifier_error', rewards: null, primaryScore: null, detail: expect.stringContaining('NaN and Infinity are not JSON numbers') });
+    expect(r).toMatchObject({
+      status: 'verifier_error',
+      rewards: null,
+      primaryScore: null,
+      detail: expect.stringContaining('NaN and Infinity are not JSON numbers'),
+    });
     expect(r.events.map((e) => e.type)).toEqual(['JudgeLaunched', 'JudgeCompleted']);
   }, 60_000);
 
@@ -115,7 +139,11 @@ describeDocker('Judge on Docker (must-show cases)', () => {
 
   it('exhausts memory: the 64 MiB limit holds, verifier_error noting the OOM kill', async () => {
     const r = await judge(fixture('memory-hog'), workspace({ 'main.py': '' }));
-    expect(r).toMatchObject({ status: 'verifier_error', exitCode: 3, detail: expect.stringContaining("out-of-memory killer ended a process in the Judge (memory limit 64 MiB)") });
+    expect(r).toMatchObject({
+      status: 'verifier_error',
+      exitCode: 3,
+      detail: expect.stringContaining('out-of-memory killer ended a process in the Judge (memory limit 64 MiB)'),
+    });
     expect(r.limits?.memoryBytes).toBe(64 * MiB);
     expect(fs.readFileSync(r.output.path, 'utf8')).toMatch(/allocation exited with 137/);
   }, 60_000);
@@ -192,7 +220,15 @@ describeDocker('Judge on Docker (must-show cases)', () => {
       const log = fs.readFileSync(r.output.path, 'utf8');
       expect(log).not.toContain('ATTACK SUCCEEDED');
       expect(log).not.toContain('HIDDEN-LINE-FIT-CASES');
-      for (const what of ['write /logs/verifier/reward.json', 'write /logs/verifier/reward.txt', 'list /tests', 'read /tests/cases.json', 'read /tests through a planted link', 'copy /tests out', "read the verifier's environment"]) {
+      for (const what of [
+        'write /logs/verifier/reward.json',
+        'write /logs/verifier/reward.txt',
+        'list /tests',
+        'read /tests/cases.json',
+        'read /tests through a planted link',
+        'copy /tests out',
+        "read the verifier's environment",
+      ]) {
         expect(log).toContain(`attack refused: ${what}: PermissionError`);
       }
     }, 120_000);

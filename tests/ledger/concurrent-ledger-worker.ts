@@ -29,7 +29,10 @@ async function main(): Promise<void> {
     if (role === 'append') {
       const n = 1 + Math.floor(rand() * 4);
       const stream = `note-w${Math.floor(rand() * 5)}`;
-      await h.ledger.append(stream, Array.from({ length: n }, (_, k) => ({ type: 'Note', data: { text: `round ${r} op ${i} event ${k}` } })));
+      await h.ledger.append(
+        stream,
+        Array.from({ length: n }, (_, k) => ({ type: 'Note', data: { text: `round ${r} op ${i} event ${k}` } })),
+      );
     } else if (rand() < 1 / 3) {
       const size = await h.db.events.size();
       await h.ledger.inclusionProof(Math.floor(rand() * size), { signIfNeeded: true });
@@ -61,7 +64,11 @@ async function main(): Promise<void> {
       } catch (e) {
         failed++;
         const code = (e as { code?: unknown }).code;
-        say(`FAIL ${r} ${typeof code === 'string' ? code : 'UNCODED'} ${String((e as Error).message).replace(/\s+/g, ' ').slice(0, 300)}`);
+        say(
+          `FAIL ${r} ${typeof code === 'string' ? code : 'UNCODED'} ${String((e as Error).message)
+            .replace(/\s+/g, ' ')
+            .slice(0, 300)}`,
+        );
       }
     }
     say(`DONE ${r} ${ok} ${failed}`);

@@ -7,7 +7,16 @@
  * parser refuses, and reads the same from what both accept.
  */
 import { createHash } from 'node:crypto';
-import { nativeKernels, nativeKernelsStatus, nodeEd25519, wireBytes, signingBytes, type Envelope, type UnsignedEnvelope, type VerifyKernels } from '@assay/ledger';
+import {
+  nativeKernels,
+  nativeKernelsStatus,
+  nodeEd25519,
+  wireBytes,
+  signingBytes,
+  type Envelope,
+  type UnsignedEnvelope,
+  type VerifyKernels,
+} from '@assay/ledger';
 import { DIGEST_STRIDE, checkChunk, jsKernels, packChunk, readEnvelopes, type ChunkInput } from '../../libs/ledger/src/application/verify/check-chunk';
 
 function kernels(): VerifyKernels {
@@ -44,7 +53,15 @@ const task = { task: 't1', name: 'n', digest: 'sha256:aa', instructionDigest: 's
  */
 const shapes: Array<[string, Partial<UnsignedEnvelope>, boolean]> = [
   ['a plain note', {}, true],
-  ['nested data with braces, brackets, quotes and escapes in strings', { type: 'TaskRegistered', stream: 'task-r1.3:x_y-z', data: { ...task, metadata: { 'a}': 'j"}{]', b: 'loss\\n\t', c: [-1.5e-7, 1e21, 0, { d: [[], {}] }], e: null, f: true } } }, true],
+  [
+    'nested data with braces, brackets, quotes and escapes in strings',
+    {
+      type: 'TaskRegistered',
+      stream: 'task-r1.3:x_y-z',
+      data: { ...task, metadata: { 'a}': 'j"}{]', b: 'loss\\n\t', c: [-1.5e-7, 1e21, 0, { d: [[], {}] }], e: null, f: true } },
+    },
+    true,
+  ],
   ['a large position and revision', { position: 9007199254740991, revision: 4503599627370496, prev: 'ab'.repeat(32) }, true],
   ['a unicode note (not ASCII)', { data: { text: 'déjà vu ✓' } }, true],
   ['a note with a \\u escape (a control character)', { data: { text: 'bell \u0007' } }, true],
@@ -60,7 +77,15 @@ const shapes: Array<[string, Partial<UnsignedEnvelope>, boolean]> = [
 
 function chunkOf(envelopes: Buffer[], u: UnsignedEnvelope): ChunkInput {
   return packChunk(
-    envelopes.map((bytes, i) => ({ position: u.position + i, stream: u.stream, revision: u.revision, id: u.id, type: u.type, bytes, hash: createHash('sha256').update(bytes).digest() })),
+    envelopes.map((bytes, i) => ({
+      position: u.position + i,
+      stream: u.stream,
+      revision: u.revision,
+      id: u.id,
+      type: u.type,
+      bytes,
+      hash: createHash('sha256').update(bytes).digest(),
+    })),
     [[u.signer, publicKey]],
   );
 }
@@ -70,10 +95,29 @@ function outcome(input: ChunkInput, k: VerifyKernels) {
   const out = checkChunk(input, new Map(), k);
   const fields = readEnvelopes(input, k, new Uint8Array(DIGEST_STRIDE * input.positions.length)).map((e) =>
     'signing' in e
-      ? { position: e.position, revision: e.revision, stream: e.stream, id: e.id, type: e.type, signer: e.signer, data: e.data, dataBytes: e.dataBytes, signing: e.signing.toString('hex'), signature: e.signature.toString('hex') }
+      ? {
+          position: e.position,
+          revision: e.revision,
+          stream: e.stream,
+          id: e.id,
+          type: e.type,
+          signer: e.signer,
+          data: e.data,
+          dataBytes: e.dataBytes,
+          signing: e.signing.toString('hex'),
+          signature: e.signature.toString('hex'),
+        }
       : e,
   );
-  return { digests: Buffer.from(out.digests).toString('hex'), signerIndex: [...out.signerIndex], signers: out.signers, problems: out.problems, unknownSigner: out.unknownSigner, dataEvents: out.dataEvents, fields };
+  return {
+    digests: Buffer.from(out.digests).toString('hex'),
+    signerIndex: [...out.signerIndex],
+    signers: out.signers,
+    problems: out.problems,
+    unknownSigner: out.unknownSigner,
+    dataEvents: out.dataEvents,
+    fields,
+  };
 }
 
 function copyOf(u: UnsignedEnvelope): Uint8Array {
@@ -100,7 +144,9 @@ describe('the envelope scan of the ledger kernels addon', () => {
     const leftToTheParser = ['a unicode note (not ASCII)', 'a signer with a quote and a backslash', 'a non-ASCII signer', 'midnight written as 24:00'];
     for (const [, change] of shapes.filter(([n]) => leftToTheParser.includes(n))) {
       const b = signed({ ...base, ...change });
-      expect(k.scanEnvelopes?.(b, new Uint32Array([0, b.length]), new Float64Array(10), new Uint8Array(64), new Uint8Array(b.length), new Uint8Array(96), 96, 0)).toBe(0);
+      expect(
+        k.scanEnvelopes?.(b, new Uint32Array([0, b.length]), new Float64Array(10), new Uint8Array(64), new Uint8Array(b.length), new Uint8Array(96), 96, 0),
+      ).toBe(0);
     }
   });
 
@@ -125,7 +171,10 @@ describe('the envelope scan of the ledger kernels addon', () => {
       variants.push(good.subarray(0, good.length - 1), Uint8Array.from([...good, 0x20]), new Uint8Array(0));
       // Chunks of 64 damaged envelopes, each chunk checked both ways.
       for (let from = 0; from < variants.length; from += 64) {
-        const input = chunkOf(variants.slice(from, from + 64).map((v) => Buffer.from(v)), u);
+        const input = chunkOf(
+          variants.slice(from, from + 64).map((v) => Buffer.from(v)),
+          u,
+        );
         expect(outcome(input, k)).toEqual(outcome(input, jsKernels));
         cases += Math.min(64, variants.length - from);
       }
@@ -152,22 +201,97 @@ describe('the envelope scan of the ledger kernels addon', () => {
       `{"data":${f.data},"id":"${f.id}","position":${f.position},"prev":"${f.prev}","revision":${f.revision},"sig":"${f.sig}","signer":${f.signer},"stream":"${f.stream}","time":"${f.time}","type":"${f.type}"}`;
     const hex8 = '0a1b2c3d';
     const values: Record<string, string[]> = {
-      data: ['{}', '{ "text":"x"}', '{"text":"x"} ', '{"text":"x","text":"y"}', '{"text":"\\"}', '{"text":"}"}', '{"text":"a\\"b"}', '[]', '"x"', '{"text":"x"', '{"text":["x"]}', '{"text":1e400}'],
+      data: [
+        '{}',
+        '{ "text":"x"}',
+        '{"text":"x"} ',
+        '{"text":"x","text":"y"}',
+        '{"text":"\\"}',
+        '{"text":"}"}',
+        '{"text":"a\\"b"}',
+        '[]',
+        '"x"',
+        '{"text":"x"',
+        '{"text":["x"]}',
+        '{"text":1e400}',
+      ],
       id: [base.id.toUpperCase(), base.id.slice(1), `${base.id}0`, base.id.replace(/-/g, '0'), base.id.replace('-', '0-').slice(0, 36), `g${base.id.slice(1)}`],
       position: ['0', '00', '01', '9007199254740991', '9007199254740992', '12345678901234567', '-1', '1.0', '1e3', '"7"', ''],
       prev: ['F'.repeat(64), 'f'.repeat(63), 'f'.repeat(65), `${'f'.repeat(63)}g`],
       revision: ['0', '00', '9007199254740991', '9007199254740992', '-0', '3.5'],
-      sig: [sig.replace(/.==$/, 'B=='), sig.replace(/.==$/, 'A=='), sig.replace(/.==$/, 'Q=='), sig.replace(/.==$/, 'g=='), sig.replace(/.==$/, 'w=='), sig.slice(0, 86), `${sig.slice(0, 87)}`, `${sig}=`, sig.replace(/^./, '-'), sig.replace(/^./, '_')],
-      signer: [`"a+${hex8}"`, `"+${hex8}"`, `"${'n'.repeat(128)}+${hex8}"`, `"${'n'.repeat(129)}+${hex8}"`, `"a+b+${hex8}"`, `"a+${hex8.toUpperCase()}"`, `"a+${hex8.slice(1)}"`, `"a+${hex8}0"`, `"a b+${hex8}"`, `"a\\tb+${hex8}"`, `"a~!#$%&'()*,-./:;<=>?@[]^_\`{|}+${hex8}"`, '7'],
-      stream: [`${'a'.repeat(32)}-x`, `${'a'.repeat(33)}-x`, `a-${'X'.repeat(128)}`, `a-${'X'.repeat(129)}`, '1a-x', 'A-x', 'a-.x', 'a-x.y_z:w-v', 'a-x/y', 'a--x', 'a-', '-x', 'ab9-0'],
-      time: ['2026-00-01T00:00:00.000Z', '2026-12-01T00:00:00.000Z', '2026-13-01T00:00:00.000Z', '2026-01-00T00:00:00.000Z', '2026-01-31T00:00:00.000Z', '2026-01-32T00:00:00.000Z', '2026-01-01T23:59:59.999Z', '2026-01-01T24:00:00.000Z', '2026-01-01T24:00:00.001Z', '2026-01-01T00:60:00.000Z', '2026-01-01T00:00:60.000Z', '2026-01-01T00:00:00.000z', '2026-01-01 00:00:00.000Z', '2026-01-01T00:00:00Z', '+02026-01-01T00:00:00.000Z'],
+      sig: [
+        sig.replace(/.==$/, 'B=='),
+        sig.replace(/.==$/, 'A=='),
+        sig.replace(/.==$/, 'Q=='),
+        sig.replace(/.==$/, 'g=='),
+        sig.replace(/.==$/, 'w=='),
+        sig.slice(0, 86),
+        `${sig.slice(0, 87)}`,
+        `${sig}=`,
+        sig.replace(/^./, '-'),
+        sig.replace(/^./, '_'),
+      ],
+      signer: [
+        `"a+${hex8}"`,
+        `"+${hex8}"`,
+        `"${'n'.repeat(128)}+${hex8}"`,
+        `"${'n'.repeat(129)}+${hex8}"`,
+        `"a+b+${hex8}"`,
+        `"a+${hex8.toUpperCase()}"`,
+        `"a+${hex8.slice(1)}"`,
+        `"a+${hex8}0"`,
+        `"a b+${hex8}"`,
+        `"a\\tb+${hex8}"`,
+        `"a~!#$%&'()*,-./:;<=>?@[]^_\`{|}+${hex8}"`,
+        '7',
+      ],
+      stream: [
+        `${'a'.repeat(32)}-x`,
+        `${'a'.repeat(33)}-x`,
+        `a-${'X'.repeat(128)}`,
+        `a-${'X'.repeat(129)}`,
+        '1a-x',
+        'A-x',
+        'a-.x',
+        'a-x.y_z:w-v',
+        'a-x/y',
+        'a--x',
+        'a-',
+        '-x',
+        'ab9-0',
+      ],
+      time: [
+        '2026-00-01T00:00:00.000Z',
+        '2026-12-01T00:00:00.000Z',
+        '2026-13-01T00:00:00.000Z',
+        '2026-01-00T00:00:00.000Z',
+        '2026-01-31T00:00:00.000Z',
+        '2026-01-32T00:00:00.000Z',
+        '2026-01-01T23:59:59.999Z',
+        '2026-01-01T24:00:00.000Z',
+        '2026-01-01T24:00:00.001Z',
+        '2026-01-01T00:60:00.000Z',
+        '2026-01-01T00:00:60.000Z',
+        '2026-01-01T00:00:00.000z',
+        '2026-01-01 00:00:00.000Z',
+        '2026-01-01T00:00:00Z',
+        '+02026-01-01T00:00:00.000Z',
+      ],
       type: [`N${'o'.repeat(63)}`, `N${'o'.repeat(64)}`, 'note', 'N', 'N0te9', 'No_te', '9Note'],
     };
     let cases = 0;
     for (const [field, list] of Object.entries(values)) {
       const bytes = list.map((v) => Buffer.from(text({ ...good, [field]: v }), 'utf8'));
       const input = packChunk(
-        bytes.map((b, i) => ({ position: 7 + i, stream: good.stream as string, revision: 3, id: base.id, type: 'Note', bytes: b, hash: createHash('sha256').update(b).digest() })),
+        bytes.map((b, i) => ({
+          position: 7 + i,
+          stream: good.stream as string,
+          revision: 3,
+          id: base.id,
+          type: 'Note',
+          bytes: b,
+          hash: createHash('sha256').update(b).digest(),
+        })),
         [['operator+0a1b2c3d', publicKey]],
       );
       expect({ field, ...outcome(input, k) }).toEqual({ field, ...outcome(input, jsKernels) });
@@ -176,4 +300,3 @@ describe('the envelope scan of the ledger kernels addon', () => {
     expect(cases).toBeGreaterThan(90);
   });
 });
-

@@ -24,7 +24,16 @@ function crashingAfterWitness(h: LedgerHome): Ledger {
       throw new Error('power lost after checkpoint.last was written');
     }
   }
-  return new Ledger({ store: h.db.events, merkle: h.db.merkleNodes, checkpoints: h.db.checkpoints, lock: h.db.lock, witness: new Crash(h.paths.witness), keys: h.keys, ...deps(), origin: h.config.origin });
+  return new Ledger({
+    store: h.db.events,
+    merkle: h.db.merkleNodes,
+    checkpoints: h.db.checkpoints,
+    lock: h.db.lock,
+    witness: new Crash(h.paths.witness),
+    keys: h.keys,
+    ...deps(),
+    origin: h.config.origin,
+  });
 }
 
 describe('checkpoint signing on a real home', () => {
@@ -79,9 +88,13 @@ describe('checkpoint signing on a real home', () => {
       await h0.close();
     }
     // A forger indexes event 3 with a leaf of their choosing, and the interior nodes that follow from it.
-    const node = (a: Buffer, b: Buffer): Buffer => createHash('sha256').update(Buffer.concat([Buffer.from([1]), a, b])).digest();
+    const node = (a: Buffer, b: Buffer): Buffer =>
+      createHash('sha256')
+        .update(Buffer.concat([Buffer.from([1]), a, b]))
+        .digest();
     tamper(dir, (db) => {
-      const get = (level: number, idx: number): Buffer => db.prepare('SELECT hash FROM merkle_nodes WHERE level = ? AND idx = ?').pluck().get(level, idx) as Buffer;
+      const get = (level: number, idx: number): Buffer =>
+        db.prepare('SELECT hash FROM merkle_nodes WHERE level = ? AND idx = ?').pluck().get(level, idx) as Buffer;
       const forged = Buffer.alloc(32, 7);
       const l1 = node(get(0, 2), forged);
       db.prepare('INSERT INTO merkle_nodes (level, idx, hash) VALUES (0, 3, ?), (1, 1, ?), (2, 0, ?)').run(forged, l1, node(get(1, 0), l1));

@@ -44,7 +44,18 @@ function setup(keys: SigningKey[] = [controller, runtime]) {
   const checkpoints = new MemoryCheckpointStore();
   const witness = new MemoryWitness();
   const lock = new MemoryLedgerLock(store, [merkle, checkpoints]);
-  const make = (k: SigningKey[]) => new Ledger({ store, merkle, checkpoints, witness, lock, keys: k, clock: new ManualClock('2026-05-01T00:00:00.000Z'), ids: new SequentialIds(), origin: 'assay.test/checkpoint' });
+  const make = (k: SigningKey[]) =>
+    new Ledger({
+      store,
+      merkle,
+      checkpoints,
+      witness,
+      lock,
+      keys: k,
+      clock: new ManualClock('2026-05-01T00:00:00.000Z'),
+      ids: new SequentialIds(),
+      origin: 'assay.test/checkpoint',
+    });
   return { store, merkle, checkpoints, witness, ledger: make(keys), make };
 }
 
@@ -110,7 +121,15 @@ describe('Ledger checkpoints', () => {
     const p = await t.ledger.inclusionProof(1);
     expect(p.treeSize).toBe(2);
     const root = parseCheckpointBody(parseNote(p.checkpoint).body).rootHash;
-    expect(verifyInclusion(1, 2, Buffer.from(p.leafHash, 'base64'), p.proof.map((h) => Buffer.from(h, 'base64')), root)).toBe(true);
+    expect(
+      verifyInclusion(
+        1,
+        2,
+        Buffer.from(p.leafHash, 'base64'),
+        p.proof.map((h) => Buffer.from(h, 'base64')),
+        root,
+      ),
+    ).toBe(true);
     // Consistency proofs and roots over events not yet indexed are computed in memory, not stored.
     const c = await t.ledger.consistencyProof(2);
     expect(c.size2).toBe(5);

@@ -107,7 +107,8 @@ async function checkStore(home: string, round: number): Promise<{ events: number
       throw new Error(`${where}: merkle_nodes disagrees with the tree recomputed from the events at size ${indexed}`);
     const witness = JSON.parse(readFileSync(homePaths(home).witness, 'utf8')) as { treeSize: number; rootHash: string };
     const last = cps[cps.length - 1]!;
-    if (witness.treeSize < last.treeSize) throw new Error(`${where}: checkpoint.last (size ${witness.treeSize}) is behind the database (size ${last.treeSize})`);
+    if (witness.treeSize < last.treeSize)
+      throw new Error(`${where}: checkpoint.last (size ${witness.treeSize}) is behind the database (size ${last.treeSize})`);
     if (witness.treeSize > size || witness.rootHash !== b64(rootAt(witness.treeSize, node)))
       throw new Error(`${where}: checkpoint.last (size ${witness.treeSize}) is not a checkpoint of the log`);
     return { events: size, checkpoints: cps.length };

@@ -67,14 +67,15 @@ const ONLY = (process.env.ASSAY_DRILL_ONLY ?? '').split(',').filter((s) => s !==
 
 // ---- verdicts --------------------------------------------------------------------------------------------------------
 
-type Verdict =
-  | { kind: 'accept' }
-  | { kind: 'any' }
-  | { kind: 'reject'; exits: number[]; steps?: string[]; notSteps?: string[]; strictStep?: boolean };
+type Verdict = { kind: 'accept' } | { kind: 'any' } | { kind: 'reject'; exits: number[]; steps?: string[]; notSteps?: string[]; strictStep?: boolean };
 
 const ACCEPT: Verdict = { kind: 'accept' };
 const ANY: Verdict = { kind: 'any' };
-const reject = (o: { steps?: string[]; notSteps?: string[]; exits?: number[]; strictStep?: boolean } = {}): Verdict => ({ kind: 'reject', exits: o.exits ?? [5], ...o });
+const reject = (o: { steps?: string[]; notSteps?: string[]; exits?: number[]; strictStep?: boolean } = {}): Verdict => ({
+  kind: 'reject',
+  exits: o.exits ?? [5],
+  ...o,
+});
 
 /** Step families. */
 const ROW = { steps: ['storage', 'envelopes', 'chains'] };
@@ -268,9 +269,21 @@ function sql<T = void>(home: string, fn: (db: Database.Database) => T): T {
 }
 
 /** A signed event built by hand (the writer's key, the real encoding), for rows inserted behind the ledger's back. */
-function craftEvent(key: SigningKey, o: { stream: string; revision: number; position: number; id: string; prev: string; type: string; data: JsonObject; time?: string }): { bytes: Buffer; hash: Buffer } {
+function craftEvent(
+  key: SigningKey,
+  o: { stream: string; revision: number; position: number; id: string; prev: string; type: string; data: JsonObject; time?: string },
+): { bytes: Buffer; hash: Buffer } {
   const dataJson = canonicalJson(o.data);
-  const u = { type: o.type, stream: o.stream, revision: o.revision, position: o.position, id: o.id, time: o.time ?? '2026-12-06T10:00:00.000Z', prev: o.prev, signer: key.signer };
+  const u = {
+    type: o.type,
+    stream: o.stream,
+    revision: o.revision,
+    position: o.position,
+    id: o.id,
+    time: o.time ?? '2026-12-06T10:00:00.000Z',
+    prev: o.prev,
+    signer: key.signer,
+  };
   const sig = Buffer.from(key.sign(Buffer.from(envelopeText(u, dataJson), 'utf8'))).toString('base64');
   const bytes = Buffer.from(envelopeText(u, dataJson, sig), 'utf8');
   return { bytes, hash: sha256(bytes) };
@@ -281,7 +294,8 @@ function appendCrafted(db: Database.Database, stream: string, items: Array<{ id:
   const ins = db.prepare('INSERT INTO events (position, stream, revision, id, type, bytes, hash) VALUES (?, ?, ?, ?, ?, ?, ?)');
   for (const it of items) {
     const pos = (db.prepare('SELECT coalesce(max(position) + 1, 0) FROM events').pluck().get() as number) ?? 0;
-    const last = db.prepare('SELECT revision, bytes FROM events WHERE stream = ? ORDER BY revision DESC LIMIT 1').get(stream) as { revision: number; bytes: Buffer } | undefined;
+    const last = db.prepare('SELECT revision, bytes FROM events WHERE stream = ? ORDER BY revision DESC LIMIT 1').get(stream) as
+      { revision: number; bytes: Buffer } | undefined;
     const revision = last ? last.revision + 1 : 0;
     const prev = last ? sha256(last.bytes).toString('hex') : ZERO_HASH;
     const e = craftEvent(G.controller, { stream, revision, position: pos, id: it.id, prev, type: 'Note', data: { text: it.text } });
@@ -355,7 +369,8 @@ const witnessClass: Gen = () => {
   const r = prng(seedOf(cls));
   const out: Mutation[] = [];
   const W = G.witness;
-  const add = (what: string, apply: Mutation['apply'], verdict?: Verdict, base: Mutation['base'] = 'home') => out.push({ cls, what, base, apply, ...(verdict ? { verdict } : {}) });
+  const add = (what: string, apply: Mutation['apply'], verdict?: Verdict, base: Mutation['base'] = 'home') =>
+    out.push({ cls, what, base, apply, ...(verdict ? { verdict } : {}) });
   const N = G.events.length;
   const older = G.cps.slice(0, -1);
 
@@ -367,16 +382,41 @@ const witnessClass: Gen = () => {
   }
   for (let i = 0; i < 15; i++) {
     const kind = i % 3;
-    const root = kind === 0 ? seededBytes(seedOf(`${cls}${i}`))(32) : kind === 1 ? rootAt(int(r, 1, N + 1)) : Buffer.from(Buffer.from(W.rootHash, 'base64').map((b, j) => (j === i ? b ^ 0x10 : b)));
+    const root =
+      kind === 0
+        ? seededBytes(seedOf(`${cls}${i}`))(32)
+        : kind === 1
+          ? rootAt(int(r, 1, N + 1))
+          : Buffer.from(Buffer.from(W.rootHash, 'base64').map((b, j) => (j === i ? b ^ 0x10 : b)));
     if (b64(root) === W.rootHash) continue;
-    add(`rootHash replaced (${['random', 'root at another size', 'one bit flipped'][kind]}), treeSize and note kept`, (h) => writeWitness(h, witnessJson({ ...W, rootHash: b64(root) })), reject());
+    add(
+      `rootHash replaced (${['random', 'root at another size', 'one bit flipped'][kind]}), treeSize and note kept`,
+      (h) => writeWitness(h, witnessJson({ ...W, rootHash: b64(root) })),
+      reject(),
+    );
   }
-  for (const cp of older) add(`note replaced by the genuine note of size ${cp.tree_size}, fields kept`, (h) => writeWitness(h, witnessJson({ ...W, note: cp.note })), reject());
-  for (const cp of older) add(`consistent older genuine witness (size ${cp.tree_size}, as after a crash before the witness was written)`, (h) => writeWitness(h, witnessJson({ treeSize: cp.tree_size, rootHash: cp.root_hash, note: cp.note })), ACCEPT);
+  for (const cp of older)
+    add(`note replaced by the genuine note of size ${cp.tree_size}, fields kept`, (h) => writeWitness(h, witnessJson({ ...W, note: cp.note })), reject());
+  for (const cp of older)
+    add(
+      `consistent older genuine witness (size ${cp.tree_size}, as after a crash before the witness was written)`,
+      (h) => writeWitness(h, witnessJson({ treeSize: cp.tree_size, rootHash: cp.root_hash, note: cp.note })),
+      ACCEPT,
+    );
   for (const cp of G.walCps.slice(0, -1))
-    add(`WAL home: consistent older genuine witness (size ${cp.tree_size})`, (h) => writeWitness(h, witnessJson({ treeSize: cp.tree_size, rootHash: cp.root_hash, note: cp.note })), ACCEPT, 'wal');
+    add(
+      `WAL home: consistent older genuine witness (size ${cp.tree_size})`,
+      (h) => writeWitness(h, witnessJson({ treeSize: cp.tree_size, rootHash: cp.root_hash, note: cp.note })),
+      ACCEPT,
+      'wal',
+    );
   for (const cp of G.walCps.slice(0, -1))
-    add(`WAL home: note replaced by the genuine note of size ${cp.tree_size}, fields kept`, (h) => writeWitness(h, witnessJson({ ...G.walWitness, note: cp.note })), reject(), 'wal');
+    add(
+      `WAL home: note replaced by the genuine note of size ${cp.tree_size}, fields kept`,
+      (h) => writeWitness(h, witnessJson({ ...G.walWitness, note: cp.note })),
+      reject(),
+      'wal',
+    );
 
   // The signature: a base64 character of the signature line changed (another valid base64 character).
   const sigStart = W.note.lastIndexOf(' ') + 1;
@@ -395,11 +435,19 @@ const witnessClass: Gen = () => {
     if (n === W.treeSize && b64(root) === W.rootHash) continue;
     const body = formatCheckpointBody({ origin: DRILL_ORIGIN, treeSize: n, rootHash: root });
     const noteText = body + W.note.slice(W.note.indexOf('\n\n') + 1);
-    add(`note body edited to size ${n}, root ${b64(root).slice(0, 8)}..., fields follow it, old signature`, (h) => writeWitness(h, witnessJson({ treeSize: n, rootHash: b64(root), note: noteText })), reject());
+    add(
+      `note body edited to size ${n}, root ${b64(root).slice(0, 8)}..., fields follow it, old signature`,
+      (h) => writeWitness(h, witnessJson({ treeSize: n, rootHash: b64(root), note: noteText })),
+      reject(),
+    );
   }
   for (const n of [W.treeSize, ...older.map((c) => c.tree_size).slice(1, 3)]) {
     const noteText = signedNote(G.stranger, n, rootAt(n));
-    add(`true checkpoint of size ${n} signed only by a key this ledger never registered`, (h) => writeWitness(h, witnessJson({ treeSize: n, rootHash: b64(rootAt(n)), note: noteText })), reject());
+    add(
+      `true checkpoint of size ${n} signed only by a key this ledger never registered`,
+      (h) => writeWitness(h, witnessJson({ treeSize: n, rootHash: b64(rootAt(n)), note: noteText })),
+      reject(),
+    );
   }
   for (const [k, who] of [
     [G.runtime, 'runtime'],
@@ -407,7 +455,11 @@ const witnessClass: Gen = () => {
   ] as const) {
     for (const n of [W.treeSize, N]) {
       const noteText = signedNote(k, n, rootAt(n));
-      add(`true checkpoint of size ${n} signed by the registered ${who} key (not a controller key)`, (h) => writeWitness(h, witnessJson({ treeSize: n, rootHash: b64(rootAt(n)), note: noteText })), reject());
+      add(
+        `true checkpoint of size ${n} signed by the registered ${who} key (not a controller key)`,
+        (h) => writeWitness(h, witnessJson({ treeSize: n, rootHash: b64(rootAt(n)), note: noteText })),
+        reject(),
+      );
     }
   }
   for (const origin of ['assay.test/other-ledger', `${DRILL_ORIGIN}/x`, 'example.com/log', DRILL_ORIGIN.toUpperCase()]) {
@@ -418,19 +470,31 @@ const witnessClass: Gen = () => {
     const n = N + int(r, 1, 80);
     const root = seededBytes(seedOf(`big${i}`))(32);
     const noteText = signedNote(G.controller, n, root);
-    add(`controller-signed checkpoint of size ${n} > ${N} stored events (events it covers are gone)`, (h) => writeWitness(h, witnessJson({ treeSize: n, rootHash: b64(root), note: noteText })), reject());
+    add(
+      `controller-signed checkpoint of size ${n} > ${N} stored events (events it covers are gone)`,
+      (h) => writeWitness(h, witnessJson({ treeSize: n, rootHash: b64(root), note: noteText })),
+      reject(),
+    );
   }
   for (let i = 0; i < 10; i++) {
     const n = int(r, 1, N + 1);
     let root = rootAt(int(r, 1, N + 1));
     if (root.equals(rootAt(n))) root = seededBytes(seedOf(`fork${i}`))(32);
     const noteText = signedNote(G.controller, n, root);
-    add(`controller-signed checkpoint of size ${n} with a root the stored log does not have (a fork)`, (h) => writeWitness(h, witnessJson({ treeSize: n, rootHash: b64(root), note: noteText })), reject());
+    add(
+      `controller-signed checkpoint of size ${n} with a root the stored log does not have (a fork)`,
+      (h) => writeWitness(h, witnessJson({ treeSize: n, rootHash: b64(root), note: noteText })),
+      reject(),
+    );
   }
   // True checkpoints the database never stored: nothing false, but not a state the ledger produces (left open).
   for (const n of [int(r, 4, 47), int(r, 48, 111), int(r, W.treeSize + 1, N + 1)]) {
     const noteText = signedNote(G.controller, n, rootAt(n));
-    add(`controller-signed true checkpoint of size ${n} that the database never stored`, (h) => writeWitness(h, witnessJson({ treeSize: n, rootHash: b64(rootAt(n)), note: noteText })), ANY);
+    add(
+      `controller-signed true checkpoint of size ${n} that the database never stored`,
+      (h) => writeWitness(h, witnessJson({ treeSize: n, rootHash: b64(rootAt(n)), note: noteText })),
+      ANY,
+    );
   }
 
   // JSON damage
@@ -458,7 +522,12 @@ const witnessClass: Gen = () => {
     ['note without its signature line', JSON.stringify({ ...W, note: W.note.slice(0, W.note.indexOf('\n\n') + 2) })],
     ['note body only', JSON.stringify({ ...W, note: W.note.slice(0, W.note.indexOf('\n\n') + 1) })],
     ['note with a second copy of its signature line', JSON.stringify({ ...W, note: W.note + W.note.slice(W.note.indexOf('\n\n') + 2) })],
-    ['invalid UTF-8 inside the note', Buffer.concat([Buffer.from(text.slice(0, text.indexOf('—'))), Buffer.from([0xff, 0xfe]), Buffer.from(text.slice(text.indexOf('—') + 1))]).toString('latin1')],
+    [
+      'invalid UTF-8 inside the note',
+      Buffer.concat([Buffer.from(text.slice(0, text.indexOf('—'))), Buffer.from([0xff, 0xfe]), Buffer.from(text.slice(text.indexOf('—') + 1))]).toString(
+        'latin1',
+      ),
+    ],
   ];
   for (const [what, t] of damaged) add(what, (h) => writeWitness(h, what.startsWith('invalid UTF-8') ? Buffer.from(t, 'latin1') : t), reject());
   add('an extra unknown member', (h) => writeWitness(h, JSON.stringify({ ...W, extra: 1 })), ANY);
@@ -475,7 +544,14 @@ const witnessClass: Gen = () => {
       const o = JSON.parse(b.toString('utf8')) as Record<string, unknown>;
       const same = Object.keys(o).length === 3 && o.treeSize === W.treeSize && o.rootHash === W.rootHash && o.note === W.note;
       if (same) v = ACCEPT;
-      else if (typeof o.rootHash === 'string' && o.rootHash !== W.rootHash && Buffer.from(o.rootHash, 'base64').equals(Buffer.from(W.rootHash, 'base64')) && o.treeSize === W.treeSize && o.note === W.note) v = ANY;
+      else if (
+        typeof o.rootHash === 'string' &&
+        o.rootHash !== W.rootHash &&
+        Buffer.from(o.rootHash, 'base64').equals(Buffer.from(W.rootHash, 'base64')) &&
+        o.treeSize === W.treeSize &&
+        o.note === W.note
+      )
+        v = ANY;
     } catch {
       v = reject();
     }
@@ -493,10 +569,14 @@ const witnessClass: Gen = () => {
   for (const [what, t] of formats) add(`rewritten: ${what}`, (h) => writeWitness(h, t), ACCEPT);
   add('deleted (the database is intact)', (h) => unlinkSync(homePaths(h).witness), ANY);
   add('WAL home: deleted (the database is intact)', (h) => unlinkSync(homePaths(h).witness), ANY, 'wal');
-  add('replaced by a directory', (h) => {
-    unlinkSync(homePaths(h).witness);
-    mkdirSync(homePaths(h).witness);
-  }, reject({ exits: [5, 7] }));
+  add(
+    'replaced by a directory',
+    (h) => {
+      unlinkSync(homePaths(h).witness);
+      mkdirSync(homePaths(h).witness);
+    },
+    reject({ exits: [5, 7] }),
+  );
   add("the WAL home's witness (size 268, same keys) over this database of 230 events", (h) => writeWitness(h, witnessJson(G.walWitness)), reject());
   for (let i = 0; i < 6; i++) {
     const n = int(r, 1, G.walWitness.treeSize);
@@ -510,7 +590,8 @@ const restoreClass: Gen = () => {
   const cls = 'restore';
   const r = prng(seedOf(cls));
   const out: Mutation[] = [];
-  const add = (what: string, apply: Mutation['apply'], verdict?: Verdict, base: Mutation['base'] = 'home') => out.push({ cls, what, base, apply, ...(verdict ? { verdict } : {}) });
+  const add = (what: string, apply: Mutation['apply'], verdict?: Verdict, base: Mutation['base'] = 'home') =>
+    out.push({ cls, what, base, apply, ...(verdict ? { verdict } : {}) });
   const st = G.f.stages;
   const restore = (h: string, db: string, keepWal = false) => {
     const p = homePaths(h);
@@ -518,46 +599,92 @@ const restoreClass: Gen = () => {
     copyFileSync(db, p.db);
   };
   const s3 = st[3] as (typeof st)[number];
-  for (const s of st.slice(0, 3)) add(`database of stage ${s.name} (${s.events} events) under checkpoint.last of ${G.witness.treeSize}`, (h) => restore(h, s.db), reject());
+  for (const s of st.slice(0, 3))
+    add(`database of stage ${s.name} (${s.events} events) under checkpoint.last of ${G.witness.treeSize}`, (h) => restore(h, s.db), reject());
   add(`database of stage s3 (${s3.events} events: the uncovered tail lost) under checkpoint.last of ${G.witness.treeSize}`, (h) => restore(h, s3.db), ACCEPT);
-  for (const s of st) add(`a complete older home: database and checkpoint.last of stage ${s.name}`, (h) => (restore(h, s.db), copyFileSync(s.witness, homePaths(h).witness)), ACCEPT);
+  for (const s of st)
+    add(
+      `a complete older home: database and checkpoint.last of stage ${s.name}`,
+      (h) => (restore(h, s.db), copyFileSync(s.witness, homePaths(h).witness)),
+      ACCEPT,
+    );
   for (let i = 0; i < st.length; i++)
     for (let j = i + 1; j < st.length; j++) {
       const a = st[i] as (typeof st)[number];
       const b = st[j] as (typeof st)[number];
-      add(`database of stage ${a.name} (${a.events}) under checkpoint.last of stage ${b.name} (${b.witnessSize})`, (h) => (restore(h, a.db), copyFileSync(b.witness, homePaths(h).witness)), reject());
+      add(
+        `database of stage ${a.name} (${a.events}) under checkpoint.last of stage ${b.name} (${b.witnessSize})`,
+        (h) => (restore(h, a.db), copyFileSync(b.witness, homePaths(h).witness)),
+        reject(),
+      );
     }
   for (const s of st) add(`WAL home: database of stage ${s.name} without the WAL`, (h) => restore(h, s.db), reject(), 'wal');
   for (const s of st)
-    add(`WAL home: database of stage ${s.name} restored, the newer -wal left beside it`, (h) => {
-      restore(h, s.db, true);
-      const f = sqliteFacts(h, scratch(), { integrity: true });
-      return !f || f.integrity !== 'ok' || f.events < G.walWitness.treeSize ? reject() : ANY;
-    }, undefined, 'wal');
+    add(
+      `WAL home: database of stage ${s.name} restored, the newer -wal left beside it`,
+      (h) => {
+        restore(h, s.db, true);
+        const f = sqliteFacts(h, scratch(), { integrity: true });
+        return !f || f.integrity !== 'ok' || f.events < G.walWitness.treeSize ? reject() : ANY;
+      },
+      undefined,
+      'wal',
+    );
   // Forks: an older database grown again with other events, to, past or short of the signed size.
   for (const s of st.slice(0, 3))
     for (const mode of ['exact', 'more', 'fewer'] as const)
       for (let rep = 0; rep < 4; rep++) {
         const target = mode === 'exact' ? G.witness.treeSize : mode === 'more' ? G.witness.treeSize + int(r, 1, 30) : int(r, s.events + 1, G.witness.treeSize);
         const stream = pick(r, ['note-ops', 'note-fork', 'note-audit']);
-        add(`fork: stage ${s.name} database + ${target - s.events} other events (to ${target}; ${mode}) under checkpoint.last of ${G.witness.treeSize}`, (h) => {
-          restore(h, s.db);
-          sql(h, (db) => appendCrafted(db, stream, Array.from({ length: target - s.events }, (_, i) => ({ id: freshUuid(), text: `fork ${rep} ${i}` }))));
-        }, reject());
+        add(
+          `fork: stage ${s.name} database + ${target - s.events} other events (to ${target}; ${mode}) under checkpoint.last of ${G.witness.treeSize}`,
+          (h) => {
+            restore(h, s.db);
+            sql(h, (db) =>
+              appendCrafted(
+                db,
+                stream,
+                Array.from({ length: target - s.events }, (_, i) => ({ id: freshUuid(), text: `fork ${rep} ${i}` })),
+              ),
+            );
+          },
+          reject(),
+        );
       }
   for (let rep = 0; rep < 5; rep++) {
     const k = int(r, 1, 9);
-    add(`stage s3 database + ${k} other tail events (the tail was never signed)`, (h) => {
-      restore(h, s3.db);
-      sql(h, (db) => appendCrafted(db, 'note-tail', Array.from({ length: k }, (_, i) => ({ id: freshUuid(), text: `another tail ${rep}.${i}` }))));
-    }, ACCEPT);
+    add(
+      `stage s3 database + ${k} other tail events (the tail was never signed)`,
+      (h) => {
+        restore(h, s3.db);
+        sql(h, (db) =>
+          appendCrafted(
+            db,
+            'note-tail',
+            Array.from({ length: k }, (_, i) => ({ id: freshUuid(), text: `another tail ${rep}.${i}` })),
+          ),
+        );
+      },
+      ACCEPT,
+    );
   }
   for (let rep = 0; rep < 4; rep++) {
     const k = G.walWitness.treeSize - G.events.length + int(r, -5, 6);
-    add(`WAL home: WAL deleted, ${k} other events appended (to ${G.events.length + k}) under checkpoint.last of ${G.walWitness.treeSize}`, (h) => {
-      restore(h, homePaths(G.f.home).db);
-      sql(h, (db) => appendCrafted(db, 'note-fork', Array.from({ length: k }, (_, i) => ({ id: freshUuid(), text: `wal fork ${rep}.${i}` }))));
-    }, reject(), 'wal');
+    add(
+      `WAL home: WAL deleted, ${k} other events appended (to ${G.events.length + k}) under checkpoint.last of ${G.walWitness.treeSize}`,
+      (h) => {
+        restore(h, homePaths(G.f.home).db);
+        sql(h, (db) =>
+          appendCrafted(
+            db,
+            'note-fork',
+            Array.from({ length: k }, (_, i) => ({ id: freshUuid(), text: `wal fork ${rep}.${i}` })),
+          ),
+        );
+      },
+      reject(),
+      'wal',
+    );
   }
   return out;
 };
@@ -625,7 +752,9 @@ const walClass: Gen = () => {
   }
   for (let i = 0; i < 10; i++) {
     const frame = int(r, 0, frames);
-    add(`-wal frame ${frame} zeroed`, (h) => rewrite(h, (b) => Buffer.concat([b.subarray(0, 32 + frame * frameSize), Buffer.alloc(frameSize), b.subarray(32 + (frame + 1) * frameSize)])));
+    add(`-wal frame ${frame} zeroed`, (h) =>
+      rewrite(h, (b) => Buffer.concat([b.subarray(0, 32 + frame * frameSize), Buffer.alloc(frameSize), b.subarray(32 + (frame + 1) * frameSize)])),
+    );
   }
   for (let i = 0; i < 8; i++) {
     const a = int(r, 0, frames - 1);
@@ -644,9 +773,25 @@ const walClass: Gen = () => {
     add(`-wal with ${n} bytes of garbage appended`, (h) => rewrite(h, (b) => Buffer.concat([b, seededBytes(seedOf(`g${i}`))(n)])));
   }
   add('-wal with its first frame appended again', (h) => rewrite(h, (b) => Buffer.concat([b, b.subarray(32, 32 + frameSize)])));
-  add('-wal with its last frame appended again', (h) => rewrite(h, (b) => Buffer.concat([b, b.subarray(32 + (frames - 1) * frameSize, 32 + frames * frameSize)])));
-  out.push({ cls, what: 'WAL checkpointed into ledger.db (PRAGMA wal_checkpoint(TRUNCATE))', base: 'wal', noWrite: true, apply: (h) => sql(h, (db) => void db.pragma('wal_checkpoint(TRUNCATE)')), verdict: ACCEPT });
-  out.push({ cls, what: 'WAL checkpointed (PASSIVE) and the connection closed', base: 'wal', noWrite: true, apply: (h) => sql(h, (db) => void db.pragma('wal_checkpoint(PASSIVE)')), verdict: ACCEPT });
+  add('-wal with its last frame appended again', (h) =>
+    rewrite(h, (b) => Buffer.concat([b, b.subarray(32 + (frames - 1) * frameSize, 32 + frames * frameSize)])),
+  );
+  out.push({
+    cls,
+    what: 'WAL checkpointed into ledger.db (PRAGMA wal_checkpoint(TRUNCATE))',
+    base: 'wal',
+    noWrite: true,
+    apply: (h) => sql(h, (db) => void db.pragma('wal_checkpoint(TRUNCATE)')),
+    verdict: ACCEPT,
+  });
+  out.push({
+    cls,
+    what: 'WAL checkpointed (PASSIVE) and the connection closed',
+    base: 'wal',
+    noWrite: true,
+    apply: (h) => sql(h, (db) => void db.pragma('wal_checkpoint(PASSIVE)')),
+    verdict: ACCEPT,
+  });
   for (let i = 0; i < 3; i++)
     out.push({
       cls,
@@ -666,7 +811,13 @@ const merkleClass: Gen = () => {
   const rows = G.merkle;
   const add = (what: string, fn: (db: Database.Database) => Verdict | void, verdict?: Verdict) =>
     out.push({ cls, what, base: 'home', apply: (h) => sql(h, (db) => fn(db) ?? merkleVerdict(db)), ...(verdict ? { verdict } : {}) });
-  const pickRow = () => (r() < 0.4 ? pick(r, rows.filter((x) => x.level > 0)) : pick(r, rows));
+  const pickRow = () =>
+    r() < 0.4
+      ? pick(
+          r,
+          rows.filter((x) => x.level > 0),
+        )
+      : pick(r, rows);
   for (let i = 0; i < 30; i++) {
     const row = pickRow();
     const at = int(r, 0, 32);
@@ -690,19 +841,29 @@ const merkleClass: Gen = () => {
     add(`cut back to the nodes of the first ${n} leaves (as if not yet synced)`, (db) => void setMerkleToPrefix(db, n), ACCEPT);
   }
   add('every row deleted (derived state, rebuilt when missing)', (db) => void db.prepare('DELETE FROM merkle_nodes').run(), ACCEPT);
-  for (let n = leafCount + 1; n <= G.events.length; n++) add(`synced further, to ${n} leaves, with the right hashes`, (db) => void setMerkleToPrefix(db, n), ACCEPT);
+  for (let n = leafCount + 1; n <= G.events.length; n++)
+    add(`synced further, to ${n} leaves, with the right hashes`, (db) => void setMerkleToPrefix(db, n), ACCEPT);
   for (let i = 0; i < 8; i++) {
     const idx = leafCount + int(r, 0, G.events.length - leafCount);
-    add(`leaf row (0, ${idx}) added with a wrong hash`, (db) => void db.prepare('INSERT INTO merkle_nodes (level, idx, hash) VALUES (0, ?, ?)').run(idx, seededBytes(seedOf(`leaf${i}`))(32)));
+    add(
+      `leaf row (0, ${idx}) added with a wrong hash`,
+      (db) => void db.prepare('INSERT INTO merkle_nodes (level, idx, hash) VALUES (0, ?, ?)').run(idx, seededBytes(seedOf(`leaf${i}`))(32)),
+    );
   }
   for (let i = 0; i < 8; i++) {
     const level = int(r, 1, 12);
     const idx = int(r, 0, 8) + Math.floor(G.events.length / 2 ** level) + 1;
-    add(`row (${level}, ${idx}) added beyond the log`, (db) => void db.prepare('INSERT INTO merkle_nodes (level, idx, hash) VALUES (?, ?, ?)').run(level, idx, seededBytes(seedOf(`beyond${i}`))(32)));
+    add(
+      `row (${level}, ${idx}) added beyond the log`,
+      (db) => void db.prepare('INSERT INTO merkle_nodes (level, idx, hash) VALUES (?, ?, ?)').run(level, idx, seededBytes(seedOf(`beyond${i}`))(32)),
+    );
   }
   for (let i = 0; i < 4; i++) {
     const idx = G.events.length + int(r, 0, 50);
-    add(`leaf row (0, ${idx}) for a position the log does not have, hash of a real event`, (db) => void db.prepare('INSERT INTO merkle_nodes (level, idx, hash) VALUES (0, ?, ?)').run(idx, pick(r, G.leaves)));
+    add(
+      `leaf row (0, ${idx}) for a position the log does not have, hash of a real event`,
+      (db) => void db.prepare('INSERT INTO merkle_nodes (level, idx, hash) VALUES (0, ?, ?)').run(idx, pick(r, G.leaves)),
+    );
   }
   for (let i = 0; i < 4; i++) {
     const n = leafCount + int(r, 1, G.events.length - leafCount + 1);
@@ -716,13 +877,19 @@ const merkleClass: Gen = () => {
     const free = (lvl: number, idx: number) => !rows.some((x) => x.level === lvl && x.idx === idx);
     let idx = row.idx + int(r, 1, 40);
     while (!free(row.level, idx)) idx += 1;
-    add(`node (${row.level}, ${row.idx}) moved to idx ${idx}`, (db) => void db.prepare('UPDATE merkle_nodes SET idx = ? WHERE level = ? AND idx = ?').run(idx, row.level, row.idx));
+    add(
+      `node (${row.level}, ${row.idx}) moved to idx ${idx}`,
+      (db) => void db.prepare('UPDATE merkle_nodes SET idx = ? WHERE level = ? AND idx = ?').run(idx, row.level, row.idx),
+    );
   }
   for (let i = 0; i < 8; i++) {
     const row = pickRow();
     let level = row.level + int(r, 1, 5);
     while (rows.some((x) => x.level === level && x.idx === row.idx)) level += 1;
-    add(`node (${row.level}, ${row.idx}) moved to level ${level}`, (db) => void db.prepare('UPDATE merkle_nodes SET level = ? WHERE level = ? AND idx = ?').run(level, row.level, row.idx));
+    add(
+      `node (${row.level}, ${row.idx}) moved to level ${level}`,
+      (db) => void db.prepare('UPDATE merkle_nodes SET level = ? WHERE level = ? AND idx = ?').run(level, row.level, row.idx),
+    );
   }
   for (let i = 0; i < 10; i++) {
     const a = pickRow();
@@ -742,10 +909,14 @@ const merkleClass: Gen = () => {
     ['hash as a real', () => 0.5],
   ] as const) {
     const row = pickRow();
-    add(`node (${row.level}, ${row.idx}): ${what}`, (db) => {
-      db.pragma('ignore_check_constraints = ON');
-      db.prepare('UPDATE merkle_nodes SET hash = ? WHERE level = ? AND idx = ?').run(value(row.hash), row.level, row.idx);
-    }, reject(MERKLE));
+    add(
+      `node (${row.level}, ${row.idx}): ${what}`,
+      (db) => {
+        db.pragma('ignore_check_constraints = ON');
+        db.prepare('UPDATE merkle_nodes SET hash = ? WHERE level = ? AND idx = ?').run(value(row.hash), row.level, row.idx);
+      },
+      reject(MERKLE),
+    );
   }
   for (const [what, v] of [
     ['level stored as TEXT', "'x'"],
@@ -754,10 +925,14 @@ const merkleClass: Gen = () => {
   ] as const) {
     const row = pickRow();
     const col = what.startsWith('level') ? 'level' : 'idx';
-    add(`node (${row.level}, ${row.idx}): ${what}`, (db) => {
-      db.pragma('ignore_check_constraints = ON');
-      db.prepare(`UPDATE merkle_nodes SET ${col} = ${v} WHERE level = ? AND idx = ?`).run(row.level, row.idx);
-    }, reject(MERKLE));
+    add(
+      `node (${row.level}, ${row.idx}): ${what}`,
+      (db) => {
+        db.pragma('ignore_check_constraints = ON');
+        db.prepare(`UPDATE merkle_nodes SET ${col} = ${v} WHERE level = ? AND idx = ?`).run(row.level, row.idx);
+      },
+      reject(MERKLE),
+    );
   }
   return out;
 };
@@ -775,10 +950,24 @@ const checkpointsClass: Gen = () => {
     let n: number;
     do n = i % 4 === 3 ? N + int(r, 1, 100) : Math.max(0, cp.tree_size + int(r, -30, 31));
     while (n === cp.tree_size);
-    add(`row seq ${cp.seq}: tree_size ${cp.tree_size} -> ${n}`, (db) => void db.prepare('UPDATE checkpoints SET tree_size = ? WHERE seq = ?').run(n, cp.seq), reject(CPS));
+    add(
+      `row seq ${cp.seq}: tree_size ${cp.tree_size} -> ${n}`,
+      (db) => void db.prepare('UPDATE checkpoints SET tree_size = ? WHERE seq = ?').run(n, cp.seq),
+      reject(CPS),
+    );
   }
-  for (const cp of cps) add(`row seq ${cp.seq}: tree_size negative`, (db) => (db.pragma('ignore_check_constraints = ON'), void db.prepare('UPDATE checkpoints SET tree_size = -1 WHERE seq = ?').run(cp.seq)), reject(CPS));
-  for (const cp of cps.slice(0, 3)) add(`row seq ${cp.seq}: tree_size stored as TEXT`, (db) => void db.prepare("UPDATE checkpoints SET tree_size = 'x' || tree_size WHERE seq = ?").run(cp.seq), reject(CPS));
+  for (const cp of cps)
+    add(
+      `row seq ${cp.seq}: tree_size negative`,
+      (db) => (db.pragma('ignore_check_constraints = ON'), void db.prepare('UPDATE checkpoints SET tree_size = -1 WHERE seq = ?').run(cp.seq)),
+      reject(CPS),
+    );
+  for (const cp of cps.slice(0, 3))
+    add(
+      `row seq ${cp.seq}: tree_size stored as TEXT`,
+      (db) => void db.prepare("UPDATE checkpoints SET tree_size = 'x' || tree_size WHERE seq = ?").run(cp.seq),
+      reject(CPS),
+    );
   for (let i = 0; i < 20; i++) {
     const cp = pick(r, cps);
     const kind = i % 5;
@@ -793,9 +982,18 @@ const checkpointsClass: Gen = () => {
             : kind === 3
               ? root.toString('hex')
               : '';
-    add(`row seq ${cp.seq}: root_hash -> ${['random', "another row's", 'one bit flipped', 'hex', 'empty'][kind]}`, (db) => void db.prepare('UPDATE checkpoints SET root_hash = ? WHERE seq = ?').run(value, cp.seq), reject(CPS));
+    add(
+      `row seq ${cp.seq}: root_hash -> ${['random', "another row's", 'one bit flipped', 'hex', 'empty'][kind]}`,
+      (db) => void db.prepare('UPDATE checkpoints SET root_hash = ? WHERE seq = ?').run(value, cp.seq),
+      reject(CPS),
+    );
   }
-  for (const cp of cps.slice(1, 3)) add(`row seq ${cp.seq}: root_hash without its padding (same bytes, other text)`, (db) => void db.prepare("UPDATE checkpoints SET root_hash = rtrim(root_hash, '=') WHERE seq = ?").run(cp.seq), reject(CPS));
+  for (const cp of cps.slice(1, 3))
+    add(
+      `row seq ${cp.seq}: root_hash without its padding (same bytes, other text)`,
+      (db) => void db.prepare("UPDATE checkpoints SET root_hash = rtrim(root_hash, '=') WHERE seq = ?").run(cp.seq),
+      reject(CPS),
+    );
   for (let i = 0; i < 14; i++) {
     const cp = pick(r, cps);
     const at = int(r, 0, cp.note.length);
@@ -803,29 +1001,55 @@ const checkpointsClass: Gen = () => {
     if (ch === '—') continue;
     const rep = ch === 'A' ? 'B' : ch === '\n' ? ' ' : 'A';
     const note = cp.note.slice(0, at) + rep + cp.note.slice(at + 1);
-    add(`row seq ${cp.seq}: note character ${at} ${JSON.stringify(ch)} -> ${rep}`, (db) => void db.prepare('UPDATE checkpoints SET note = ? WHERE seq = ?').run(note, cp.seq), reject(CPS));
+    add(
+      `row seq ${cp.seq}: note character ${at} ${JSON.stringify(ch)} -> ${rep}`,
+      (db) => void db.prepare('UPDATE checkpoints SET note = ? WHERE seq = ?').run(note, cp.seq),
+      reject(CPS),
+    );
   }
   for (let i = 0; i < 6; i++) {
     const a = pick(r, cps);
-    const b = pick(r, cps.filter((c) => c.seq !== a.seq));
-    add(`row seq ${a.seq}: note replaced by row ${b.seq}'s, columns kept`, (db) => void db.prepare('UPDATE checkpoints SET note = ? WHERE seq = ?').run(b.note, a.seq), reject(CPS));
+    const b = pick(
+      r,
+      cps.filter((c) => c.seq !== a.seq),
+    );
+    add(
+      `row seq ${a.seq}: note replaced by row ${b.seq}'s, columns kept`,
+      (db) => void db.prepare('UPDATE checkpoints SET note = ? WHERE seq = ?').run(b.note, a.seq),
+      reject(CPS),
+    );
   }
   for (let i = 0; i < 5; i++) {
     const a = pick(r, cps);
-    const b = pick(r, cps.filter((c) => c.seq !== a.seq));
-    add(`rows seq ${a.seq} and ${b.seq} swapped whole (issue order broken)`, (db) => {
-      db.prepare('UPDATE checkpoints SET tree_size = ?, root_hash = ?, note = ? WHERE seq = ?').run(b.tree_size, b.root_hash, b.note, a.seq);
-      db.prepare('UPDATE checkpoints SET tree_size = ?, root_hash = ?, note = ? WHERE seq = ?').run(a.tree_size, a.root_hash, a.note, b.seq);
-    }, reject(CPS));
+    const b = pick(
+      r,
+      cps.filter((c) => c.seq !== a.seq),
+    );
+    add(
+      `rows seq ${a.seq} and ${b.seq} swapped whole (issue order broken)`,
+      (db) => {
+        db.prepare('UPDATE checkpoints SET tree_size = ?, root_hash = ?, note = ? WHERE seq = ?').run(b.tree_size, b.root_hash, b.note, a.seq);
+        db.prepare('UPDATE checkpoints SET tree_size = ?, root_hash = ?, note = ? WHERE seq = ?').run(a.tree_size, a.root_hash, a.note, b.seq);
+      },
+      reject(CPS),
+    );
   }
   for (const cp of cps.slice(1)) {
     const note = signedNote(G.stranger, cp.tree_size, Buffer.from(cp.root_hash, 'base64'));
-    add(`row seq ${cp.seq}: note re-signed by an unregistered key only`, (db) => void db.prepare('UPDATE checkpoints SET note = ? WHERE seq = ?').run(note, cp.seq), reject(CPS));
+    add(
+      `row seq ${cp.seq}: note re-signed by an unregistered key only`,
+      (db) => void db.prepare('UPDATE checkpoints SET note = ? WHERE seq = ?').run(note, cp.seq),
+      reject(CPS),
+    );
   }
   for (const cp of cps.slice(1)) {
     const extra = signedNote(G.stranger, cp.tree_size, Buffer.from(cp.root_hash, 'base64'));
     const note = cp.note + extra.slice(extra.indexOf('\n\n') + 2);
-    add(`row seq ${cp.seq}: a second signature by an unregistered key added (ignored, as signed-note says)`, (db) => void db.prepare('UPDATE checkpoints SET note = ? WHERE seq = ?').run(note, cp.seq), ACCEPT);
+    add(
+      `row seq ${cp.seq}: a second signature by an unregistered key added (ignored, as signed-note says)`,
+      (db) => void db.prepare('UPDATE checkpoints SET note = ? WHERE seq = ?').run(note, cp.seq),
+      ACCEPT,
+    );
   }
   for (const cp of cps.slice(1, 4)) {
     const line = cp.note.slice(cp.note.indexOf('\n\n') + 2);
@@ -833,22 +1057,48 @@ const checkpointsClass: Gen = () => {
     sig[10] = (sig[10] as number) ^ 1;
     const note = `${cp.note}— ${G.controller.name}x ${sig.toString('base64')}\n`;
     const bad = `${cp.note.slice(0, cp.note.indexOf('\n\n') + 2)}${line.split(' ').slice(0, 2).join(' ')} ${sig.toString('base64')}\n`;
-    add(`row seq ${cp.seq}: signature bytes of the controller changed`, (db) => void db.prepare('UPDATE checkpoints SET note = ? WHERE seq = ?').run(bad, cp.seq), reject(CPS));
-    add(`row seq ${cp.seq}: an extra signature line under an unknown key name`, (db) => void db.prepare('UPDATE checkpoints SET note = ? WHERE seq = ?').run(note, cp.seq), ACCEPT);
+    add(
+      `row seq ${cp.seq}: signature bytes of the controller changed`,
+      (db) => void db.prepare('UPDATE checkpoints SET note = ? WHERE seq = ?').run(bad, cp.seq),
+      reject(CPS),
+    );
+    add(
+      `row seq ${cp.seq}: an extra signature line under an unknown key name`,
+      (db) => void db.prepare('UPDATE checkpoints SET note = ? WHERE seq = ?').run(note, cp.seq),
+      ACCEPT,
+    );
   }
   for (const cp of cps.slice(1)) {
     const fork = seededBytes(seedOf(`cpfork${cp.seq}`))(32);
     const note = signedNote(G.controller, cp.tree_size, fork);
-    add(`row seq ${cp.seq}: replaced whole by a controller-signed checkpoint of the same size and another root (equivocation)`, (db) => void db.prepare('UPDATE checkpoints SET root_hash = ?, note = ? WHERE seq = ?').run(b64(fork), note, cp.seq), reject(CPS));
+    add(
+      `row seq ${cp.seq}: replaced whole by a controller-signed checkpoint of the same size and another root (equivocation)`,
+      (db) => void db.prepare('UPDATE checkpoints SET root_hash = ?, note = ? WHERE seq = ?').run(b64(fork), note, cp.seq),
+      reject(CPS),
+    );
   }
   for (const cp of cps.slice(1, 4)) {
     const prev = cps[cp.seq - 1] as CpRow;
     const n = int(r, prev.tree_size + 1, cp.tree_size);
     const note = signedNote(G.controller, n, rootAt(n));
-    add(`row seq ${cp.seq}: replaced whole by a true controller-signed checkpoint of size ${n} (still in order)`, (db) => void db.prepare('UPDATE checkpoints SET tree_size = ?, root_hash = ?, note = ? WHERE seq = ?').run(n, b64(rootAt(n)), note, cp.seq), ACCEPT);
+    add(
+      `row seq ${cp.seq}: replaced whole by a true controller-signed checkpoint of size ${n} (still in order)`,
+      (db) => void db.prepare('UPDATE checkpoints SET tree_size = ?, root_hash = ?, note = ? WHERE seq = ?').run(n, b64(rootAt(n)), note, cp.seq),
+      ACCEPT,
+    );
   }
-  for (const cp of cps.slice(1, 4)) add(`row seq ${cp.seq}: note stored as a BLOB (same bytes)`, (db) => void db.prepare('UPDATE checkpoints SET note = CAST(note AS BLOB) WHERE seq = ?').run(cp.seq), reject(CPS));
-  for (const cp of cps.slice(1, 3)) add(`row seq ${cp.seq}: no-op rewrite`, (db) => void db.prepare('UPDATE checkpoints SET tree_size = tree_size, root_hash = root_hash, note = note WHERE seq = ?').run(cp.seq), ACCEPT);
+  for (const cp of cps.slice(1, 4))
+    add(
+      `row seq ${cp.seq}: note stored as a BLOB (same bytes)`,
+      (db) => void db.prepare('UPDATE checkpoints SET note = CAST(note AS BLOB) WHERE seq = ?').run(cp.seq),
+      reject(CPS),
+    );
+  for (const cp of cps.slice(1, 3))
+    add(
+      `row seq ${cp.seq}: no-op rewrite`,
+      (db) => void db.prepare('UPDATE checkpoints SET tree_size = tree_size, root_hash = root_hash, note = note WHERE seq = ?').run(cp.seq),
+      ACCEPT,
+    );
   return out;
 };
 
@@ -862,45 +1112,65 @@ const duplicateIdClass: Gen = () => {
   for (let i = 0; i < 30; i++) {
     const victim = i === 0 ? (ev[0] as EventRow) : pick(r, ev);
     const stream = pick(r, ['note-dup', 'note-ops', victim.stream.startsWith('note-') ? victim.stream : 'note-audit']);
-    add(`UNIQUE(id) dropped; a signed Note in ${stream} reusing the id of position ${victim.position} (${victim.type})`, (db) => {
-      rebuildEvents(db, { uniqueId: false });
-      appendCrafted(db, stream, [{ id: victim.id, text: `dup ${i}` }]);
-    }, reject(NOT_CRYPTO));
+    add(
+      `UNIQUE(id) dropped; a signed Note in ${stream} reusing the id of position ${victim.position} (${victim.type})`,
+      (db) => {
+        rebuildEvents(db, { uniqueId: false });
+        appendCrafted(db, stream, [{ id: victim.id, text: `dup ${i}` }]);
+      },
+      reject(NOT_CRYPTO),
+    );
   }
   for (let i = 0; i < 8; i++) {
     const stream = pick(r, ['note-dup', 'note-ops']);
-    add(`UNIQUE(id) dropped; two new signed Notes sharing one new id (${stream})`, (db) => {
-      rebuildEvents(db, { uniqueId: false });
-      const id = freshUuid();
-      appendCrafted(db, stream, [
-        { id, text: `first ${i}` },
-        { id, text: `second ${i}` },
-      ]);
-    }, reject(NOT_CRYPTO));
+    add(
+      `UNIQUE(id) dropped; two new signed Notes sharing one new id (${stream})`,
+      (db) => {
+        rebuildEvents(db, { uniqueId: false });
+        const id = freshUuid();
+        appendCrafted(db, stream, [
+          { id, text: `first ${i}` },
+          { id, text: `second ${i}` },
+        ]);
+      },
+      reject(NOT_CRYPTO),
+    );
   }
   for (let i = 0; i < 4; i++) {
     const k = int(r, 2, 6);
-    add(`UNIQUE(id) dropped; ${k} signed Notes reusing ids of ${k} random events`, (db) => {
-      rebuildEvents(db, { uniqueId: false });
-      appendCrafted(db, 'note-dup', Array.from({ length: k }, (_, j) => ({ id: pick(r, ev).id, text: `many ${i}.${j}` })));
-    }, reject(NOT_CRYPTO));
+    add(
+      `UNIQUE(id) dropped; ${k} signed Notes reusing ids of ${k} random events`,
+      (db) => {
+        rebuildEvents(db, { uniqueId: false });
+        appendCrafted(
+          db,
+          'note-dup',
+          Array.from({ length: k }, (_, j) => ({ id: pick(r, ev).id, text: `many ${i}.${j}` })),
+        );
+      },
+      reject(NOT_CRYPTO),
+    );
   }
   // The same, with the schema then forged back to the original text: the UNIQUE index on id is an index made by
   // hand (CREATE INDEX, not unique) renamed into the autoindex's place through writable_schema.
   for (let i = 0; i < 6; i++) {
     const victim = pick(r, ev);
-    add(`UNIQUE(id) dropped, a signed Note reusing the id of position ${victim.position}, the schema forged back to the original text`, (db) => {
-      const original = db.prepare("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'events'").pluck().get() as string;
-      rebuildEvents(db, { uniqueId: false });
-      appendCrafted(db, pick(r, ['note-dup', 'note-ops']), [{ id: victim.id, text: `hidden dup ${i}` }]);
-      db.exec('CREATE INDEX drill_ids ON events(id)');
-      db.unsafeMode(true);
-      db.pragma('writable_schema = ON');
-      db.prepare("UPDATE sqlite_master SET name = 'sqlite_autoindex_events_2' WHERE name = 'sqlite_autoindex_events_1'").run();
-      db.prepare("UPDATE sqlite_master SET name = 'sqlite_autoindex_events_1', sql = NULL WHERE name = 'drill_ids'").run();
-      db.prepare("UPDATE sqlite_master SET sql = ? WHERE type = 'table' AND name = 'events'").run(original);
-      db.pragma('writable_schema = OFF');
-    }, reject(NOT_CRYPTO));
+    add(
+      `UNIQUE(id) dropped, a signed Note reusing the id of position ${victim.position}, the schema forged back to the original text`,
+      (db) => {
+        const original = db.prepare("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'events'").pluck().get() as string;
+        rebuildEvents(db, { uniqueId: false });
+        appendCrafted(db, pick(r, ['note-dup', 'note-ops']), [{ id: victim.id, text: `hidden dup ${i}` }]);
+        db.exec('CREATE INDEX drill_ids ON events(id)');
+        db.unsafeMode(true);
+        db.pragma('writable_schema = ON');
+        db.prepare("UPDATE sqlite_master SET name = 'sqlite_autoindex_events_2' WHERE name = 'sqlite_autoindex_events_1'").run();
+        db.prepare("UPDATE sqlite_master SET name = 'sqlite_autoindex_events_1', sql = NULL WHERE name = 'drill_ids'").run();
+        db.prepare("UPDATE sqlite_master SET sql = ? WHERE type = 'table' AND name = 'events'").run(original);
+        db.pragma('writable_schema = OFF');
+      },
+      reject(NOT_CRYPTO),
+    );
   }
   // Controls: the same hand-built events with fresh ids (and the index kept) are genuine.
   for (let i = 0; i < 6; i++) {
@@ -916,31 +1186,51 @@ const bytesClass: Gen = () => {
   const cls = 'bytes';
   const r = prng(seedOf(cls));
   const out: Mutation[] = [];
-  const add = (what: string, fn: (db: Database.Database) => void, verdict: Verdict, noWrite = false) => out.push({ cls, what, base: 'home', verdict, noWrite, apply: (h) => sql(h, fn) });
+  const add = (what: string, fn: (db: Database.Database) => void, verdict: Verdict, noWrite = false) =>
+    out.push({ cls, what, base: 'home', verdict, noWrite, apply: (h) => sql(h, fn) });
   const ev = G.events;
   const set = (db: Database.Database, pos: number, v: unknown) => db.prepare('UPDATE events SET bytes = ? WHERE position = ?').run(v, pos);
   for (let i = 0; i < 30; i++) {
     const e = pick(r, ev);
     const at = int(r, 0, e.bytes.length);
     const mask = 1 << int(r, 0, 8);
-    add(`position ${e.position}: byte ${at} xor 0x${mask.toString(16)}`, (db) => {
-      const b = Buffer.from(e.bytes);
-      b[at] = (b[at] as number) ^ mask;
-      set(db, e.position, b);
-    }, reject(ROW));
+    add(
+      `position ${e.position}: byte ${at} xor 0x${mask.toString(16)}`,
+      (db) => {
+        const b = Buffer.from(e.bytes);
+        b[at] = (b[at] as number) ^ mask;
+        set(db, e.position, b);
+      },
+      reject(ROW),
+    );
   }
   for (let i = 0; i < 8; i++) {
     const e = pick(r, ev);
-    add(`position ${e.position}: stored as TEXT (same characters)`, (db) => void db.prepare('UPDATE events SET bytes = CAST(bytes AS TEXT) WHERE position = ?').run(e.position), reject(ROW), true);
+    add(
+      `position ${e.position}: stored as TEXT (same characters)`,
+      (db) => void db.prepare('UPDATE events SET bytes = CAST(bytes AS TEXT) WHERE position = ?').run(e.position),
+      reject(ROW),
+      true,
+    );
   }
   add('every event stored as TEXT (same characters)', (db) => void db.prepare('UPDATE events SET bytes = CAST(bytes AS TEXT)').run(), reject(ROW), true);
-  add('position 0 stored as TEXT (same characters)', (db) => void db.prepare('UPDATE events SET bytes = CAST(bytes AS TEXT) WHERE position = 0').run(), reject(ROW), true);
+  add(
+    'position 0 stored as TEXT (same characters)',
+    (db) => void db.prepare('UPDATE events SET bytes = CAST(bytes AS TEXT) WHERE position = 0').run(),
+    reject(ROW),
+    true,
+  );
   for (let i = 0; i < 4; i++) {
     const e = pick(r, ev);
-    add(`position ${e.position}: NULL (NOT NULL dropped)`, (db) => {
-      rebuildEvents(db, { bytesNull: true });
-      set(db, e.position, null);
-    }, reject(ROW), true);
+    add(
+      `position ${e.position}: NULL (NOT NULL dropped)`,
+      (db) => {
+        rebuildEvents(db, { bytesNull: true });
+        set(db, e.position, null);
+      },
+      reject(ROW),
+      true,
+    );
   }
   for (const [what, v] of [
     ['an empty BLOB', Buffer.alloc(0)],
@@ -961,36 +1251,60 @@ const bytesClass: Gen = () => {
   for (let i = 0; i < 8; i++) {
     const e = pick(r, ev);
     const tail = pick(r, [' ', '\n', '\u0000', '\t', ' {}']);
-    add(`position ${e.position}: ${JSON.stringify(tail)} appended (hash updated)`, (db) => {
-      const b = Buffer.concat([e.bytes, Buffer.from(tail)]);
-      db.prepare('UPDATE events SET bytes = ?, hash = ? WHERE position = ?').run(b, sha256(b), e.position);
-    }, reject(ROW));
+    add(
+      `position ${e.position}: ${JSON.stringify(tail)} appended (hash updated)`,
+      (db) => {
+        const b = Buffer.concat([e.bytes, Buffer.from(tail)]);
+        db.prepare('UPDATE events SET bytes = ?, hash = ? WHERE position = ?').run(b, sha256(b), e.position);
+      },
+      reject(ROW),
+    );
   }
   for (let i = 0; i < 6; i++) {
     const e = pick(r, ev);
-    add(`position ${e.position}: re-encoded as indented JSON (hash updated)`, (db) => {
-      const b = Buffer.from(JSON.stringify(JSON.parse(e.bytes.toString('utf8')), null, i % 2 === 0 ? 2 : 1));
-      db.prepare('UPDATE events SET bytes = ?, hash = ? WHERE position = ?').run(b, sha256(b), e.position);
-    }, reject(ROW));
+    add(
+      `position ${e.position}: re-encoded as indented JSON (hash updated)`,
+      (db) => {
+        const b = Buffer.from(JSON.stringify(JSON.parse(e.bytes.toString('utf8')), null, i % 2 === 0 ? 2 : 1));
+        db.prepare('UPDATE events SET bytes = ?, hash = ? WHERE position = ?').run(b, sha256(b), e.position);
+      },
+      reject(ROW),
+    );
   }
   for (let i = 0; i < 8; i++) {
     const a = pick(r, ev);
-    const b = pick(r, ev.filter((x) => x.position !== a.position));
-    add(`position ${a.position}: bytes and hash of position ${b.position}`, (db) => void db.prepare('UPDATE events SET bytes = ?, hash = ? WHERE position = ?').run(b.bytes, b.hash, a.position), reject(ROW));
+    const b = pick(
+      r,
+      ev.filter((x) => x.position !== a.position),
+    );
+    add(
+      `position ${a.position}: bytes and hash of position ${b.position}`,
+      (db) => void db.prepare('UPDATE events SET bytes = ?, hash = ? WHERE position = ?').run(b.bytes, b.hash, a.position),
+      reject(ROW),
+    );
   }
   add('every row: bytes = bytes (no-op rewrite)', (db) => void db.prepare('UPDATE events SET bytes = bytes').run(), ACCEPT, true);
   for (let i = 0; i < 3; i++) {
     const e = pick(r, ev);
-    add(`position ${e.position}: CAST(CAST(bytes AS TEXT) AS BLOB) (the same BLOB)`, (db) => void db.prepare('UPDATE events SET bytes = CAST(CAST(bytes AS TEXT) AS BLOB) WHERE position = ?').run(e.position), ACCEPT, true);
+    add(
+      `position ${e.position}: CAST(CAST(bytes AS TEXT) AS BLOB) (the same BLOB)`,
+      (db) => void db.prepare('UPDATE events SET bytes = CAST(CAST(bytes AS TEXT) AS BLOB) WHERE position = ?').run(e.position),
+      ACCEPT,
+      true,
+    );
   }
   for (let i = 0; i < 3; i++) {
     const e = pick(r, ev);
-    add(`position ${e.position}: a byte flipped and flipped back`, (db) => {
-      const b = Buffer.from(e.bytes);
-      b[5] = (b[5] as number) ^ 1;
-      set(db, e.position, b);
-      set(db, e.position, e.bytes);
-    }, ACCEPT);
+    add(
+      `position ${e.position}: a byte flipped and flipped back`,
+      (db) => {
+        const b = Buffer.from(e.bytes);
+        b[5] = (b[5] as number) ^ 1;
+        set(db, e.position, b);
+        set(db, e.position, e.bytes);
+      },
+      ACCEPT,
+    );
   }
   return out;
 };
@@ -1000,7 +1314,8 @@ const hashClass: Gen = () => {
   const cls = 'hash';
   const r = prng(seedOf(cls));
   const out: Mutation[] = [];
-  const add = (what: string, fn: (db: Database.Database) => void, verdict: Verdict, noWrite = false) => out.push({ cls, what, base: 'home', verdict, noWrite, apply: (h) => sql(h, fn) });
+  const add = (what: string, fn: (db: Database.Database) => void, verdict: Verdict, noWrite = false) =>
+    out.push({ cls, what, base: 'home', verdict, noWrite, apply: (h) => sql(h, fn) });
   const ev = G.events;
   const set = (db: Database.Database, pos: number, v: unknown) => {
     db.pragma('ignore_check_constraints = ON');
@@ -1010,11 +1325,18 @@ const hashClass: Gen = () => {
     const e = pick(r, ev);
     const at = int(r, 0, 32);
     const mask = 1 << int(r, 0, 8);
-    add(`position ${e.position}: hash byte ${at} xor 0x${mask.toString(16)}`, (db) => set(db, e.position, Buffer.from(e.hash.map((b, j) => (j === at ? b ^ mask : b)))), reject(ROW));
+    add(
+      `position ${e.position}: hash byte ${at} xor 0x${mask.toString(16)}`,
+      (db) => set(db, e.position, Buffer.from(e.hash.map((b, j) => (j === at ? b ^ mask : b)))),
+      reject(ROW),
+    );
   }
   for (let i = 0; i < 6; i++) {
     const a = pick(r, ev);
-    const b = pick(r, ev.filter((x) => x.position !== a.position));
+    const b = pick(
+      r,
+      ev.filter((x) => x.position !== a.position),
+    );
     add(`position ${a.position}: hash of position ${b.position}`, (db) => set(db, a.position, b.hash), reject(ROW));
   }
   for (const [what, v] of [
@@ -1034,10 +1356,15 @@ const hashClass: Gen = () => {
   }
   for (let i = 0; i < 2; i++) {
     const e = pick(r, ev);
-    add(`position ${e.position}: hash NULL (NOT NULL dropped)`, (db) => {
-      rebuildEvents(db, { hashNull: true });
-      set(db, e.position, null);
-    }, reject(ROW), true);
+    add(
+      `position ${e.position}: hash NULL (NOT NULL dropped)`,
+      (db) => {
+        rebuildEvents(db, { hashNull: true });
+        set(db, e.position, null);
+      },
+      reject(ROW),
+      true,
+    );
   }
   add('every row: hash = hash (no-op rewrite)', (db) => void db.prepare('UPDATE events SET hash = hash').run(), ACCEPT, true);
   for (let i = 0; i < 3; i++) {
@@ -1052,7 +1379,8 @@ const columnsClass: Gen = () => {
   const cls = 'columns';
   const r = prng(seedOf(cls));
   const out: Mutation[] = [];
-  const add = (what: string, fn: (db: Database.Database) => void, verdict: Verdict, noWrite = false) => out.push({ cls, what, base: 'home', verdict, noWrite, apply: (h) => sql(h, fn) });
+  const add = (what: string, fn: (db: Database.Database) => void, verdict: Verdict, noWrite = false) =>
+    out.push({ cls, what, base: 'home', verdict, noWrite, apply: (h) => sql(h, fn) });
   const ev = G.events;
   const N = ev.length;
   const used = new Set(ev.map((e) => `${e.stream}@${e.revision}`));
@@ -1065,20 +1393,35 @@ const columnsClass: Gen = () => {
     const e = pick(r, ev);
     let rev = Math.max(0, e.revision + pick(r, [-1, 1, 2, 50]));
     while (used.has(`${e.stream}@${rev}`)) rev += 1;
-    add(`position ${e.position}: revision ${e.revision} -> ${rev}`, (db) => void db.prepare('UPDATE events SET revision = ? WHERE position = ?').run(rev, e.position), reject(ROW));
+    add(
+      `position ${e.position}: revision ${e.revision} -> ${rev}`,
+      (db) => void db.prepare('UPDATE events SET revision = ? WHERE position = ?').run(rev, e.position),
+      reject(ROW),
+    );
   }
   const streams = [...new Set(ev.map((e) => e.stream))];
   for (let i = 0; i < 15; i++) {
     const e = pick(r, ev);
     let s = i % 3 === 0 ? `note-moved${i}` : pick(r, streams);
     if (s === e.stream || used.has(`${s}@${e.revision}`)) s = `note-moved${i}`;
-    add(`position ${e.position}: stream ${e.stream} -> ${s}`, (db) => void db.prepare('UPDATE events SET stream = ? WHERE position = ?').run(s, e.position), reject(ROW));
+    add(
+      `position ${e.position}: stream ${e.stream} -> ${s}`,
+      (db) => void db.prepare('UPDATE events SET stream = ? WHERE position = ?').run(s, e.position),
+      reject(ROW),
+    );
   }
   const types = [...new Set(ev.map((e) => e.type))];
   for (let i = 0; i < 15; i++) {
     const e = pick(r, ev);
-    const t = pick(r, types.filter((x) => x !== e.type));
-    add(`position ${e.position}: type ${e.type} -> ${t}`, (db) => void db.prepare('UPDATE events SET type = ? WHERE position = ?').run(t, e.position), reject(ROW));
+    const t = pick(
+      r,
+      types.filter((x) => x !== e.type),
+    );
+    add(
+      `position ${e.position}: type ${e.type} -> ${t}`,
+      (db) => void db.prepare('UPDATE events SET type = ? WHERE position = ?').run(t, e.position),
+      reject(ROW),
+    );
   }
   for (let i = 0; i < 12; i++) {
     const e = pick(r, ev);
@@ -1093,24 +1436,43 @@ const columnsClass: Gen = () => {
     ['id', 'CAST(id AS BLOB)'],
     ['stream', '7'],
     ['type', 'NULL'],
-    ['id', 'x\'00\''],
+    ['id', "x'00'"],
   ] as const) {
     for (let i = 0; i < 2; i++) {
       const e = pick(r, ev);
-      add(`position ${e.position}: ${col} = ${expr}`, (db) => {
-        if (expr === 'NULL') rebuildEventsNullableType(db); // NOT NULL dropped first
-        db.prepare(`UPDATE events SET ${col} = ${expr} WHERE position = ?`).run(e.position);
-      }, reject(ROW), true);
+      add(
+        `position ${e.position}: ${col} = ${expr}`,
+        (db) => {
+          if (expr === 'NULL') rebuildEventsNullableType(db); // NOT NULL dropped first
+          db.prepare(`UPDATE events SET ${col} = ${expr} WHERE position = ?`).run(e.position);
+        },
+        reject(ROW),
+        true,
+      );
     }
   }
-  add("every row: revision = '' || revision (TEXT that INTEGER affinity turns back into the same integer)", (db) => void db.prepare("UPDATE events SET revision = '' || revision").run(), ACCEPT, true);
-  add('every row: every column rewritten with itself', (db) => void db.prepare('UPDATE events SET position = position, stream = stream, revision = revision, id = id, type = type').run(), ACCEPT, true);
+  add(
+    "every row: revision = '' || revision (TEXT that INTEGER affinity turns back into the same integer)",
+    (db) => void db.prepare("UPDATE events SET revision = '' || revision").run(),
+    ACCEPT,
+    true,
+  );
+  add(
+    'every row: every column rewritten with itself',
+    (db) => void db.prepare('UPDATE events SET position = position, stream = stream, revision = revision, id = id, type = type').run(),
+    ACCEPT,
+    true,
+  );
   for (let i = 0; i < 3; i++) {
     const e = pick(r, ev);
-    add(`position ${e.position}: stream renamed and renamed back`, (db) => {
-      db.prepare("UPDATE events SET stream = 'note-tmp' WHERE position = ?").run(e.position);
-      db.prepare('UPDATE events SET stream = ? WHERE position = ?').run(e.stream, e.position);
-    }, ACCEPT);
+    add(
+      `position ${e.position}: stream renamed and renamed back`,
+      (db) => {
+        db.prepare("UPDATE events SET stream = 'note-tmp' WHERE position = ?").run(e.position);
+        db.prepare('UPDATE events SET stream = ? WHERE position = ?').run(e.stream, e.position);
+      },
+      ACCEPT,
+    );
   }
   return out;
 };
@@ -1157,31 +1519,57 @@ const truncationClass: Gen = () => {
   add('every event deleted', (db) => void db.prepare('DELETE FROM events').run(), reject());
   for (let i = 0; i < 34; i++) {
     const k = int(r, 1, W);
-    add(`events from position ${k} on deleted (${N - k} of ${N}; checkpoint.last covers ${W})`, (db) => void db.prepare('DELETE FROM events WHERE position >= ?').run(k), reject());
+    add(
+      `events from position ${k} on deleted (${N - k} of ${N}; checkpoint.last covers ${W})`,
+      (db) => void db.prepare('DELETE FROM events WHERE position >= ?').run(k),
+      reject(),
+    );
   }
   for (let i = 0; i < 24; i++) {
     const k = int(r, 1, W);
-    add(`events from ${k} on deleted, and their merkle_nodes and the checkpoints above ${k} (checkpoint.last covers ${W})`, (db) => {
-      db.prepare('DELETE FROM events WHERE position >= ?').run(k);
-      setMerkleToPrefix(db, Math.min(k, leafCount));
-      db.prepare('DELETE FROM checkpoints WHERE tree_size > ?').run(k);
-    }, reject());
+    add(
+      `events from ${k} on deleted, and their merkle_nodes and the checkpoints above ${k} (checkpoint.last covers ${W})`,
+      (db) => {
+        db.prepare('DELETE FROM events WHERE position >= ?').run(k);
+        setMerkleToPrefix(db, Math.min(k, leafCount));
+        db.prepare('DELETE FROM checkpoints WHERE tree_size > ?').run(k);
+      },
+      reject(),
+    );
   }
   for (let i = 0; i < 16; i++) {
     const k = int(r, 3, W);
     const last = [...G.cps].reverse().find((c) => c.tree_size <= k) as CpRow;
-    add(`cut back to a consistent older home: events from ${k} on, their nodes, the checkpoints above it gone, checkpoint.last = checkpoint of ${last.tree_size}`, (db) => {
-      db.prepare('DELETE FROM events WHERE position >= ?').run(k);
-      setMerkleToPrefix(db, Math.min(k, leafCount));
-      db.prepare('DELETE FROM checkpoints WHERE tree_size > ?').run(k);
-    }, ACCEPT, 'home', (h) => writeWitness(h, witnessJson({ treeSize: last.tree_size, rootHash: last.root_hash, note: last.note })));
+    add(
+      `cut back to a consistent older home: events from ${k} on, their nodes, the checkpoints above it gone, checkpoint.last = checkpoint of ${last.tree_size}`,
+      (db) => {
+        db.prepare('DELETE FROM events WHERE position >= ?').run(k);
+        setMerkleToPrefix(db, Math.min(k, leafCount));
+        db.prepare('DELETE FROM checkpoints WHERE tree_size > ?').run(k);
+      },
+      ACCEPT,
+      'home',
+      (h) => writeWitness(h, witnessJson({ treeSize: last.tree_size, rootHash: last.root_hash, note: last.note })),
+    );
   }
-  for (let k = W; k < N; k++) add(`events from ${k} on deleted (only the uncovered tail)`, (db) => void db.prepare('DELETE FROM events WHERE position >= ?').run(k), ACCEPT);
+  for (let k = W; k < N; k++)
+    add(`events from ${k} on deleted (only the uncovered tail)`, (db) => void db.prepare('DELETE FROM events WHERE position >= ?').run(k), ACCEPT);
   for (let i = 0; i < 10; i++) {
     const k = int(r, 1, G.walWitness.treeSize);
-    add(`WAL home: events from ${k} on deleted (checkpoint.last covers ${G.walWitness.treeSize})`, (db) => void db.prepare('DELETE FROM events WHERE position >= ?').run(k), reject(), 'wal');
+    add(
+      `WAL home: events from ${k} on deleted (checkpoint.last covers ${G.walWitness.treeSize})`,
+      (db) => void db.prepare('DELETE FROM events WHERE position >= ?').run(k),
+      reject(),
+      'wal',
+    );
   }
-  for (let k = G.walWitness.treeSize; k < G.walEvents.length; k++) add(`WAL home: events from ${k} on deleted (only the uncovered tail)`, (db) => void db.prepare('DELETE FROM events WHERE position >= ?').run(k), ACCEPT, 'wal');
+  for (let k = G.walWitness.treeSize; k < G.walEvents.length; k++)
+    add(
+      `WAL home: events from ${k} on deleted (only the uncovered tail)`,
+      (db) => void db.prepare('DELETE FROM events WHERE position >= ?').run(k),
+      ACCEPT,
+      'wal',
+    );
   return out;
 };
 
@@ -1203,7 +1591,8 @@ const reorderClass: Gen = () => {
       });
     })();
   };
-  const add = (what: string, at: number[], from: number[], verdict: Verdict) => out.push({ cls, what, base: 'home', verdict, apply: (h) => sql(h, (db) => permute(db, at, from)) });
+  const add = (what: string, at: number[], from: number[], verdict: Verdict) =>
+    out.push({ cls, what, base: 'home', verdict, apply: (h) => sql(h, (db) => permute(db, at, from)) });
   for (let i = 0; i < 24; i++) {
     const a = int(r, 0, N - 1);
     const b = i % 3 === 0 ? a + 1 : int(r, a + 1, N);
@@ -1213,7 +1602,12 @@ const reorderClass: Gen = () => {
     const a = int(r, 0, N - 2);
     const len = int(r, 2, Math.min(12, N - a));
     const at = Array.from({ length: len }, (_, j) => a + j);
-    add(`events ${a}..${a + len - 1} rotated by one`, at, at.map((p) => (p === a + len - 1 ? a : p + 1)), reject(ROW));
+    add(
+      `events ${a}..${a + len - 1} rotated by one`,
+      at,
+      at.map((p) => (p === a + len - 1 ? a : p + 1)),
+      reject(ROW),
+    );
   }
   for (let i = 0; i < 10; i++) {
     const a = int(r, 0, N - 2);
@@ -1248,42 +1642,83 @@ const claimsClass: Gen = () => {
       await h.close();
     }
   };
-  const add = (what: string, fn: (h: LedgerHome) => Promise<unknown>, verdict: Verdict) => out.push({ cls, what, base: 'home', verdict, apply: (home) => withLedger(home, fn) });
+  const add = (what: string, fn: (h: LedgerHome) => Promise<unknown>, verdict: Verdict) =>
+    out.push({ cls, what, base: 'home', verdict, apply: (home) => withLedger(home, fn) });
   const forge = (h: LedgerHome, stream: string, events: Array<{ type: string; data: JsonObject }>) => h.ledger.append(stream, events);
-  const completed = (run: string, bestRound: number | null, bestScore: number | null, bestSnapshot: string | null, status = 'completed'): { type: string; data: JsonObject } => ({
+  const completed = (
+    run: string,
+    bestRound: number | null,
+    bestScore: number | null,
+    bestSnapshot: string | null,
+    status = 'completed',
+  ): { type: string; data: JsonObject } => ({
     type: 'RunCompleted',
     data: { run, status, bestRound, bestScore, bestSnapshot },
   });
   const snapOf = (f: typeof a, round: number) => f.rounds.find((x) => x.round === round)?.snapshot ?? null;
   let judgeN = 0;
-  const judgeEvents = (run: string, round: number, snapshot: string, score: number, o: { launched?: boolean; completedStatus?: string; reward?: boolean } = {}) => {
+  const judgeEvents = (
+    run: string,
+    round: number,
+    snapshot: string,
+    score: number,
+    o: { launched?: boolean; completedStatus?: string; reward?: boolean } = {},
+  ) => {
     judgeN += 1;
     const judge = `forged-${judgeN}`;
     const evs: Array<{ type: string; data: JsonObject }> = [];
-    if (o.launched !== false) evs.push({ type: 'JudgeLaunched', data: { run, round, judge, image: `sha256:${'1'.repeat(64)}`, snapshot, testsDigest: `sha256:${'2'.repeat(64)}`, limits: {}, network: 'none' } });
+    if (o.launched !== false)
+      evs.push({
+        type: 'JudgeLaunched',
+        data: { run, round, judge, image: `sha256:${'1'.repeat(64)}`, snapshot, testsDigest: `sha256:${'2'.repeat(64)}`, limits: {}, network: 'none' },
+      });
     if (o.completedStatus !== undefined)
-      evs.push({ type: 'JudgeCompleted', data: { run, round, judge, status: o.completedStatus, exitCode: 0, durationMs: 5, outputDigest: EMPTY_OUTPUT_DIGEST, outputBytes: 0 } });
-    if (o.reward !== false) evs.push({ type: 'RewardRecorded', data: { run, round, judge, rewards: { reward: score }, primaryMetric: 'reward', primaryScore: score } });
+      evs.push({
+        type: 'JudgeCompleted',
+        data: { run, round, judge, status: o.completedStatus, exitCode: 0, durationMs: 5, outputDigest: EMPTY_OUTPUT_DIGEST, outputBytes: 0 },
+      });
+    if (o.reward !== false)
+      evs.push({ type: 'RewardRecorded', data: { run, round, judge, rewards: { reward: score }, primaryMetric: 'reward', primaryScore: score } });
     return { stream: `judge-${judge}`, evs };
   };
 
   for (let i = 0; i < 8; i++) {
     const run = `fake${i}`;
     const score = pick(r, [1e-7, 0.99, 1, 42]);
-    add(`RunCompleted in a new stream run-${run} (no RunStarted, no rounds), bestScore ${score}`, (h) => forge(h, `run-${run}`, [completed(run, 1, score, `bafy${i}fake`)]), reject(CLAIMS));
+    add(
+      `RunCompleted in a new stream run-${run} (no RunStarted, no rounds), bestScore ${score}`,
+      (h) => forge(h, `run-${run}`, [completed(run, 1, score, `bafy${i}fake`)]),
+      reject(CLAIMS),
+    );
   }
   for (let i = 0; i < 8; i++) {
     const f = i % 2 === 0 ? a : b;
     const better = f.direction === 'maximize' ? (f.bestScore as number) + 0.01 + r() : (f.bestScore as number) * r();
-    const round = pick(r, f.rounds.filter((x) => x.snapshot !== null)).round;
-    add(`a second RunCompleted on completed run ${f.run}: round ${round}, bestScore ${better.toFixed(4)}`, (h) => forge(h, f.stream, [completed(f.run, round, better, snapOf(f, round))]), reject(CLAIMS));
+    const round = pick(
+      r,
+      f.rounds.filter((x) => x.snapshot !== null),
+    ).round;
+    add(
+      `a second RunCompleted on completed run ${f.run}: round ${round}, bestScore ${better.toFixed(4)}`,
+      (h) => forge(h, f.stream, [completed(f.run, round, better, snapOf(f, round))]),
+      reject(CLAIMS),
+    );
   }
-  for (const f of [a, b]) add(`a second, identical RunCompleted on run ${f.run}`, (h) => forge(h, f.stream, [completed(f.run, f.bestRound, f.bestScore, f.bestSnapshot)]), reject(CLAIMS));
+  for (const f of [a, b])
+    add(
+      `a second, identical RunCompleted on run ${f.run}`,
+      (h) => forge(h, f.stream, [completed(f.run, f.bestRound, f.bestScore, f.bestSnapshot)]),
+      reject(CLAIMS),
+    );
   const cBest = { round: 3, score: 0.9 };
   for (let i = 0; i < 10; i++) {
     const score = cBest.score + 0.001 + r() * 5;
     const round = pick(r, [1, 3, 4]);
-    add(`RunCompleted on running run ${c.run}: round ${round} with bestScore ${score.toFixed(4)} (better than any recorded)`, (h) => forge(h, c.stream, [completed(c.run, round, score, snapOf(c, round))]), reject(CLAIMS));
+    add(
+      `RunCompleted on running run ${c.run}: round ${round} with bestScore ${score.toFixed(4)} (better than any recorded)`,
+      (h) => forge(h, c.stream, [completed(c.run, round, score, snapOf(c, round))]),
+      reject(CLAIMS),
+    );
   }
   for (const [round, score] of [
     [1, 0.4],
@@ -1291,88 +1726,158 @@ const claimsClass: Gen = () => {
     [2, 0.95],
     [2, null],
   ] as Array<[number, number | null]>)
-    add(`RunCompleted on ${c.run}: round ${round} (${round === 2 ? 'broke a rule' : 'not the best'}) with score ${score}`, (h) => forge(h, c.stream, [completed(c.run, round, score, snapOf(c, round))]), reject(CLAIMS));
-  add(`RunCompleted on ${c.run}: the best round and score with another round's snapshot`, (h) => forge(h, c.stream, [completed(c.run, 3, 0.9, snapOf(c, 1))]), reject(CLAIMS));
-  add(`RunCompleted on ${c.run}: the best round and score with a snapshot never taken`, (h) => forge(h, c.stream, [completed(c.run, 3, 0.9, 'bafyneverseen')]), reject(CLAIMS));
-  add(`RunCompleted on ${c.run}: no_valid_submission although rounds qualified`, (h) => forge(h, c.stream, [completed(c.run, null, null, null, 'no_valid_submission')]), reject(CLAIMS));
+    add(
+      `RunCompleted on ${c.run}: round ${round} (${round === 2 ? 'broke a rule' : 'not the best'}) with score ${score}`,
+      (h) => forge(h, c.stream, [completed(c.run, round, score, snapOf(c, round))]),
+      reject(CLAIMS),
+    );
+  add(
+    `RunCompleted on ${c.run}: the best round and score with another round's snapshot`,
+    (h) => forge(h, c.stream, [completed(c.run, 3, 0.9, snapOf(c, 1))]),
+    reject(CLAIMS),
+  );
+  add(
+    `RunCompleted on ${c.run}: the best round and score with a snapshot never taken`,
+    (h) => forge(h, c.stream, [completed(c.run, 3, 0.9, 'bafyneverseen')]),
+    reject(CLAIMS),
+  );
+  add(
+    `RunCompleted on ${c.run}: no_valid_submission although rounds qualified`,
+    (h) => forge(h, c.stream, [completed(c.run, null, null, null, 'no_valid_submission')]),
+    reject(CLAIMS),
+  );
   add(`RunCompleted on ${c.run}: completed with no best`, (h) => forge(h, c.stream, [completed(c.run, null, null, null)]), reject(CLAIMS));
-  for (let i = 0; i < 3; i++) add(`control: the controller completes ${c.run} (resumed after a restart)`, (h) => continueRun(h, { run: c.run, judgePrefix: `c-done${i}`, script: [], edits: [], complete: true }), ACCEPT);
+  for (let i = 0; i < 3; i++)
+    add(
+      `control: the controller completes ${c.run} (resumed after a restart)`,
+      (h) => continueRun(h, { run: c.run, judgePrefix: `c-done${i}`, script: [], edits: [], complete: true }),
+      ACCEPT,
+    );
   for (let i = 0; i < 4; i++) {
     const k = 1 + (i % 3);
-    add(`control: ${k} more honest round(s) on ${c.run}${i === 3 ? ' and RunCompleted' : ''}`, (h) =>
-      continueRun(h, {
-        run: c.run,
-        judgePrefix: `c-more${i}`,
-        script: Array.from({ length: k }, (_, j) => ({ status: 'completed' as const, rewards: { reward: 0.1 + 0.3 * j + 0.05 * i } })),
-        edits: Array.from({ length: k }, (_, j) => ({ 'solve.py': `print(${10 + 10 * i + j})\n` })),
-        complete: i === 3,
-      }), ACCEPT);
+    add(
+      `control: ${k} more honest round(s) on ${c.run}${i === 3 ? ' and RunCompleted' : ''}`,
+      (h) =>
+        continueRun(h, {
+          run: c.run,
+          judgePrefix: `c-more${i}`,
+          script: Array.from({ length: k }, (_, j) => ({ status: 'completed' as const, rewards: { reward: 0.1 + 0.3 * j + 0.05 * i } })),
+          edits: Array.from({ length: k }, (_, j) => ({ 'solve.py': `print(${10 + 10 * i + j})\n` })),
+          complete: i === 3,
+        }),
+      ACCEPT,
+    );
   }
   for (let i = 0; i < 10; i++) {
     const f = pick(r, [a, c, b]);
     const round = pick(r, f.rounds).round;
     const score = f.direction === 'maximize' ? 1.5 + r() : 0.01 * r();
     const metric = f === b ? 'val_loss' : 'reward';
-    add(`a hand-written RewardRecorded (${metric} ${score.toFixed(3)}) for ${f.run} round ${round} in a new judge stream`, (h) => {
-      judgeN += 1;
-      const judge = `handmade-${judgeN}`;
-      return forge(h, `judge-${judge}`, [{ type: 'RewardRecorded', data: { run: f.run, round, judge, rewards: { [metric]: score }, primaryMetric: metric, primaryScore: score } }]);
-    }, reject(CLAIMS));
+    add(
+      `a hand-written RewardRecorded (${metric} ${score.toFixed(3)}) for ${f.run} round ${round} in a new judge stream`,
+      (h) => {
+        judgeN += 1;
+        const judge = `handmade-${judgeN}`;
+        return forge(h, `judge-${judge}`, [
+          { type: 'RewardRecorded', data: { run: f.run, round, judge, rewards: { [metric]: score }, primaryMetric: metric, primaryScore: score } },
+        ]);
+      },
+      reject(CLAIMS),
+    );
   }
   for (const round of [3, 6]) {
     const stream = G.events.find((e) => e.type === 'JudgeCompleted' && e.data.run === a.run && e.data.round === round)?.stream as string;
     const judge = stream.slice('judge-'.length);
     for (const score of [0.95, 2])
-      add(`RewardRecorded ${score} appended to ${stream} (its Judge ended ${round === 3 ? 'submission_error' : 'verifier_error'})`, (h) =>
-        forge(h, stream, [{ type: 'RewardRecorded', data: { run: a.run, round, judge, rewards: { reward: score }, primaryMetric: 'reward', primaryScore: score } }]), reject(CLAIMS));
+      add(
+        `RewardRecorded ${score} appended to ${stream} (its Judge ended ${round === 3 ? 'submission_error' : 'verifier_error'})`,
+        (h) =>
+          forge(h, stream, [
+            { type: 'RewardRecorded', data: { run: a.run, round, judge, rewards: { reward: score }, primaryMetric: 'reward', primaryScore: score } },
+          ]),
+        reject(CLAIMS),
+      );
   }
   for (let i = 0; i < 4; i++) {
     const round = pick(r, [1, 3, 4]);
-    add(`JudgeCompleted + RewardRecorded for ${c.run} round ${round} with no JudgeLaunched`, (h) => {
-      const j = judgeEvents(c.run, round, snapOf(c, round) as string, 3, { launched: false, completedStatus: 'completed' });
-      return forge(h, j.stream, j.evs);
-    }, reject(CLAIMS));
+    add(
+      `JudgeCompleted + RewardRecorded for ${c.run} round ${round} with no JudgeLaunched`,
+      (h) => {
+        const j = judgeEvents(c.run, round, snapOf(c, round) as string, 3, { launched: false, completedStatus: 'completed' });
+        return forge(h, j.stream, j.evs);
+      },
+      reject(CLAIMS),
+    );
   }
   for (let i = 0; i < 4; i++) {
-    add(`a whole hand-made round 5 on ${c.run} judged by a Judge launched for another snapshot${i % 2 ? ', then RunCompleted picking it' : ''}`, async (h) => {
-      const root = `fhandmade${i}`;
-      await forge(h, c.stream, [{ type: 'SubmissionReceived', data: { run: c.run, round: 5 } }]);
-      await h.ledger.append(c.stream, [{ type: 'SnapshotTaken', data: { run: c.run, round: 5, root, files: 2, bytes: 20, durationMs: 1, policyDigest: `sha256:${'0'.repeat(64)}` } }]);
-      const j = judgeEvents(c.run, 5, snapOf(c, 3) as string, 0.99, { completedStatus: 'completed' });
-      await forge(h, j.stream, j.evs);
-      await forge(h, c.stream, [{ type: 'BudgetConsumed', data: { run: c.run, budget: 'submissions', amount: 1, remaining: (c.budgets.submissions as number) - c.consumed.submissions - 1, round: 5 } }]);
-      if (i % 2) await forge(h, c.stream, [completed(c.run, 5, 0.99, root)]);
-    }, reject(CLAIMS));
+    add(
+      `a whole hand-made round 5 on ${c.run} judged by a Judge launched for another snapshot${i % 2 ? ', then RunCompleted picking it' : ''}`,
+      async (h) => {
+        const root = `fhandmade${i}`;
+        await forge(h, c.stream, [{ type: 'SubmissionReceived', data: { run: c.run, round: 5 } }]);
+        await h.ledger.append(c.stream, [
+          { type: 'SnapshotTaken', data: { run: c.run, round: 5, root, files: 2, bytes: 20, durationMs: 1, policyDigest: `sha256:${'0'.repeat(64)}` } },
+        ]);
+        const j = judgeEvents(c.run, 5, snapOf(c, 3) as string, 0.99, { completedStatus: 'completed' });
+        await forge(h, j.stream, j.evs);
+        await forge(h, c.stream, [
+          {
+            type: 'BudgetConsumed',
+            data: { run: c.run, budget: 'submissions', amount: 1, remaining: (c.budgets.submissions as number) - c.consumed.submissions - 1, round: 5 },
+          },
+        ]);
+        if (i % 2) await forge(h, c.stream, [completed(c.run, 5, 0.99, root)]);
+      },
+      reject(CLAIMS),
+    );
   }
   for (let i = 0; i < 4; i++) {
     const round = c.rounds.length + 2 + i;
-    add(`SubmissionReceived for round ${round} on ${c.run} (round ${c.rounds.length + 1} skipped)`, (h) => forge(h, c.stream, [{ type: 'SubmissionReceived', data: { run: c.run, round } }]), reject(CLAIMS));
+    add(
+      `SubmissionReceived for round ${round} on ${c.run} (round ${c.rounds.length + 1} skipped)`,
+      (h) => forge(h, c.stream, [{ type: 'SubmissionReceived', data: { run: c.run, round } }]),
+      reject(CLAIMS),
+    );
   }
   for (let i = 0; i < 4; i++) {
     const f = i % 2 ? a : b;
-    add(`SubmissionReceived on ${f.run} after its RunCompleted`, (h) => forge(h, f.stream, [{ type: 'SubmissionReceived', data: { run: f.run, round: f.rounds.length + 1 } }]), reject(CLAIMS));
+    add(
+      `SubmissionReceived on ${f.run} after its RunCompleted`,
+      (h) => forge(h, f.stream, [{ type: 'SubmissionReceived', data: { run: f.run, round: f.rounds.length + 1 } }]),
+      reject(CLAIMS),
+    );
   }
   const agentLimit = c.budgets.agent_time as number;
   for (let i = 0; i < 6; i++) {
     const amount = Math.round((agentLimit - c.consumed.agent_time + 1 + r() * 400) * 10) / 10;
-    add(`BudgetConsumed agent_time ${amount} on ${c.run} (over its ${agentLimit} s) with no RuleViolation`, (h) =>
-      forge(h, c.stream, [{ type: 'BudgetConsumed', data: { run: c.run, budget: 'agent_time', amount, remaining: agentLimit - c.consumed.agent_time - amount } }]), reject(CLAIMS));
+    add(
+      `BudgetConsumed agent_time ${amount} on ${c.run} (over its ${agentLimit} s) with no RuleViolation`,
+      (h) =>
+        forge(h, c.stream, [
+          { type: 'BudgetConsumed', data: { run: c.run, budget: 'agent_time', amount, remaining: agentLimit - c.consumed.agent_time - amount } },
+        ]),
+      reject(CLAIMS),
+    );
   }
   for (let i = 0; i < 3; i++) {
     const amount = Math.round((agentLimit - c.consumed.agent_time + 1 + r() * 400) * 10) / 10;
-    add(`control: the controller records agent_time ${amount} on ${c.run} (over budget, with its RuleViolation)`, (h) =>
-      continueRun(h, { run: c.run, judgePrefix: `c-budget${i}`, script: [], edits: [], consume: { budget: 'agent_time', amount }, complete: false }), ACCEPT);
+    add(
+      `control: the controller records agent_time ${amount} on ${c.run} (over budget, with its RuleViolation)`,
+      (h) => continueRun(h, { run: c.run, judgePrefix: `c-budget${i}`, script: [], edits: [], consume: { budget: 'agent_time', amount }, complete: false }),
+      ACCEPT,
+    );
   }
   for (const f of [a, c]) add(`a second RunStarted on ${f.run}`, (h) => forge(h, f.stream, [{ type: 'RunStarted', data: startedData(f.run) }]), reject(CLAIMS));
   for (let i = 0; i < 3; i++) {
     const run = `fresh${i}`;
-    add(`RunStarted for ${run} then RunCompleted claiming round 1 (${0.5 + i}) with no round played`, (h) =>
-      forge(h, `run-${run}`, [
-        { type: 'RunStarted', data: { ...startedData(c.run), run } },
-        completed(run, 1, 0.5 + i, 'bafyclaimed'),
-      ]), reject(CLAIMS));
+    add(
+      `RunStarted for ${run} then RunCompleted claiming round 1 (${0.5 + i}) with no round played`,
+      (h) => forge(h, `run-${run}`, [{ type: 'RunStarted', data: { ...startedData(c.run), run } }, completed(run, 1, 0.5 + i, 'bafyclaimed')]),
+      reject(CLAIMS),
+    );
   }
-  for (let i = 0; i < 2; i++) add(`control: a new run started and completed by the controller with no submission`, (h) => startAndComplete(h, `empty${i}`), ACCEPT);
+  for (let i = 0; i < 2; i++)
+    add(`control: a new run started and completed by the controller with no submission`, (h) => startAndComplete(h, `empty${i}`), ACCEPT);
   return out;
 };
 
@@ -1389,7 +1894,10 @@ const benignClass: Gen = () => {
     ['PRAGMA optimize', (h) => sql(h, (db) => db.pragma('optimize'))],
     ['journal_mode DELETE', (h) => sql(h, (db) => db.pragma('journal_mode = DELETE'))],
     ['journal_mode DELETE and back to WAL', (h) => sql(h, (db) => (db.pragma('journal_mode = DELETE'), db.pragma('journal_mode = WAL')))],
-    ['page size 8192 (VACUUM)', (h) => sql(h, (db) => (db.pragma('journal_mode = DELETE'), db.pragma('page_size = 8192'), db.exec('VACUUM'), db.pragma('journal_mode = WAL')))],
+    [
+      'page size 8192 (VACUUM)',
+      (h) => sql(h, (db) => (db.pragma('journal_mode = DELETE'), db.pragma('page_size = 8192'), db.exec('VACUUM'), db.pragma('journal_mode = WAL'))),
+    ],
     ['auto_vacuum FULL (VACUUM)', (h) => sql(h, (db) => (db.pragma('auto_vacuum = FULL'), db.exec('VACUUM')))],
     ['PRAGMA user_version = 7', (h) => sql(h, (db) => db.pragma('user_version = 7'))],
     ['wal_checkpoint(TRUNCATE)', (h) => sql(h, (db) => db.pragma('wal_checkpoint(TRUNCATE)'))],
@@ -1422,7 +1930,9 @@ const benignClass: Gen = () => {
       },
     ],
   ];
-  for (const base of ['home', 'wal'] as const) for (const [what, fn] of ops) out.push({ cls, what: `${base === 'wal' ? 'WAL home: ' : ''}${what}`, base, verdict: ACCEPT, noWrite: true, apply: async (h) => void (await fn(h)) });
+  for (const base of ['home', 'wal'] as const)
+    for (const [what, fn] of ops)
+      out.push({ cls, what: `${base === 'wal' ? 'WAL home: ' : ''}${what}`, base, verdict: ACCEPT, noWrite: true, apply: async (h) => void (await fn(h)) });
   for (let i = 0; i < 8; i++) {
     const k = int(r, 1, 12);
     const base = i % 2 ? 'wal' : 'home';
@@ -1468,7 +1978,13 @@ async function runMutation(m: Mutation, verify: (home: string) => Promise<Outcom
   const n = ++caseN;
   const home = join(tmp.dir, `case-${n}`);
   let verdict = m.verdict ?? ANY;
-  const failed = (what: string, e: unknown): Result => ({ m, n, verdict, outcome: { exit: -1, message: `${what}: ${(e as Error).message}` }, problem: `${what.toUpperCase()} (${(e as Error).message.slice(0, 200)})` });
+  const failed = (what: string, e: unknown): Result => ({
+    m,
+    n,
+    verdict,
+    outcome: { exit: -1, message: `${what}: ${(e as Error).message}` },
+    problem: `${what.toUpperCase()} (${(e as Error).message.slice(0, 200)})`,
+  });
   try {
     copyHome(m.base === 'home' ? G.f.home : G.f.walHome, home);
     try {
@@ -1483,7 +1999,8 @@ async function runMutation(m: Mutation, verify: (home: string) => Promise<Outcom
     const outcome = await verify(home);
     let problem = mismatch(verdict, outcome);
     const witnessAfter = fileBytes(p.witness);
-    if (!problem && !(witnessBefore === null ? witnessAfter === null : witnessAfter !== null && witnessBefore.equals(witnessAfter))) problem = 'WROTE checkpoint.last';
+    if (!problem && !(witnessBefore === null ? witnessAfter === null : witnessAfter !== null && witnessBefore.equals(witnessAfter)))
+      problem = 'WROTE checkpoint.last';
     if (!problem && before) {
       const after = sqliteFacts(home, scratch());
       if (after && after.digest !== before.digest) problem = 'WROTE to the database (its content changed)';
@@ -1542,7 +2059,12 @@ function codes(results: Result[]): string {
     const k = `${x.outcome.step ? `${x.outcome.step}/` : ''}${x.outcome.code ?? `exit ${x.outcome.exit}`}`;
     count.set(k, (count.get(k) ?? 0) + 1);
   }
-  return [...count.entries()].sort((a, b) => b[1] - a[1]).map(([k, n]) => `${k} ${n}`).join(', ') || 'none';
+  return (
+    [...count.entries()]
+      .sort((a, b) => b[1] - a[1])
+      .map(([k, n]) => `${k} ${n}`)
+      .join(', ') || 'none'
+  );
 }
 
 const failureLine = (x: Result): string =>
@@ -1599,7 +2121,11 @@ describe(`ledger mutation drill (seed ${SEED})`, () => {
     mkdirSync(join(dbOnly, 'ledger'), { recursive: true });
     copyFileSync(homePaths(G.f.walHome).db, join(dbOnly, 'ledger', 'ledger.db'));
     expect(sqliteFacts(dbOnly, scratch())?.events).toBe(G.f.events);
-    expect(sqliteFacts(G.f.walHome, scratch(), { integrity: true })).toMatchObject({ events: G.f.walEvents, maxCheckpointSize: G.f.walWitnessSize, integrity: 'ok' });
+    expect(sqliteFacts(G.f.walHome, scratch(), { integrity: true })).toMatchObject({
+      events: G.f.walEvents,
+      maxCheckpointSize: G.f.walWitnessSize,
+      integrity: 'ok',
+    });
     expect(G.f.runs.a).toMatchObject({ completed: true, bestRound: 2, bestScore: 0.72 });
     expect(G.f.runs.b).toMatchObject({ completed: true, bestRound: 2, bestScore: 1.25 });
     expect(G.f.runs.c).toMatchObject({ completed: false });
@@ -1611,7 +2137,20 @@ describe(`ledger mutation drill (seed ${SEED})`, () => {
     ]);
     expect(G.f.runs.a.rounds.map((x) => x.outcome)).toContain('refunded');
     const types = new Set(G.events.map((e) => e.type));
-    for (const t of ['RunStarted', 'WorkStarted', 'SubmissionReceived', 'SubmissionRejected', 'SnapshotTaken', 'WorkspaceEdited', 'JudgeLaunched', 'JudgeCompleted', 'RewardRecorded', 'BudgetConsumed', 'RuleViolation', 'RunCompleted'])
+    for (const t of [
+      'RunStarted',
+      'WorkStarted',
+      'SubmissionReceived',
+      'SubmissionRejected',
+      'SnapshotTaken',
+      'WorkspaceEdited',
+      'JudgeLaunched',
+      'JudgeCompleted',
+      'RewardRecorded',
+      'BudgetConsumed',
+      'RuleViolation',
+      'RunCompleted',
+    ])
       expect({ t, present: types.has(t) }).toEqual({ t, present: true });
 
     for (const base of [G.f.home, G.f.walHome]) {
@@ -1634,7 +2173,8 @@ describe(`ledger mutation drill (seed ${SEED})`, () => {
       const s = summarize(cls, results, Date.now() - started);
       summaries.push(s);
       console.log(`${line(s)} (${s.ms} ms)\n  rejected by: ${codes(results)}${s.failures.length ? `\n${s.failures.map(failureLine).join('\n')}` : ''}`);
-      if (process.env.ASSAY_DRILL_VERBOSE) console.log(results.map((x) => `  #${x.n} ${x.m.what}: expected ${describeVerdict(x.verdict)}; got ${describeOutcome(x.outcome)}`).join('\n'));
+      if (process.env.ASSAY_DRILL_VERBOSE)
+        console.log(results.map((x) => `  #${x.n} ${x.m.what}: expected ${describeVerdict(x.verdict)}; got ${describeOutcome(x.outcome)}`).join('\n'));
       expect(s.failures.map(failureLine)).toEqual([]);
     });
   }
@@ -1647,45 +2187,48 @@ describe(`ledger mutation drill (seed ${SEED})`, () => {
     expect(total).toBeGreaterThanOrEqual(1000);
   });
 
-  (ONLY.length === 0 || ONLY.includes('cli') ? it : it.skip)('the CLI in a child process (node bin/assay.js, default workers) exits as required on a sample of 20 mutations', async () => {
-    const cli = cliCommand();
-    const viaChild = (home: string, extra: string[] = []) => verifyInChild(home, extra, cli.argv);
-    const sample: Mutation[] = [];
-    for (const [cls, gen] of CLASSES) {
-      if (cls === 'benign') continue;
-      const ms = gen();
-      const rej = ms.find((m) => m.verdict?.kind === 'reject' || (m.verdict === undefined && cls === 'wal'));
-      if (rej) sample.push(rej);
-    }
-    const benign = benignClass();
-    sample.push(...benign.filter((m) => /VACUUM$|untouched copy|wal_checkpoint/.test(m.what)).slice(0, 3));
-    const claims = claimsClass();
-    sample.push(...claims.filter((m) => m.verdict?.kind === 'accept').slice(0, 1));
-    sample.push(...claims.filter((m) => /a second RunCompleted on completed/.test(m.what)).slice(0, 1));
-    const runs: Array<[Mutation, (home: string) => Promise<Outcome>]> = sample.slice(0, 18).map((m) => [m, (home: string) => viaChild(home)]);
-    // Auditor mode: a copy of the database file alone, read-only, with the pinned root key and origin.
-    const auditor = (m: Mutation): Mutation => ({ ...m, what: `--db: ${m.what}` });
-    const dbOnly = async (home: string) => {
-      const cfg = JSON.parse(readFileSync(homePaths(home).config, 'utf8')) as { rootKey: string; origin: string };
-      return viaChild(join(tmp.dir, 'no-home'), ['--db', homePaths(home).db, '--trusted-root', cfg.rootKey, '--origin', cfg.origin]);
-    };
-    const flip = bytesClass().find((m) => m.verdict?.kind === 'reject') as Mutation;
-    runs.push([auditor(flip), dbOnly], [auditor(benign[0] as Mutation), dbOnly]);
-    // Two child processes at a time.
-    const results: Result[] = [];
-    let next = 0;
-    await Promise.all(
-      [0, 1].map(async () => {
-        while (next < runs.length) {
-          const [m, v] = runs[next++] as [Mutation, (home: string) => Promise<Outcome>];
-          results.push(await runMutation(m, v));
-        }
-      }),
-    );
-    const s = summarize('CLI sample', results, 0);
-    summaries.push(s);
-    console.log(`${line(s)}, through ${cli.how}${s.failures.length ? `\n${s.failures.map(failureLine).join('\n')}` : ''}`);
-    expect(results).toHaveLength(20);
-    expect(s.failures.map(failureLine)).toEqual([]);
-  });
+  (ONLY.length === 0 || ONLY.includes('cli') ? it : it.skip)(
+    'the CLI in a child process (node bin/assay.js, default workers) exits as required on a sample of 20 mutations',
+    async () => {
+      const cli = cliCommand();
+      const viaChild = (home: string, extra: string[] = []) => verifyInChild(home, extra, cli.argv);
+      const sample: Mutation[] = [];
+      for (const [cls, gen] of CLASSES) {
+        if (cls === 'benign') continue;
+        const ms = gen();
+        const rej = ms.find((m) => m.verdict?.kind === 'reject' || (m.verdict === undefined && cls === 'wal'));
+        if (rej) sample.push(rej);
+      }
+      const benign = benignClass();
+      sample.push(...benign.filter((m) => /VACUUM$|untouched copy|wal_checkpoint/.test(m.what)).slice(0, 3));
+      const claims = claimsClass();
+      sample.push(...claims.filter((m) => m.verdict?.kind === 'accept').slice(0, 1));
+      sample.push(...claims.filter((m) => /a second RunCompleted on completed/.test(m.what)).slice(0, 1));
+      const runs: Array<[Mutation, (home: string) => Promise<Outcome>]> = sample.slice(0, 18).map((m) => [m, (home: string) => viaChild(home)]);
+      // Auditor mode: a copy of the database file alone, read-only, with the pinned root key and origin.
+      const auditor = (m: Mutation): Mutation => ({ ...m, what: `--db: ${m.what}` });
+      const dbOnly = async (home: string) => {
+        const cfg = JSON.parse(readFileSync(homePaths(home).config, 'utf8')) as { rootKey: string; origin: string };
+        return viaChild(join(tmp.dir, 'no-home'), ['--db', homePaths(home).db, '--trusted-root', cfg.rootKey, '--origin', cfg.origin]);
+      };
+      const flip = bytesClass().find((m) => m.verdict?.kind === 'reject') as Mutation;
+      runs.push([auditor(flip), dbOnly], [auditor(benign[0] as Mutation), dbOnly]);
+      // Two child processes at a time.
+      const results: Result[] = [];
+      let next = 0;
+      await Promise.all(
+        [0, 1].map(async () => {
+          while (next < runs.length) {
+            const [m, v] = runs[next++] as [Mutation, (home: string) => Promise<Outcome>];
+            results.push(await runMutation(m, v));
+          }
+        }),
+      );
+      const s = summarize('CLI sample', results, 0);
+      summaries.push(s);
+      console.log(`${line(s)}, through ${cli.how}${s.failures.length ? `\n${s.failures.map(failureLine).join('\n')}` : ''}`);
+      expect(results).toHaveLength(20);
+      expect(s.failures.map(failureLine)).toEqual([]);
+    },
+  );
 });

@@ -43,7 +43,8 @@ describe.each(MODES)('ledger tamper evidence (SQLite), %s', (_name, mode) => {
     const home = fresh();
     const original = new Map<number, Buffer>();
     tamper(home, (db) => {
-      for (const row of db.prepare('SELECT position, bytes FROM events').all() as Array<{ position: number; bytes: Buffer }>) original.set(row.position, row.bytes);
+      for (const row of db.prepare('SELECT position, bytes FROM events').all() as Array<{ position: number; bytes: Buffer }>)
+        original.set(row.position, row.bytes);
     });
     // Every position inline; with workers (each verification starts two threads) every position of the first chunks
     // and every third one after.
@@ -65,7 +66,7 @@ describe.each(MODES)('ledger tamper evidence (SQLite), %s', (_name, mode) => {
     let size = 0;
     tamper(home, (db) => {
       db.pragma('wal_checkpoint(TRUNCATE)');
-      page = (db.prepare("SELECT rootpage FROM sqlite_master WHERE type = 'index' AND tbl_name = 'events' ORDER BY rootpage LIMIT 1").pluck().get() as number);
+      page = db.prepare("SELECT rootpage FROM sqlite_master WHERE type = 'index' AND tbl_name = 'events' ORDER BY rootpage LIMIT 1").pluck().get() as number;
       size = db.pragma('page_size', { simple: true }) as number;
     });
     // Garbage in the second half of an index page: the events themselves still read, the file is not sound.
@@ -81,7 +82,7 @@ describe.each(MODES)('ledger tamper evidence (SQLite), %s', (_name, mode) => {
 
   it('reports a flipped bit in a stored hash or column', async () => {
     const home = fresh();
-    tamper(home, (db) => db.prepare("UPDATE events SET hash = zeroblob(32) WHERE position = 5").run());
+    tamper(home, (db) => db.prepare('UPDATE events SET hash = zeroblob(32) WHERE position = 5').run());
     let r = await verifyHome(home, mode);
     expect(r.failure).toMatchObject({ step: 'envelopes', code: 'VERIFY_HASH_MISMATCH', position: 5 });
     const home2 = fresh();
@@ -112,7 +113,7 @@ describe.each(MODES)('ledger tamper evidence (SQLite), %s', (_name, mode) => {
       const b = db.prepare('SELECT * FROM events WHERE position = 11').get() as Record<string, unknown>;
       const put = db.prepare('UPDATE events SET stream = ?, revision = ?, id = ?, type = ?, bytes = ?, hash = ? WHERE position = ?');
       db.transaction(() => {
-        db.prepare('UPDATE events SET id = id || \'x\', revision = revision + 100000 WHERE position IN (10, 11)').run();
+        db.prepare("UPDATE events SET id = id || 'x', revision = revision + 100000 WHERE position IN (10, 11)").run();
         put.run(b.stream, b.revision, b.id, b.type, b.bytes, b.hash, 10);
         put.run(a.stream, a.revision, a.id, a.type, a.bytes, a.hash, 11);
       })();
@@ -129,8 +130,18 @@ describe.each(MODES)('ledger tamper evidence (SQLite), %s', (_name, mode) => {
     try {
       const runtime = h.keys.find((k) => k.role === 'runtime') as SigningKey;
       // A forged writer that presents the runtime key as a controller key.
-      const forged = new Ledger({ store: h.db.events, merkle: h.db.merkleNodes, checkpoints: h.db.checkpoints, keys: [{ ...runtime, role: 'controller' }], clock: deps().clock, ids: deps().ids, origin: h.config.origin });
-      await forged.append('run-forged', [{ type: 'RunCompleted', data: { run: 'forged', status: 'completed', bestRound: 1, bestScore: 1, bestSnapshot: null } }]);
+      const forged = new Ledger({
+        store: h.db.events,
+        merkle: h.db.merkleNodes,
+        checkpoints: h.db.checkpoints,
+        keys: [{ ...runtime, role: 'controller' }],
+        clock: deps().clock,
+        ids: deps().ids,
+        origin: h.config.origin,
+      });
+      await forged.append('run-forged', [
+        { type: 'RunCompleted', data: { run: 'forged', status: 'completed', bestRound: 1, bestScore: 1, bestSnapshot: null } },
+      ]);
     } finally {
       await h.close();
     }
@@ -145,7 +156,11 @@ describe.each(MODES)('ledger tamper evidence (SQLite), %s', (_name, mode) => {
     let revokedAt = 0;
     try {
       const runtime = h.keys.find((k) => k.role === 'runtime') as SigningKey;
-      const r = await h.ledger.append(Ledger.keyStream(runtime.name), [{ type: 'KeyRevoked', data: { keyId: runtime.signer, reason: 'laptop lost' } }], 'stream_exists');
+      const r = await h.ledger.append(
+        Ledger.keyStream(runtime.name),
+        [{ type: 'KeyRevoked', data: { keyId: runtime.signer, reason: 'laptop lost' } }],
+        'stream_exists',
+      );
       revokedAt = r.lastPosition;
       // The holder of the revoked key keeps writing.
       await h.ledger.append('image-late', [{ type: 'ImageBuilt', data: { image: 'x', digest: 'sha256:00', purpose: 'judge', durationMs: 1 } }]);
@@ -159,7 +174,15 @@ describe.each(MODES)('ledger tamper evidence (SQLite), %s', (_name, mode) => {
     const h2 = await LedgerHome.open(home2, deps());
     try {
       const stranger = toSigningKey(generateKeyPair('controller', 'stranger'));
-      const forged = new Ledger({ store: h2.db.events, merkle: h2.db.merkleNodes, checkpoints: h2.db.checkpoints, keys: [stranger], clock: deps().clock, ids: deps().ids, origin: h2.config.origin });
+      const forged = new Ledger({
+        store: h2.db.events,
+        merkle: h2.db.merkleNodes,
+        checkpoints: h2.db.checkpoints,
+        keys: [stranger],
+        clock: deps().clock,
+        ids: deps().ids,
+        origin: h2.config.origin,
+      });
       await forged.append('note-stranger', [{ type: 'Note', data: { text: 'not from this ledger' } }]);
     } finally {
       await h2.close();
@@ -171,7 +194,10 @@ describe.each(MODES)('ledger tamper evidence (SQLite), %s', (_name, mode) => {
   it('reports a second, forked checkpoint as equivocation', async () => {
     const a = fresh();
     const b = fresh();
-    for (const [home, text] of [[a, 'history A'], [b, 'history B']] as const) {
+    for (const [home, text] of [
+      [a, 'history A'],
+      [b, 'history B'],
+    ] as const) {
       const h = await LedgerHome.open(home, deps());
       try {
         await h.ledger.append('note-fork', [{ type: 'Note', data: { text } }]);
@@ -180,14 +206,14 @@ describe.each(MODES)('ledger tamper evidence (SQLite), %s', (_name, mode) => {
         await h.close();
       }
     }
-    const forkNote = (await (async () => {
+    const forkNote = await (async () => {
       const h = await LedgerHome.open(b, deps());
       try {
         return h.db.checkpoints.latest()?.note as string;
       } finally {
         await h.close();
       }
-    })());
+    })();
     // Supplied from elsewhere (e.g. what a witness was shown) ...
     let r = await verifyHome(a, { ...mode, externalCheckpoints: [forkNote] });
     expect(r.failure).toMatchObject({ step: 'checkpoints', code: 'VERIFY_EQUIVOCATION' });

@@ -62,7 +62,16 @@ async function withHome<T>(home: string, fn: (h: LedgerHome) => Promise<T>): Pro
 /** A ledger over the home's stores that signs with exactly these keys. */
 function ledgerWith(h: LedgerHome, keys: SigningKey[]): Ledger {
   const d = deps();
-  return new Ledger({ store: h.db.events, merkle: h.db.merkleNodes, checkpoints: h.db.checkpoints, lock: h.db.lock, keys, clock: d.clock, ids: d.ids, origin: h.config.origin });
+  return new Ledger({
+    store: h.db.events,
+    merkle: h.db.merkleNodes,
+    checkpoints: h.db.checkpoints,
+    lock: h.db.lock,
+    keys,
+    clock: d.clock,
+    ids: d.ids,
+    origin: h.config.origin,
+  });
 }
 
 function signCheckpoint(key: SigningKey, origin: string, treeSize: number, root: Uint8Array): string {
@@ -84,7 +93,8 @@ describe('ledger verify: everything it relies on', () => {
   const fresh = (): string => homes.fresh();
   let n = 0;
   const witnessOf = (home: string): { treeSize: number; rootHash: string; note: string } => JSON.parse(readFileSync(homePaths(home).witness, 'utf8'));
-  const writeWitness = (home: string, v: unknown): void => writeFileSync(homePaths(home).witness, typeof v === 'string' ? v : `${JSON.stringify(v, null, 2)}\n`);
+  const writeWitness = (home: string, v: unknown): void =>
+    writeFileSync(homePaths(home).witness, typeof v === 'string' ? v : `${JSON.stringify(v, null, 2)}\n`);
 
   it('verifies the untouched home, the witness included, inline and with workers', async () => {
     for (const mode of [INLINE, WORKERS]) {
@@ -195,7 +205,11 @@ describe('ledger verify: everything it relies on', () => {
         tamper(home, (db) => db.prepare(sql).run());
         for (const mode of [INLINE, WORKERS]) {
           const r = await verify(home, mode);
-          expect({ column, failure: r.failure?.code, message: r.failure?.message }).toEqual({ column, failure: 'VERIFY_CHECKPOINT_COLUMN_MISMATCH', message: expect.stringContaining(column) });
+          expect({ column, failure: r.failure?.code, message: r.failure?.message }).toEqual({
+            column,
+            failure: 'VERIFY_CHECKPOINT_COLUMN_MISMATCH',
+            message: expect.stringContaining(column),
+          });
         }
       }
     });
@@ -253,7 +267,12 @@ describe('ledger verify: everything it relies on', () => {
       const home = fresh();
       await withHome(home, async (h) => {
         for (let i = 0; i < 5; i++) await h.ledger.append('note-after', [{ type: 'Note', data: { text: `unsigned ${i}` } }]);
-        for (const [a, b] of [[1, homes.total], [3, homes.total + 5], [homes.total, homes.total + 5], [homes.total + 2, homes.total + 5]] as Array<[number, number]>) {
+        for (const [a, b] of [
+          [1, homes.total],
+          [3, homes.total + 5],
+          [homes.total, homes.total + 5],
+          [homes.total + 2, homes.total + 5],
+        ] as Array<[number, number]>) {
           const p = await h.ledger.consistencyProof(a, b);
           expect(p.size2).toBe(b);
         }
@@ -272,11 +291,28 @@ describe('ledger verify: everything it relies on', () => {
         db.exec(`CREATE TABLE events2 (position INTEGER PRIMARY KEY, stream TEXT NOT NULL, revision INTEGER NOT NULL, id TEXT NOT NULL, type TEXT NOT NULL, bytes BLOB NOT NULL, hash BLOB NOT NULL, UNIQUE (stream, revision));
                  INSERT INTO events2 SELECT * FROM events; DROP TABLE events; ALTER TABLE events2 RENAME TO events;`);
         const id = db.prepare('SELECT id FROM events WHERE position = 5').pluck().get() as string;
-        const unsigned = { type: 'Note', stream: 'note-dup', revision: 0, position: homes.total, id, time: '2026-12-02T10:00:00.000Z', prev: '0'.repeat(64), signer: key.signer };
+        const unsigned = {
+          type: 'Note',
+          stream: 'note-dup',
+          revision: 0,
+          position: homes.total,
+          id,
+          time: '2026-12-02T10:00:00.000Z',
+          prev: '0'.repeat(64),
+          signer: key.signer,
+        };
         const dataJson = '{"text":"the same id again"}';
         const sig = b64(key.sign(Buffer.from(envelopeText(unsigned, dataJson), 'utf8')));
         const wire = Buffer.from(envelopeText(unsigned, dataJson, sig), 'utf8');
-        db.prepare('INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?)').run(homes.total, 'note-dup', 0, id, 'Note', wire, createHash('sha256').update(wire).digest());
+        db.prepare('INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?)').run(
+          homes.total,
+          'note-dup',
+          0,
+          id,
+          'Note',
+          wire,
+          createHash('sha256').update(wire).digest(),
+        );
       });
       // Through the home: the changed schema is reported first ...
       expect((await verify(home)).failure).toMatchObject({ step: 'storage', code: 'VERIFY_SCHEMA_MISMATCH' });
@@ -300,17 +336,33 @@ describe('ledger verify: everything it relies on', () => {
 
   describe('nothing in the database makes verify crash or write (item 4)', () => {
     const cases: Array<[string, string, Record<string, unknown>]> = [
-      ['bytes stored as TEXT', 'UPDATE events SET bytes = CAST(bytes AS TEXT) WHERE position = 7', { step: 'envelopes', code: 'VERIFY_COLUMN_TYPE', position: 7 }],
+      [
+        'bytes stored as TEXT',
+        'UPDATE events SET bytes = CAST(bytes AS TEXT) WHERE position = 7',
+        { step: 'envelopes', code: 'VERIFY_COLUMN_TYPE', position: 7 },
+      ],
       ['hash stored as TEXT', 'UPDATE events SET hash = hex(hash) WHERE position = 8', { step: 'envelopes', code: 'VERIFY_COLUMN_TYPE', position: 8 }],
       ['a REAL revision', 'UPDATE events SET revision = 0.5 WHERE position = 9', { step: 'envelopes', code: 'VERIFY_COLUMN_TYPE', position: 9 }],
-      ['stream stored as a BLOB', 'UPDATE events SET stream = CAST(stream AS BLOB) WHERE position = 10', { step: 'envelopes', code: 'VERIFY_COLUMN_TYPE', position: 10 }],
+      [
+        'stream stored as a BLOB',
+        'UPDATE events SET stream = CAST(stream AS BLOB) WHERE position = 10',
+        { step: 'envelopes', code: 'VERIFY_COLUMN_TYPE', position: 10 },
+      ],
       ['id stored as a BLOB', 'UPDATE events SET id = CAST(id AS BLOB) WHERE position = 11', { step: 'envelopes', code: 'VERIFY_COLUMN_TYPE', position: 11 }],
       ['an empty bytes BLOB', "UPDATE events SET bytes = x'' WHERE position = 12", { step: 'envelopes', position: 12 }],
       ['a Merkle hash stored as TEXT', 'UPDATE merkle_nodes SET hash = hex(hash) WHERE level = 0 AND idx = 3', { step: 'merkle', code: 'VERIFY_MERKLE_NODES' }],
       ['a REAL Merkle level', 'UPDATE merkle_nodes SET level = 1.5 WHERE level = 1 AND idx = 0', { step: 'merkle', code: 'VERIFY_MERKLE_NODES' }],
       ['a TEXT tree_size', "UPDATE checkpoints SET tree_size = 'many' WHERE seq = 0", { step: 'checkpoints', code: 'VERIFY_CHECKPOINT_COLUMN_MISMATCH' }],
-      ['a note stored as a BLOB', 'UPDATE checkpoints SET note = CAST(note AS BLOB) WHERE seq = 0', { step: 'checkpoints', code: 'VERIFY_CHECKPOINT_COLUMN_MISMATCH' }],
-      ['a root_hash stored as a BLOB', 'UPDATE checkpoints SET root_hash = CAST(root_hash AS BLOB) WHERE seq = 0', { step: 'checkpoints', code: 'VERIFY_CHECKPOINT_COLUMN_MISMATCH' }],
+      [
+        'a note stored as a BLOB',
+        'UPDATE checkpoints SET note = CAST(note AS BLOB) WHERE seq = 0',
+        { step: 'checkpoints', code: 'VERIFY_CHECKPOINT_COLUMN_MISMATCH' },
+      ],
+      [
+        'a root_hash stored as a BLOB',
+        'UPDATE checkpoints SET root_hash = CAST(root_hash AS BLOB) WHERE seq = 0',
+        { step: 'checkpoints', code: 'VERIFY_CHECKPOINT_COLUMN_MISMATCH' },
+      ],
       ['an edited migration hash', "UPDATE schema_version SET sha256 = 'x'", { step: 'storage', code: 'VERIFY_SCHEMA_VERSION' }],
       ['applied_at stored as a BLOB', 'UPDATE schema_version SET applied_at = CAST(applied_at AS BLOB)', { step: 'storage', code: 'VERIFY_SCHEMA_VERSION' }],
       ['an added trigger', 'CREATE TRIGGER t AFTER INSERT ON events BEGIN SELECT 1; END', { step: 'storage', code: 'VERIFY_SCHEMA_MISMATCH' }],
@@ -393,7 +445,9 @@ describe('ledger verify: everything it relies on', () => {
         const first = h.keys.find((k) => k.role === 'controller') as SigningKey;
         const registeredAt = (await h.ledger.registerKey(second)).lastPosition;
         const next = ledgerWith(h, [second]);
-        const revokedAt = (await next.append(Ledger.keyStream(first.name), [{ type: 'KeyRevoked', data: { keyId: first.signer, reason: 'rotated' } }], 'stream_exists')).lastPosition;
+        const revokedAt = (
+          await next.append(Ledger.keyStream(first.name), [{ type: 'KeyRevoked', data: { keyId: first.signer, reason: 'rotated' } }], 'stream_exists')
+        ).lastPosition;
         await next.append('note-after', [{ type: 'Note', data: { text: 'after the rotation' } }]);
         await next.checkpoint();
         return { home, first, second, registeredAt, revokedAt };
@@ -424,7 +478,9 @@ describe('ledger verify: everything it relies on', () => {
       r = await verify(home, { externalCheckpoints: [signCheckpoint(first, 'assay.test/ledger', revokedAt, Buffer.from(before, 'base64'))] });
       expect(r.failure).toBeNull();
       // Planted as a stored row.
-      tamper(home, (db) => db.prepare('INSERT INTO checkpoints (seq, tree_size, root_hash, note) SELECT max(seq) + 1, ?, ?, ? FROM checkpoints').run(size, ok.root, forged));
+      tamper(home, (db) =>
+        db.prepare('INSERT INTO checkpoints (seq, tree_size, root_hash, note) SELECT max(seq) + 1, ?, ?, ? FROM checkpoints').run(size, ok.root, forged),
+      );
       r = await verify(home);
       expect(r.failure).toMatchObject({ code: 'VERIFY_CHECKPOINT_REVOKED_SIGNER' });
     });
@@ -448,7 +504,11 @@ describe('ledger verify: everything it relies on', () => {
       const cases: Array<[string, string, string | null]> = [
         ['a valid cosignature by the registered auditor', note + line, null],
         ['a damaged cosignature by the registered auditor', note + damaged(line), 'VERIFY_CHECKPOINT_SIGNATURE'],
-        ['a bad note signature by the registered runtime key', note + formatSignatureLine(runtime.name, runtime.keyId, Buffer.alloc(64, 9)), 'VERIFY_CHECKPOINT_SIGNATURE'],
+        [
+          'a bad note signature by the registered runtime key',
+          note + formatSignatureLine(runtime.name, runtime.keyId, Buffer.alloc(64, 9)),
+          'VERIFY_CHECKPOINT_SIGNATURE',
+        ],
         ['a bad line by a key the ledger never registered', note + formatSignatureLine('stranger', Buffer.from('01020304', 'hex'), Buffer.alloc(64, 9)), null],
       ];
       for (const [what, text, code] of cases) {

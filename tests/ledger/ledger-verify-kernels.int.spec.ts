@@ -25,11 +25,15 @@ function packed(lengths: number[]): { bytes: Uint8Array; offsets: Uint32Array } 
 }
 
 describe('the ledger kernels addon', () => {
-  it('gives node:crypto\'s envelope and leaf hashes for every length, stride and offset', () => {
+  it("gives node:crypto's envelope and leaf hashes for every length, stride and offset", () => {
     const lengths = [0, 1, 31, 32, 33, 55, 56, 57, 63, 64, 65, 119, 120, 127, 128, 129, 543, 1000, 70_000];
     for (let k = 0; k < 40; k++) lengths.push(Math.floor(Math.random() * 3000));
     const { bytes, offsets } = packed(lengths);
-    for (const [stride, at] of [[64, 0], [96, 32], [100, 5]] as const) {
+    for (const [stride, at] of [
+      [64, 0],
+      [96, 32],
+      [100, 5],
+    ] as const) {
       const a = new Uint8Array(stride * lengths.length).fill(0xee);
       const b = new Uint8Array(stride * lengths.length).fill(0xee);
       addon().digestAll(bytes, offsets, a, stride, at);
@@ -39,7 +43,12 @@ describe('the ledger kernels addon', () => {
       const i = 10;
       const ev = bytes.subarray(offsets[i] as number, offsets[i + 1] as number);
       expect(Buffer.from(a.subarray(stride * i + at, stride * i + at + 32))).toEqual(createHash('sha256').update(ev).digest());
-      expect(Buffer.from(a.subarray(stride * i + at + 32, stride * i + at + 64))).toEqual(createHash('sha256').update(Buffer.from([0])).update(ev).digest());
+      expect(Buffer.from(a.subarray(stride * i + at + 32, stride * i + at + 64))).toEqual(
+        createHash('sha256')
+          .update(Buffer.from([0]))
+          .update(ev)
+          .digest(),
+      );
       // Bytes outside each event's 64 are left alone.
       if (at > 0) expect(a[0]).toBe(0xee);
     }
@@ -64,11 +73,18 @@ describe('the ledger kernels addon', () => {
       throw new Error('expected a refusal');
     };
     const h = addon();
-    expect(refusal(() => h.digestAll(bytes, new Uint32Array([0, 20, 10, 60]), out, 96, 32))).toEqual({ name: 'RangeError', code: 'ASSAY_KERNELS_ARGUMENT', message: 'offsets must not decrease' });
+    expect(refusal(() => h.digestAll(bytes, new Uint32Array([0, 20, 10, 60]), out, 96, 32))).toEqual({
+      name: 'RangeError',
+      code: 'ASSAY_KERNELS_ARGUMENT',
+      message: 'offsets must not decrease',
+    });
     expect(refusal(() => h.digestAll(bytes, new Uint32Array([0, 10, 30, 61]), out, 96, 32)).message).toBe('offsets point past the end of bytes');
     expect(refusal(() => h.digestAll(bytes, offsets, new Uint8Array(96 * 2), 96, 32)).message).toBe("out is too small for every event's two digests");
     expect(refusal(() => h.digestAll(bytes, offsets, out, 96, 40)).message).toBe('stride must be at least 64 and at + 64 must fit in it');
-    expect(refusal(() => h.digestAll(bytes, [0, 10] as unknown as Uint32Array, out, 96, 32))).toMatchObject({ name: 'TypeError', code: 'ASSAY_KERNELS_ARGUMENT' });
+    expect(refusal(() => h.digestAll(bytes, [0, 10] as unknown as Uint32Array, out, 96, 32))).toMatchObject({
+      name: 'TypeError',
+      code: 'ASSAY_KERNELS_ARGUMENT',
+    });
     expect(refusal(() => h.digestAll('bytes' as unknown as Uint8Array, offsets, out, 96, 32)).message).toBe('bytes must be a Uint8Array');
     expect(refusal(() => h.digestAll(bytes, offsets, out, -1, 0)).message).toBe('stride must be an integer from 0 to 2^32 - 1');
     expect(out.every((b) => b === 0)).toBe(true);
@@ -76,8 +92,12 @@ describe('the ledger kernels addon', () => {
     const scan = h.scanEnvelopes as NonNullable<VerifyKernels['scanEnvelopes']>;
     const meta = new Float64Array(30);
     expect(refusal(() => scan(bytes, offsets, meta, new Uint8Array(192), bytes, new Uint8Array(288), 96, 0)).message).toBe('signing must not overlap bytes');
-    expect(refusal(() => scan(bytes, offsets, new Float64Array(29), new Uint8Array(192), new Uint8Array(60), new Uint8Array(288), 96, 0)).message).toBe('meta is too small (10 numbers an event)');
-    expect(refusal(() => scan(bytes, offsets, meta, new Uint8Array(192), new Uint8Array(60), new Uint8Array(288), 96, 70)).message).toBe('prevAt + 32 must fit in stride');
+    expect(refusal(() => scan(bytes, offsets, new Float64Array(29), new Uint8Array(192), new Uint8Array(60), new Uint8Array(288), 96, 0)).message).toBe(
+      'meta is too small (10 numbers an event)',
+    );
+    expect(refusal(() => scan(bytes, offsets, meta, new Uint8Array(192), new Uint8Array(60), new Uint8Array(288), 96, 70)).message).toBe(
+      'prevAt + 32 must fit in stride',
+    );
     expect(refusal(() => h.subtreeRoot(out, 96, 64, 4)).message).toBe('leaves is too small for count leaf hashes');
   });
 });
@@ -98,7 +118,8 @@ describe('verification with the addon and with node:crypto', () => {
     try {
       // Checkpoints on chunk edges (16, 24, 40, 64 with chunks of 8) and inside a chunk (21), then a partial last chunk.
       for (const size of [...cpSizes, 75]) {
-        while ((await h.db.events.size()) < size) await h.ledger.append(`note-${(await h.db.events.size()) % 3}`, [{ type: 'Note', data: { text: `note ${await h.db.events.size()}` } }]);
+        while ((await h.db.events.size()) < size)
+          await h.ledger.append(`note-${(await h.db.events.size()) % 3}`, [{ type: 'Note', data: { text: `note ${await h.db.events.size()}` } }]);
         if (size !== 75) await h.ledger.checkpoint();
       }
       total = await h.db.events.size();
@@ -125,8 +146,9 @@ describe('verification with the addon and with node:crypto', () => {
     try {
       return await verifyHome(at, opts);
     } finally {
-      for (const k of Object.keys(env)) if (saved[k] === undefined) delete process.env[k];
-      else process.env[k] = saved[k];
+      for (const k of Object.keys(env))
+        if (saved[k] === undefined) delete process.env[k];
+        else process.env[k] = saved[k];
     }
   }
   const essence = (r: VerificationReport) => ({ ok: r.ok, events: r.events, treeSize: r.treeSize, root: r.root, failure: r.failure, steps: r.steps });
@@ -154,7 +176,12 @@ describe('verification with the addon and with node:crypto', () => {
       });
       const reports = [];
       for (const [, opts, env] of ways) reports.push(essence(await verifyWay(copy, opts, env)));
-      expect({ pos, ok: reports[0]?.ok, position: reports[0]?.failure?.position, events: reports[0]?.events }).toEqual({ pos, ok: false, position: pos, events: pos });
+      expect({ pos, ok: reports[0]?.ok, position: reports[0]?.failure?.position, events: reports[0]?.events }).toEqual({
+        pos,
+        ok: false,
+        position: pos,
+        events: pos,
+      });
       for (const r of reports) expect(r).toEqual(reports[0]);
     }
   });

@@ -18,7 +18,11 @@ describe('checkpoint.last (FileCheckpointWitness)', () => {
     tmp.cleanup();
   });
 
-  const cp = (n: number) => ({ treeSize: n, rootHash: Buffer.alloc(32, n).toString('base64'), note: `o\n${n}\n${Buffer.alloc(32, n).toString('base64')}\n\n— k AAAA\n` });
+  const cp = (n: number) => ({
+    treeSize: n,
+    rootHash: Buffer.alloc(32, n).toString('base64'),
+    note: `o\n${n}\n${Buffer.alloc(32, n).toString('base64')}\n\n— k AAAA\n`,
+  });
 
   it('fsyncs the temporary file, renames it over the witness, then fsyncs the directory', () => {
     const path = join(tmp.dir, 'checkpoint.last');

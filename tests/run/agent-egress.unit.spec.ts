@@ -66,7 +66,9 @@ describe('vendor agents behind the egress forwarder', () => {
   it('planWorkEgress: the forwarder mounted read-only, WorkStarted limits name the allowlist; none for command agents', () => {
     const l = new CodexAgent().launch(ctx({ OPENAI_API_KEY: KEY }));
     const plan = planWorkEgress(l);
-    expect(plan.mounts).toEqual([{ type: 'bind', source: expect.stringMatching(/task-runtime\/egress\/assay-egress-forward$/), target: EGRESS_FORWARDER_IN_WORK, readOnly: true }]);
+    expect(plan.mounts).toEqual([
+      { type: 'bind', source: expect.stringMatching(/task-runtime\/egress\/assay-egress-forward$/), target: EGRESS_FORWARDER_IN_WORK, readOnly: true },
+    ]);
     expect(plan.limits).toEqual({ network: 'none', egress: 'connect-proxy', egressHosts: ['api.openai.com'], egressPorts: [443] });
     expect(JSON.stringify(plan.limits)).not.toContain(KEY);
     expect(plan.launch.argv[0]).toBe(EGRESS_FORWARDER_IN_WORK);
@@ -122,7 +124,9 @@ describe('secret redaction', () => {
 
   it('redactSecretsAnyCase catches a key that was lowercased (a host name through the proxy)', () => {
     const mixed = new CodexAgent().launch(ctx({ OPENAI_API_KEY: 'sk-Proj-AbC.d+e(f)*9' }));
-    expect(redactSecretsAnyCase('egress refused 403 sk-proj-abc.d+e(f)*9.evil.test:443 and SK-PROJ-ABC.D+E(F)*9', mixed)).toBe(`egress refused 403 ${REDACTED}.evil.test:443 and ${REDACTED}`);
+    expect(redactSecretsAnyCase('egress refused 403 sk-proj-abc.d+e(f)*9.evil.test:443 and SK-PROJ-ABC.D+E(F)*9', mixed)).toBe(
+      `egress refused 403 ${REDACTED}.evil.test:443 and ${REDACTED}`,
+    );
     expect(redactSecretsAnyCase('sk-proj-abcXd+e(f)*9', mixed)).toBe('sk-proj-abcXd+e(f)*9'); // metacharacters are literal
   });
 

@@ -7,13 +7,25 @@ const ctx = (env: Record<string, string | undefined> = {}): AgentContext => ({ w
 describe('agents', () => {
   it('command: bash -c, no secrets, no network', () => {
     const l = new CommandAgent('echo hi && rsi-submit').launch(ctx());
-    expect(l).toMatchObject({ name: 'command', argv: ['bash', '-c', 'echo hi && rsi-submit'], env: {}, secretEnv: [], network: { mode: 'none' }, mountDir: null });
+    expect(l).toMatchObject({
+      name: 'command',
+      argv: ['bash', '-c', 'echo hi && rsi-submit'],
+      env: {},
+      secretEnv: [],
+      network: { mode: 'none' },
+      mountDir: null,
+    });
     expect(() => new CommandAgent('  ')).toThrow(/needs a command/);
   });
 
   it('reference: the agent directory mounted read-only, no network', () => {
     const l = new ReferenceAgent('/repo/examples/agents/reference-agent').launch(ctx());
-    expect(l).toMatchObject({ name: 'reference-agent', argv: ['bash', '/opt/assay/agent/agent.sh'], mountDir: '/repo/examples/agents/reference-agent', network: { mode: 'none' } });
+    expect(l).toMatchObject({
+      name: 'reference-agent',
+      argv: ['bash', '/opt/assay/agent/agent.sh'],
+      mountDir: '/repo/examples/agents/reference-agent',
+      network: { mode: 'none' },
+    });
   });
 
   it('codex: the key from the operator env by name, redacted; network limited to the OpenAI API', () => {

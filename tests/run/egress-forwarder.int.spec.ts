@@ -22,7 +22,7 @@ jest.setTimeout(120_000);
 function docker(args: string[], timeoutMs = 60_000): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     execFile('docker', args, { timeout: timeoutMs, maxBuffer: 4 << 20 }, (err, stdout, stderr) => {
-      const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? ((err as { code: number }).code) : 1) : 0;
+      const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : 1) : 0;
       resolve({ code, stdout, stderr });
     });
   });
@@ -86,10 +86,27 @@ describeDocker('egress forwarder in a --network none container', () => {
       },
     });
     const run = await docker([
-      'run', '-d', '--rm', '--network', 'none', '--cap-drop', 'ALL', '--security-opt', 'no-new-privileges', '--label', 'org.assay.role=test-egress',
-      '-v', `${dir}:/run/assay:ro`,
-      '-v', `${forwarderPath()}:/usr/local/bin/assay-egress-forward:ro`,
-      BASE_IMAGE, 'assay-egress-forward', '--listen', '127.0.0.1:3128', '--socket', '/run/assay/egress.sock',
+      'run',
+      '-d',
+      '--rm',
+      '--network',
+      'none',
+      '--cap-drop',
+      'ALL',
+      '--security-opt',
+      'no-new-privileges',
+      '--label',
+      'org.assay.role=test-egress',
+      '-v',
+      `${dir}:/run/assay:ro`,
+      '-v',
+      `${forwarderPath()}:/usr/local/bin/assay-egress-forward:ro`,
+      BASE_IMAGE,
+      'assay-egress-forward',
+      '--listen',
+      '127.0.0.1:3128',
+      '--socket',
+      '/run/assay/egress.sock',
     ]);
     expect(run.stderr).toBe('');
     expect(run.code).toBe(0);
@@ -137,10 +154,33 @@ describeDocker('egress forwarder in a --network none container', () => {
     const bad = await docker(['exec', container, 'python3', '-I', '/usr/local/bin/assay-egress-forward', '--listen', '0.0.0.0:3129']);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/loopback only/);
-    const missing = await docker(['exec', container, 'python3', '-I', '/usr/local/bin/assay-egress-forward', '--listen', '127.0.0.1:3130', '--', 'codex', 'exec']);
+    const missing = await docker([
+      'exec',
+      container,
+      'python3',
+      '-I',
+      '/usr/local/bin/assay-egress-forward',
+      '--listen',
+      '127.0.0.1:3130',
+      '--',
+      'codex',
+      'exec',
+    ]);
     expect(missing.code).toBe(127);
     expect(missing.stderr).toMatch(/`codex` is not installed in this Work image/);
-    const wrapped = await docker(['exec', '-e', 'HTTPS_PROXY=http://127.0.0.1:3131', container, 'assay-egress-forward', '--listen', '127.0.0.1:3131', '--', 'sh', '-c', 'python3 -c "import socket; socket.create_connection((\'127.0.0.1\', 3131), 2).close(); print(\'relay up\')"; exit 7']);
+    const wrapped = await docker([
+      'exec',
+      '-e',
+      'HTTPS_PROXY=http://127.0.0.1:3131',
+      container,
+      'assay-egress-forward',
+      '--listen',
+      '127.0.0.1:3131',
+      '--',
+      'sh',
+      '-c',
+      "python3 -c \"import socket; socket.create_connection(('127.0.0.1', 3131), 2).close(); print('relay up')\"; exit 7",
+    ]);
     expect(wrapped.stdout).toContain('relay up');
     expect(wrapped.code).toBe(7); // the command's status
   });

@@ -163,7 +163,14 @@ describe('egress proxy (Unix socket, loopback upstreams)', () => {
 
   it('non-listed targets get 403: no name resolved, no upstream connection attempted', async () => {
     await start();
-    for (const target of ['api.openai.com:443', 'never-resolved.assay.test:443', `127.0.0.1:${other.port}`, `localhost:${up.port}`, `upstream.assay.test:${other.port}`, `[::1]:${up.port}`]) {
+    for (const target of [
+      'api.openai.com:443',
+      'never-resolved.assay.test:443',
+      `127.0.0.1:${other.port}`,
+      `localhost:${up.port}`,
+      `upstream.assay.test:${other.port}`,
+      `[::1]:${up.port}`,
+    ]) {
       const r = await request(sockPath(), `CONNECT ${target} HTTP/1.1\r\nHost: ${target}\r\n\r\n`);
       expect([target, r.status]).toEqual([target, 403]);
       await r.closed;

@@ -37,7 +37,11 @@ function workspace(files: Record<string, string>): string {
 
 function score(ws: string): { rewards: Record<string, number>; out: string } {
   const out = join(ws, '..', `out-${n}-${Math.random().toString(16).slice(2)}`);
-  const r = spawnSync('python3', ['-I', join(OPT, 'tests/score.py'), '--workspace', ws, '--out', out, '--runner', 'none', '--python', 'python3', '--cwd', dir], { encoding: 'utf8', timeout: 100_000 });
+  const r = spawnSync(
+    'python3',
+    ['-I', join(OPT, 'tests/score.py'), '--workspace', ws, '--out', out, '--runner', 'none', '--python', 'python3', '--cwd', dir],
+    { encoding: 'utf8', timeout: 100_000 },
+  );
   expect(r.status).toBe(0);
   return { rewards: JSON.parse(readFileSync(join(out, 'reward.json'), 'utf8')) as Record<string, number>, out: r.stdout + r.stderr };
 }
@@ -80,7 +84,8 @@ describe('tiny-optimizer scoring (python3 and numpy on this machine)', () => {
   });
 
   it('a NaN, crashing or misshapen optimizer scores the loss at the initial parameters, never better', () => {
-    const nan = 'import numpy as np\nclass Optimizer:\n    def __init__(self, shapes): pass\n    def step(self, params, grads): return [p * np.nan for p in params]\n';
+    const nan =
+      'import numpy as np\nclass Optimizer:\n    def __init__(self, shapes): pass\n    def step(self, params, grads): return [p * np.nan for p in params]\n';
     const crash = 'raise RuntimeError("boom")\n';
     const shape = 'class Optimizer:\n    def __init__(self, shapes): pass\n    def step(self, params, grads): return [p.ravel() for p in params]\n';
     const results = [nan, crash, shape].map((src) => score(workspace({ 'optimizer.py': src })));
@@ -94,7 +99,7 @@ describe('tiny-optimizer scoring (python3 and numpy on this machine)', () => {
     expect(results[2]?.out).toMatch(/returned shape \(\d+,\) for parameter 0/);
   });
 
-  it("an optimizer that prints cannot corrupt the protocol; a planted numpy.py shadows nothing", () => {
+  it('an optimizer that prints cannot corrupt the protocol; a planted numpy.py shadows nothing', () => {
     const noisy = SGD.replace('return [', 'print("step!"); return [');
     const r = score(workspace({ 'optimizer.py': noisy, 'numpy.py': 'raise ImportError("shadowed")\n' }));
     expect(r.rewards).toEqual(baseline);
@@ -120,7 +125,13 @@ describe('data-contract scoring', () => {
 
   it('reward 0 with every failure and its line', () => {
     const good = (i: number, domain = 'math') => JSON.stringify({ id: `r-${i}`, domain, prompt: 'a prompt of some length', answer: 'x' });
-    const lines = [good(1), good(1), JSON.stringify({ id: 'r-2', domain: 'math', prompt: 'a prompt of some length', answer: 'x', extra: 1 }), '{"id":"r-3","domain":"math","prompt":"a prompt of some length","answer":NaN}', good(4, 'poetry')];
+    const lines = [
+      good(1),
+      good(1),
+      JSON.stringify({ id: 'r-2', domain: 'math', prompt: 'a prompt of some length', answer: 'x', extra: 1 }),
+      '{"id":"r-3","domain":"math","prompt":"a prompt of some length","answer":NaN}',
+      good(4, 'poetry'),
+    ];
     const ws = workspace({ 'dataset.jsonl': `${lines.join('\n')}\n` });
     const r = check(join(ws, 'dataset.jsonl'));
     expect(r.reward.reward).toBe(0);
@@ -141,7 +152,9 @@ describe('data-contract scoring', () => {
     const ws = workspace({});
     symlinkSync(join(DATA, 'tests/check.py'), join(ws, 'dataset.jsonl'));
     const r = check(join(ws, 'dataset.jsonl'));
-    expect(r.out).toBe('FAIL dataset.jsonl:0: is a symbolic link; the contract needs a regular file\nreward 0: 1 failure; 0 records (math 0, code 0, prose 0)\n');
+    expect(r.out).toBe(
+      'FAIL dataset.jsonl:0: is a symbolic link; the contract needs a regular file\nreward 0: 1 failure; 0 records (math 0, code 0, prose 0)\n',
+    );
     const big = workspace({ 'dataset.jsonl': 'x'.repeat(1024 * 1024 + 1) });
     expect(check(join(big, 'dataset.jsonl')).out).toMatch(/is larger than 1048576 bytes/);
     expect(check(join(ws, 'missing.jsonl')).out).toMatch(/does not exist/);
@@ -171,12 +184,38 @@ describeDocker('tiny-optimizer in a Judge-like container (Docker)', () => {
     const tar = execFileSync('tar', ['-c', '-C', join(OPT, 'tests'), '.']);
     const r = docker(
       [
-        'run', '--rm', '-i', '--network', 'none', '--read-only', '--tmpfs', '/tmp:mode=1777', '--tmpfs', '/tests:mode=0700',
-        '--cap-drop', 'ALL', '--cap-add', 'SETUID', '--cap-add', 'SETGID', '--security-opt', 'no-new-privileges',
-        '-e', 'ASSAY_JUDGE_WORKDIR=/workspace', '-v', `${ws}:/workspace:ro`, '-v', `${logs}:/logs/verifier`,
-        '-v', `${join(REPO, 'task-runtime/judge/entrypoint')}:/opt/assay/judge/entrypoint:ro`,
-        '-v', `${join(REPO, 'task-runtime/judge/run-as-candidate')}:/usr/local/bin/run-as-candidate:ro`,
-        image, '/opt/assay/judge/entrypoint', '/bin/bash', '/tests/test.sh',
+        'run',
+        '--rm',
+        '-i',
+        '--network',
+        'none',
+        '--read-only',
+        '--tmpfs',
+        '/tmp:mode=1777',
+        '--tmpfs',
+        '/tests:mode=0700',
+        '--cap-drop',
+        'ALL',
+        '--cap-add',
+        'SETUID',
+        '--cap-add',
+        'SETGID',
+        '--security-opt',
+        'no-new-privileges',
+        '-e',
+        'ASSAY_JUDGE_WORKDIR=/workspace',
+        '-v',
+        `${ws}:/workspace:ro`,
+        '-v',
+        `${logs}:/logs/verifier`,
+        '-v',
+        `${join(REPO, 'task-runtime/judge/entrypoint')}:/opt/assay/judge/entrypoint:ro`,
+        '-v',
+        `${join(REPO, 'task-runtime/judge/run-as-candidate')}:/usr/local/bin/run-as-candidate:ro`,
+        image,
+        '/opt/assay/judge/entrypoint',
+        '/bin/bash',
+        '/tests/test.sh',
       ],
       tar,
     );

@@ -28,7 +28,11 @@ const dir = (prefix: string) => {
 
 /** A fake task whose Work needs `work` GPUs (environment.gpus) and each Judge `judge` (verifier.gpus). */
 function gpuTask(work: number, judge: number, extra = ''): string {
-  const d = writeTask(dir('gpu-task-'), { files: { 'reward.json': '{"reward": 0.5}' } }, { toml: `[metadata.rsi_harness.verifier]\ngpus = ${judge}\n${extra}` });
+  const d = writeTask(
+    dir('gpu-task-'),
+    { files: { 'reward.json': '{"reward": 0.5}' } },
+    { toml: `[metadata.rsi_harness.verifier]\ngpus = ${judge}\n${extra}` },
+  );
   const toml = join(d, 'task.toml');
   fs.writeFileSync(toml, fs.readFileSync(toml, 'utf8').replace('gpus = 0\nworkdir', `gpus = ${work}\nworkdir`));
   return d;
@@ -69,8 +73,25 @@ async function judgeParts(runnerOptions: { homeTag: string; drainMs?: number }) 
   const snapshots = new DirSnapshots();
   const ml = await memoryLedger();
   const home = dir('gpu-home-');
-  const runner = new JudgeRunner({ runtime, snapshots, recorder: ml.recorder, owners: new TestOwners(), clock: ml.clock, ids: ml.ids, judgesDir: join(home, 'judges'), hostCpus: 2, ...runnerOptions });
-  const images = new TaskImageBuilder({ runtime, snapshots, recorder: ml.recorder, clock: ml.clock, logsDir: join(home, 'logs'), judgeRuntimeDir: JUDGE_RUNTIME });
+  const runner = new JudgeRunner({
+    runtime,
+    snapshots,
+    recorder: ml.recorder,
+    owners: new TestOwners(),
+    clock: ml.clock,
+    ids: ml.ids,
+    judgesDir: join(home, 'judges'),
+    hostCpus: 2,
+    ...runnerOptions,
+  });
+  const images = new TaskImageBuilder({
+    runtime,
+    snapshots,
+    recorder: ml.recorder,
+    clock: ml.clock,
+    logsDir: join(home, 'logs'),
+    judgeRuntimeDir: JUDGE_RUNTIME,
+  });
   return { runtime, snapshots, ml, runner, images };
 }
 
@@ -86,8 +107,22 @@ async function gpuWorld(taskDir: string, available: string[], settings: { gpuBud
   const ws = dir('gpu-ws-');
   fs.writeFileSync(join(ws, 'main.py'), 'print(1)\n');
   const workId = await runtime.createContainer({
-    image: taskImages.work.id, cmd: ['sleep', 'infinity'], env: {}, labels: { 'org.assay.role': 'work' }, mounts: [], networkMode: 'none', readOnlyRootfs: false,
-    capDrop: ['ALL'], capAdd: [], noNewPrivileges: true, pidsLimit: 512, memoryBytes: 64 << 20, nanoCpus: 1e9, init: true, openStdin: false, ...workGpuSpec(gpuPlan),
+    image: taskImages.work.id,
+    cmd: ['sleep', 'infinity'],
+    env: {},
+    labels: { 'org.assay.role': 'work' },
+    mounts: [],
+    networkMode: 'none',
+    readOnlyRootfs: false,
+    capDrop: ['ALL'],
+    capAdd: [],
+    noNewPrivileges: true,
+    pidsLimit: 512,
+    memoryBytes: 64 << 20,
+    nanoCpus: 1e9,
+    init: true,
+    openStdin: false,
+    ...workGpuSpec(gpuPlan),
   });
   const work = new RecordingWork();
   const seen: Array<{ frozen: boolean; gpus: readonly string[] | undefined }> = [];
@@ -100,7 +135,16 @@ async function gpuWorld(taskDir: string, available: string[], settings: { gpuBud
     },
   };
   const ledger = new LedgerRunLedger(ml.ledger);
-  const deps = { run: 'r1', ledger, snapshotter: new DirStoreSnapshotter(snapshots, ws), judge: new PooledJudge(observed, pool), work, clock: ml.clock, ids: ml.ids, options: { keepWorkPausedDuringJudge: gpuPlan.pauseWorkDuringJudge } };
+  const deps = {
+    run: 'r1',
+    ledger,
+    snapshotter: new DirStoreSnapshotter(snapshots, ws),
+    judge: new PooledJudge(observed, pool),
+    work,
+    clock: ml.clock,
+    ids: ml.ids,
+    options: { keepWorkPausedDuringJudge: gpuPlan.pauseWorkDuringJudge },
+  };
   const svc = await SubmissionService.start(deps, startInput('r1', { settings }));
   pool.startWork();
   return { runtime, ml, pool, gpuPlan, workId, work, seen, svc, deps, ledger };
@@ -159,7 +203,7 @@ describe('a run with GPUs (fake devices, fake container runtime, real Judge and 
     expect(fresh.current.rounds[0]?.violation).toMatchObject({ rule: 'budget.gpu_seconds' });
   });
 
-  it('Work alone going over the GPU budget is the run\'s RuleViolation, recorded once', async () => {
+  it("Work alone going over the GPU budget is the run's RuleViolation, recorded once", async () => {
     const w = await gpuWorld(gpuTask(2, 0), ['0', '1'], { gpuBudgetSec: 100 });
     w.ml.clock.advance(40_000);
     await recordWorkGpuUse(w.pool, w.svc); // 2 GPUs × 40 s = 80
@@ -188,12 +232,18 @@ describe('JudgeRunner and GPUs', () => {
     const task = gpuTask(0, 2);
     const plan = await loadTaskPlan(task);
     const imgs = await images.ensure(task, plan);
-    await expect(runner.prepare(task, plan, imgs)).rejects.toMatchObject({ code: 'JUDGE_TASK_UNSUPPORTED', message: expect.stringMatching(/needs 2 GPU\(s\).*assay run --gpus LIST/) });
+    await expect(runner.prepare(task, plan, imgs)).rejects.toMatchObject({
+      code: 'JUDGE_TASK_UNSUPPORTED',
+      message: expect.stringMatching(/needs 2 GPU\(s\).*assay run --gpus LIST/),
+    });
     const t = await runner.prepare(task, plan, imgs, { gpusFromPool: true });
     const ws = dir('gpu-ws-');
     fs.writeFileSync(join(ws, 'a.py'), 'x');
     const cid = await snapshots.snapshotDirectory(ws);
-    await expect(runner.judge(t, cid, {}, { gpus: ['0'] })).rejects.toMatchObject({ code: 'JUDGE_BAD_REQUEST', message: expect.stringMatching(/needs 2 GPU\(s\).*but 1 were handed/) });
+    await expect(runner.judge(t, cid, {}, { gpus: ['0'] })).rejects.toMatchObject({
+      code: 'JUDGE_BAD_REQUEST',
+      message: expect.stringMatching(/needs 2 GPU\(s\).*but 1 were handed/),
+    });
     const r = await runner.judge(t, cid, {}, { gpus: ['3', 'GPU-aa11'] });
     expect(r).toMatchObject({ status: 'completed', limits: { gpus: ['3', 'GPU-aa11'] } });
   });
@@ -205,7 +255,9 @@ describe('assay run refuses a GPU task it cannot give GPUs, before anything star
     await expect(runResearch({ home, taskDir: gpuTask(1, 1), agent: 'reference' })).rejects.toMatchObject({
       code: 'RUN_GPUS_INSUFFICIENT',
       kind: 'invalid_input',
-      message: expect.stringMatching(/it needs GPUs \(Work 1: environment.gpus; Judge 1: metadata.rsi_harness.verifier.gpus\) and --gpus gives none; pass --gpus LIST/),
+      message: expect.stringMatching(
+        /it needs GPUs \(Work 1: environment.gpus; Judge 1: metadata.rsi_harness.verifier.gpus\) and --gpus gives none; pass --gpus LIST/,
+      ),
     });
     expect(fs.readdirSync(home)).toEqual([]); // no ledger, no run directory, no container
     expect(planGpus({ available: ['0'], workGpus: 1, judgeGpus: 1 })).toMatchObject({ handOver: true }); // one GPU is enough with a hand-over
@@ -213,7 +265,9 @@ describe('assay run refuses a GPU task it cannot give GPUs, before anything star
 
   it('more GPUs than given: the numbers are named', async () => {
     const home = dir('gpu-run-home-');
-    await expect(runResearch({ home, taskDir: gpuTask(4, 0), agent: 'reference', gpus: ['0', '1'] })).rejects.toThrow(/Work needs 4 GPU\(s\) \(environment.gpus\) but --gpus gives 2 \(0,1\)/);
+    await expect(runResearch({ home, taskDir: gpuTask(4, 0), agent: 'reference', gpus: ['0', '1'] })).rejects.toThrow(
+      /Work needs 4 GPU\(s\) \(environment.gpus\) but --gpus gives 2 \(0,1\)/,
+    );
     expect(fs.readdirSync(home)).toEqual([]);
   });
 });

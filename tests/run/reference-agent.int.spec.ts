@@ -34,8 +34,19 @@ describe('reference agent on tiny-optimizer', () => {
     const runTask = readRunTaskSettings(plan.metadata);
     if (!runTask.ok) throw new Error(runTask.problems.join('\n'));
     const token = generateRunToken();
-    const input = protocolFingerprintInput({ taskDigest: 'sha256:task', judgeImageDigest: `sha256:${'0'.repeat(64)}`, settings, harnessVersion: 'assay/0.1.0' });
-    const { protocol, selection } = buildRunRules({ settings, agentTimeoutSec: plan.agent.timeoutSec, editablePaths: runTask.value.editablePaths, tokenSha256: token.sha256, fingerprintInput: JSON.parse(JSON.stringify(input)) });
+    const input = protocolFingerprintInput({
+      taskDigest: 'sha256:task',
+      judgeImageDigest: `sha256:${'0'.repeat(64)}`,
+      settings,
+      harnessVersion: 'assay/0.1.0',
+    });
+    const { protocol, selection } = buildRunRules({
+      settings,
+      agentTimeoutSec: plan.agent.timeoutSec,
+      editablePaths: runTask.value.editablePaths,
+      tokenSha256: token.sha256,
+      fingerprintInput: JSON.parse(JSON.stringify(input)),
+    });
     expect(protocol.editablePaths).toEqual(['optimizer.py']);
     expect(selection).toMatchObject({ metric: 'val_loss', direction: 'minimize' });
 
@@ -49,11 +60,39 @@ describe('reference agent on tiny-optimizer', () => {
       mkdirSync(logs);
       const ledger = new LedgerRunLedger(h.ledger);
       const snapshotter = new DirSnapshotter(workspace);
-      const judge = new LocalScriptJudge(snapshotter, (s, e, x) => ledger.appendTo(s, e, x), randomIds, (ws, out, scratch) => ['python3', '-I', join(TASK, 'tests/score.py'), '--workspace', ws, '--out', out, '--runner', 'none', '--python', 'python3', '--cwd', scratch], logs);
+      const judge = new LocalScriptJudge(
+        snapshotter,
+        (s, e, x) => ledger.appendTo(s, e, x),
+        randomIds,
+        (ws, out, scratch) => [
+          'python3',
+          '-I',
+          join(TASK, 'tests/score.py'),
+          '--workspace',
+          ws,
+          '--out',
+          out,
+          '--runner',
+          'none',
+          '--python',
+          'python3',
+          '--cwd',
+          scratch,
+        ],
+        logs,
+      );
       const run = 'reference-1';
       const svc = await SubmissionService.start(
         { run, ledger, snapshotter, judge, clock: systemClock, ids: randomIds },
-        { run, task: taskIdOf(plan.name), taskDigest: 'sha256:task', agent: 'reference-agent', fingerprint: protocolFingerprint(input, canonicalJson), protocol, selection },
+        {
+          run,
+          task: taskIdOf(plan.name),
+          taskDigest: 'sha256:task',
+          agent: 'reference-agent',
+          fingerprint: protocolFingerprint(input, canonicalJson),
+          protocol,
+          selection,
+        },
       );
       await svc.recordWorkspace(); // the starting workspace: what the editable-path rule compares with
       const socket = join(dir, 'submit.sock');
@@ -61,12 +100,28 @@ describe('reference agent on tiny-optimizer', () => {
       let out: string;
       try {
         out = await new Promise<string>((resolve, reject) =>
-          execFile('bash', [AGENT], { env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ASSAY_WORKSPACE: workspace, RSI_SUBMIT: `python3 -I ${RSI_SUBMIT}`, ASSAY_SUBMIT_SOCKET: socket, ASSAY_SUBMIT_TOKEN: token.token, TINY_OPTIMIZER_BENCH: join(TASK, 'environment/bench/bench.py') }, timeout: 110_000 }, (err, stdout, stderr) =>
-            err ? reject(new Error(`${err.message}\n${stdout}\n${stderr}`)) : resolve(stdout),
+          execFile(
+            'bash',
+            [AGENT],
+            {
+              env: {
+                PATH: process.env.PATH ?? '/usr/bin:/bin',
+                ASSAY_WORKSPACE: workspace,
+                RSI_SUBMIT: `python3 -I ${RSI_SUBMIT}`,
+                ASSAY_SUBMIT_SOCKET: socket,
+                ASSAY_SUBMIT_TOKEN: token.token,
+                TINY_OPTIMIZER_BENCH: join(TASK, 'environment/bench/bench.py'),
+              },
+              timeout: 110_000,
+            },
+            (err, stdout, stderr) => (err ? reject(new Error(`${err.message}\n${stdout}\n${stderr}`)) : resolve(stdout)),
           ),
         );
         const list = await rsiSubmit({ ASSAY_SUBMIT_SOCKET: socket, ASSAY_SUBMIT_TOKEN: token.token }, ['--list', '--json']);
-        const history = JSON.parse(list.stdout) as { rounds: Array<{ round: number; status: string; score: number | null; rule: string | null }>; best: { round: number } };
+        const history = JSON.parse(list.stdout) as {
+          rounds: Array<{ round: number; status: string; score: number | null; rule: string | null }>;
+          best: { round: number };
+        };
         expect(history.rounds.map((r) => [r.round, r.status, r.rule])).toEqual([
           [1, 'completed', null],
           [2, 'rule_violation', 'workspace.not_editable'],

@@ -73,7 +73,10 @@ describeDocker('full-rootfs snapshots and Judges (Docker)', () => {
   }
 
   it('exports a paused container into a snapshot whose ls shows the files written, without /proc, /sys, /dev, /tmp', async () => {
-    const id = await work(BASE_IMAGE, 'mkdir -p /opt/proj && echo hi > /opt/proj/a.txt && printf "#!/bin/sh\\n" > /usr/local/bin/tool && chmod 755 /usr/local/bin/tool && ln -s /opt/proj/a.txt /root/link && echo t > /tmp/x && echo s > /scratch/y');
+    const id = await work(
+      BASE_IMAGE,
+      'mkdir -p /opt/proj && echo hi > /opt/proj/a.txt && printf "#!/bin/sh\\n" > /usr/local/bin/tool && chmod 755 /usr/local/bin/tool && ln -s /opt/proj/a.txt /root/link && echo t > /tmp/x && echo s > /scratch/y',
+    );
     const docker = new (await import('dockerode')).default();
     await docker.getContainer(id).pause();
     let snap;

@@ -70,7 +70,11 @@ describeDocker('containment of a hostile agent in Work (CLI, Docker)', () => {
   });
 
   it('a fifo, a non-UTF-8 name and a path over PATH_MAX are counted rule violations, never refunds', async () => {
-    const r = await assay(['run', TASK, '--agent', `command:${PLANTER}`, '--run-id', 'planter1', '--max-submissions', '3', '--snapshot-interval', '0', '--json'], home, 200_000);
+    const r = await assay(
+      ['run', TASK, '--agent', `command:${PLANTER}`, '--run-id', 'planter1', '--max-submissions', '3', '--snapshot-interval', '0', '--json'],
+      home,
+      200_000,
+    );
     expect(r.code).toBe(0);
     // rsi-submit: 1 = judged, not completed (a rule violation); 5 = 429, the budget is spent; 6 would be a refund
     expect(r.stderr).toContain('fifo=1');

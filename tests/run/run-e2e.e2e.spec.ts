@@ -203,11 +203,15 @@ describeDocker('assay run (CLI, Docker)', () => {
 
   it('Ctrl-C while a Judge runs: the Judge is stopped, the round refunded, the run cancelled, nothing left behind', async () => {
     const slow = join(REPO_ROOT, 'tests/fixtures/judge/tasks/long-sleep');
-    const child = spawn(process.execPath, ['-r', TS_REGISTER, 'apps/cli/src/main.ts', 'run', slow, '--agent', 'command:rsi-submit; echo "submit=$?"; sleep 60', '--run-id', 'cancel2'], {
-      cwd: REPO_ROOT,
-      stdio: ['pipe', 'pipe', 'pipe'],
-      env: { ...process.env, NODE_OPTIONS: '', ASSAY_HOME: home },
-    });
+    const child = spawn(
+      process.execPath,
+      ['-r', TS_REGISTER, 'apps/cli/src/main.ts', 'run', slow, '--agent', 'command:rsi-submit; echo "submit=$?"; sleep 60', '--run-id', 'cancel2'],
+      {
+        cwd: REPO_ROOT,
+        stdio: ['pipe', 'pipe', 'pipe'],
+        env: { ...process.env, NODE_OPTIONS: '', ASSAY_HOME: home },
+      },
+    );
     child.stdin.end();
     let sent = false;
     const timer = setInterval(() => {
@@ -237,7 +241,11 @@ describeDocker('assay run (CLI, Docker)', () => {
 
   it('the command line overrides the task: submission budget, primary reward, direction', async () => {
     const agent = 'command:for i in 1 2 3; do rsi-submit > /dev/null; echo "s$i=$?"; done';
-    const r = await assay(['run', TASK, '--agent', agent, '--run-id', 'flags1', '--max-submissions', '2', '--metric', 'val_loss_small', '--score-direction', 'maximize', '--json'], home, 120_000);
+    const r = await assay(
+      ['run', TASK, '--agent', agent, '--run-id', 'flags1', '--max-submissions', '2', '--metric', 'val_loss_small', '--score-direction', 'maximize', '--json'],
+      home,
+      120_000,
+    );
     expect(r.code).toBe(0);
     expect(r.stderr).toContain('s1=0');
     expect(r.stderr).toContain('s2=0');

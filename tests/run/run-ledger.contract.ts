@@ -29,7 +29,11 @@ export function runLedgerContract(name: string, make: () => Promise<RunLedgerUnd
       await t.close();
     });
 
-    const started = (run: string) => ({ type: 'RunStarted' as const, data: { run, task: 't', taskDigest: 'sha256:t', agent: 'a', fingerprint: 'sha256:f', protocol: {}, selection: {} }, id: id() });
+    const started = (run: string) => ({
+      type: 'RunStarted' as const,
+      data: { run, task: 't', taskDigest: 'sha256:t', agent: 'a', fingerprint: 'sha256:f', protocol: {}, selection: {} },
+      id: id(),
+    });
 
     it('reads nothing for an unknown run; appends with revisions from 0 and global positions', async () => {
       expect(await t.ledger.read('nope')).toEqual([]);
@@ -47,26 +51,42 @@ export function runLedgerContract(name: string, make: () => Promise<RunLedgerUnd
     it('enforces the expected revision and makes retries of the same ids idempotent', async () => {
       const a = [started('r1')];
       await t.ledger.append('r1', a, 'no_stream');
-      await expect(t.ledger.append('r1', [{ type: 'SubmissionReceived', data: { run: 'r1', round: 1 }, id: id() }], 'no_stream')).rejects.toMatchObject({ code: 'LEDGER_WRONG_EXPECTED_REVISION' });
-      await expect(t.ledger.append('r1', [{ type: 'SubmissionReceived', data: { run: 'r1', round: 1 }, id: id() }], 5)).rejects.toMatchObject({ code: 'LEDGER_WRONG_EXPECTED_REVISION' });
+      await expect(t.ledger.append('r1', [{ type: 'SubmissionReceived', data: { run: 'r1', round: 1 }, id: id() }], 'no_stream')).rejects.toMatchObject({
+        code: 'LEDGER_WRONG_EXPECTED_REVISION',
+      });
+      await expect(t.ledger.append('r1', [{ type: 'SubmissionReceived', data: { run: 'r1', round: 1 }, id: id() }], 5)).rejects.toMatchObject({
+        code: 'LEDGER_WRONG_EXPECTED_REVISION',
+      });
       const again = await t.ledger.append('r1', a, 'no_stream');
       expect(again.map((r) => r.revision)).toEqual([0]);
       expect(await t.ledger.read('r1')).toHaveLength(1);
     });
 
     it('refuses what the catalogue refuses, and writes nothing', async () => {
-      await expect(t.ledger.append('r1', [{ type: 'SubmissionReceived', data: { run: 'r1', round: 0 }, id: id() }], 'no_stream')).rejects.toMatchObject({ code: 'LEDGER_EVENT_INVALID' });
-      await expect(t.ledger.append('r1', [{ type: 'RoundScored' as never, data: { run: 'r1' }, id: id() }], 'no_stream')).rejects.toMatchObject({ code: 'LEDGER_UNKNOWN_EVENT_TYPE' });
+      await expect(t.ledger.append('r1', [{ type: 'SubmissionReceived', data: { run: 'r1', round: 0 }, id: id() }], 'no_stream')).rejects.toMatchObject({
+        code: 'LEDGER_EVENT_INVALID',
+      });
+      await expect(t.ledger.append('r1', [{ type: 'RoundScored' as never, data: { run: 'r1' }, id: id() }], 'no_stream')).rejects.toMatchObject({
+        code: 'LEDGER_UNKNOWN_EVENT_TYPE',
+      });
       expect(await t.ledger.read('r1')).toEqual([]);
     });
 
     it("reads the Judge's events about the run from judge streams, in global order, from a position", async () => {
       await t.ledger.append('r1', [started('r1')], 'no_stream');
       await t.ledger.append('r2', [started('r2')], 'no_stream');
-      const done = (run: string, judge: string): ForeignEvent => ({ type: 'JudgeCompleted', data: { run, round: 1, judge, status: 'completed', exitCode: 0, durationMs: 1, outputDigest: 'sha256:o', outputBytes: 0 }, id: id() });
+      const done = (run: string, judge: string): ForeignEvent => ({
+        type: 'JudgeCompleted',
+        data: { run, round: 1, judge, status: 'completed', exitCode: 0, durationMs: 1, outputDigest: 'sha256:o', outputBytes: 0 },
+        id: id(),
+      });
       await t.appendTo('judge-j1', [done('r1', 'j1')], 'no_stream');
       await t.appendTo('judge-j2', [done('r2', 'j2')], 'no_stream');
-      await t.appendTo('judge-j3', [{ ...done('r1', 'j3'), data: { judge: 'j3', status: 'completed', exitCode: 0, durationMs: 1, outputDigest: 'sha256:o', outputBytes: 0 } }], 'no_stream');
+      await t.appendTo(
+        'judge-j3',
+        [{ ...done('r1', 'j3'), data: { judge: 'j3', status: 'completed', exitCode: 0, durationMs: 1, outputDigest: 'sha256:o', outputBytes: 0 } }],
+        'no_stream',
+      );
       await t.appendTo('note-x', [{ type: 'Note', data: { text: 'r1' }, id: id() }], 'no_stream');
       await t.ledger.append('r1', [{ type: 'SubmissionReceived', data: { run: 'r1', round: 1 }, id: id() }], 0);
       const all = await t.ledger.read('r1');

@@ -41,8 +41,20 @@ const killed = (child: ReturnType<typeof spawnTs>) =>
   });
 
 describe.each([
-  ['between the submission and the snapshot', 'snapshot', 'SNAPSHOTTING 1', /before the workspace was snapshotted/, ['RunStarted', 'SubmissionReceived', 'SubmissionRejected', 'SubmissionReceived', 'SnapshotTaken']],
-  ['during a Judge', 'judge', 'JUDGING 1', /before the Judge recorded a result \(Judge child-1 was launched\)/, ['RunStarted', 'SubmissionReceived', 'SnapshotTaken', 'SubmissionRejected', 'SubmissionReceived', 'SnapshotTaken', 'WorkspaceEdited']],
+  [
+    'between the submission and the snapshot',
+    'snapshot',
+    'SNAPSHOTTING 1',
+    /before the workspace was snapshotted/,
+    ['RunStarted', 'SubmissionReceived', 'SubmissionRejected', 'SubmissionReceived', 'SnapshotTaken'],
+  ],
+  [
+    'during a Judge',
+    'judge',
+    'JUDGING 1',
+    /before the Judge recorded a result \(Judge child-1 was launched\)/,
+    ['RunStarted', 'SubmissionReceived', 'SnapshotTaken', 'SubmissionRejected', 'SubmissionReceived', 'SnapshotTaken', 'WorkspaceEdited'],
+  ],
 ] as const)('SIGKILL %s', (_what, hang, marker, reason, before) => {
   let dir: string;
   beforeAll(async () => {
@@ -65,7 +77,14 @@ describe.each([
     try {
       const ledger = new LedgerRunLedger(home.ledger);
       const ids = new SequentialIds('00000000-0000-4000-8abc');
-      const deps = { run: 'run1', ledger, snapshotter: new FakeSnapshotter({ 'solve.py': 'v2' }), judge: new FakeJudge((s, e, x) => ledger.appendTo(s, e, x), ids, [{ status: 'completed', rewards: { reward: 0.75 } }]), clock: systemClock, ids };
+      const deps = {
+        run: 'run1',
+        ledger,
+        snapshotter: new FakeSnapshotter({ 'solve.py': 'v2' }),
+        judge: new FakeJudge((s, e, x) => ledger.appendTo(s, e, x), ids, [{ status: 'completed', rewards: { reward: 0.75 } }]),
+        clock: systemClock,
+        ids,
+      };
       const { service, recovery } = await SubmissionService.resume(deps);
       expect(recovery).toEqual({ round: 1, outcome: 'refunded' });
       const endpoint = await SubmitEndpoint.listen({ socketPath: socket, gateway: service });
@@ -86,7 +105,11 @@ describe.each([
       const events = await home.readEvents({ stream: runStream('run1'), limit: 100 });
       const types = events.map((e) => e.envelope.type);
       expect(types).toEqual([...before, 'BudgetConsumed', 'RunCompleted']);
-      expect(events.find((e) => e.envelope.type === 'SubmissionRejected')?.envelope.data).toMatchObject({ round: 1, status: 503, reason: expect.stringMatching(reason) });
+      expect(events.find((e) => e.envelope.type === 'SubmissionRejected')?.envelope.data).toMatchObject({
+        round: 1,
+        status: 503,
+        reason: expect.stringMatching(reason),
+      });
       const all = await home.readEvents({ from: 0, limit: 1000 });
       const idsSeen = all.map((e) => e.envelope.id);
       expect(new Set(idsSeen).size).toBe(idsSeen.length);

@@ -34,7 +34,12 @@ describeDocker('assay run, full-rootfs task (CLI, Docker)', () => {
     const r = await assay(['run', TASK, '--agent', agent, '--run-id', 'rootfs1', '--json'], home, 230_000);
     expect(r.stderr).not.toMatch(/Error:|at .*\.ts:\d+/);
     expect(r.code).toBe(0);
-    const rep = JSON.parse(r.stdout) as { status: string; bestRound: number; bestScore: number; rounds: Array<{ round: number; status: string; score: number | null }> };
+    const rep = JSON.parse(r.stdout) as {
+      status: string;
+      bestRound: number;
+      bestScore: number;
+      rounds: Array<{ round: number; status: string; score: number | null }>;
+    };
     expect(rep.rounds.map((x) => [x.round, x.status, x.score])).toEqual([
       [1, 'completed', 0],
       [2, 'completed', 1],
@@ -57,7 +62,7 @@ describeDocker('assay run, full-rootfs task (CLI, Docker)', () => {
     expect(await docker.listImages({ filters: { label: ['org.assay.role=judge-rootfs'] } })).toEqual([]);
   });
 
-  it('resume after SIGKILL carries the old Work\'s file system over: what the agent wrote before is still there', async () => {
+  it("resume after SIGKILL carries the old Work's file system over: what the agent wrote before is still there", async () => {
     const agent =
       'command:if rsi-submit --list | grep -q "^round 1:"; then cat /root/carried; echo 42 > /etc/assay-answer; rsi-submit > /dev/null; exit 0; fi; ' +
       'echo carried-ok > /root/carried; rsi-submit; sleep 300';

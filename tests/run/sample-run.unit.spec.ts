@@ -23,7 +23,8 @@ describe('the sample research run', () => {
     events.forEach((e, i) => {
       const revision = (revs.get(e.stream) ?? -1) + 1;
       revs.set(e.stream, revision);
-      if (CLAIM_EVENT_TYPES.includes(e.type)) expect(c.event({ position: i + 3, stream: e.stream, revision, type: e.type, signer: 'k+00000000', data: e.data })).toBeNull();
+      if (CLAIM_EVENT_TYPES.includes(e.type))
+        expect(c.event({ position: i + 3, stream: e.stream, revision, type: e.type, signer: 'k+00000000', data: e.data })).toBeNull();
     });
     expect(c.end()).toBeNull();
     const done = events.find((e) => e.type === 'RunCompleted');

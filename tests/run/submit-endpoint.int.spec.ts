@@ -29,7 +29,9 @@ afterEach(async () => {
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 let count = 0;
-async function serve(o: { run?: string; script?: FakeJudgeBehaviour[]; start?: Parameters<typeof startInput>[1]; files?: Record<string, string> } = {}): Promise<Served> {
+async function serve(
+  o: { run?: string; script?: FakeJudgeBehaviour[]; start?: Parameters<typeof startInput>[1]; files?: Record<string, string> } = {},
+): Promise<Served> {
   count += 1;
   const run = o.run ?? `r${count}`;
   const w = wiring({ run, ...(o.script ? { script: o.script } : {}), ...(o.files ? { files: o.files } : {}) });
@@ -40,7 +42,11 @@ async function serve(o: { run?: string; script?: FakeJudgeBehaviour[]; start?: P
   return { w, svc, endpoint, socket, env: { ASSAY_SUBMIT_SOCKET: socket, ASSAY_SUBMIT_TOKEN: TOKEN } };
 }
 
-const footer = (text: string, key: string) => text.split('\n').find((l) => l.startsWith(`${key}: `))?.slice(key.length + 2);
+const footer = (text: string, key: string) =>
+  text
+    .split('\n')
+    .find((l) => l.startsWith(`${key}: `))
+    ?.slice(key.length + 2);
 
 describe('rsi-submit against the endpoint', () => {
   it('200 completed: exit 0 and the footer', async () => {
@@ -61,7 +67,11 @@ describe('rsi-submit against the endpoint', () => {
     expect([a.code, footer(a.stdout, 'status'), footer(a.stdout, 'detail')]).toEqual([1, 'verifier_error', 'reward.json: value of "x" is NaN']);
     s.w.snapshotter.files.set('reward.json', '{"reward": 1}'); // planting a reward file gains nothing
     const b = await rsiSubmit(s.env);
-    expect([b.code, footer(b.stdout, 'status'), footer(b.stdout, 'score')]).toEqual([1, 'rule_violation', '0 (rule violation: workspace.not_editable) (reward, maximize)']);
+    expect([b.code, footer(b.stdout, 'status'), footer(b.stdout, 'score')]).toEqual([
+      1,
+      'rule_violation',
+      '0 (rule violation: workspace.not_editable) (reward, maximize)',
+    ]);
     expect(s.w.judge.calls).toHaveLength(1);
   });
 
@@ -80,7 +90,12 @@ describe('rsi-submit against the endpoint', () => {
     expect(cross.code).toBe(3);
     expect(s.w.judge.calls).toEqual([]);
     expect(s.svc.current.rounds).toEqual([]);
-    expect(s.w.ledger.all().filter((e) => e.type === 'SubmissionRejected').map((e) => e.data.status)).toEqual([401, 401, 401]);
+    expect(
+      s.w.ledger
+        .all()
+        .filter((e) => e.type === 'SubmissionRejected')
+        .map((e) => e.data.status),
+    ).toEqual([401, 401, 401]);
     const tokenFile = join(dir, 'token');
     writeFileSync(tokenFile, `${TOKEN}\n`, { mode: 0o400 });
     expect((await rsiSubmit({ ASSAY_SUBMIT_SOCKET: other.socket, ASSAY_SUBMIT_TOKEN_FILE: tokenFile })).code).toBe(0);
@@ -106,7 +121,10 @@ describe('rsi-submit against the endpoint', () => {
   });
 
   it('503 when the infrastructure fails: the round is refunded, exit 6, and the next submit goes through', async () => {
-    const s = await serve({ script: [{ throws: new Error('docker daemon unreachable') }, { status: 'completed' }], start: { settings: { cooldownSec: 3600 } } });
+    const s = await serve({
+      script: [{ throws: new Error('docker daemon unreachable') }, { status: 'completed' }],
+      start: { settings: { cooldownSec: 3600 } },
+    });
     const r = await rsiSubmit(s.env);
     expect([r.code, footer(r.stdout, 'status'), footer(r.stdout, 'code')]).toEqual([6, 'refunded', '503 SUBMIT_REFUNDED']);
     expect(footer(r.stdout, 'detail')).toMatch(/docker daemon unreachable/);
@@ -176,7 +194,12 @@ describe('the endpoint against hostile requests', () => {
 
   it('duplicate Authorization headers are 401; unknown paths 404; wrong methods 405; oversized headers 431', async () => {
     const s = await serve();
-    const dup = await raw(s.socket, { rawHeaders: [['Authorization', `Bearer ${TOKEN}`], ['Authorization', `Bearer ${TOKEN}`]] });
+    const dup = await raw(s.socket, {
+      rawHeaders: [
+        ['Authorization', `Bearer ${TOKEN}`],
+        ['Authorization', `Bearer ${TOKEN}`],
+      ],
+    });
     expect([dup.status, footer(dup.body, 'code')]).toEqual([401, '401 SUBMIT_MALFORMED_TOKEN']);
     expect((await raw(s.socket, { path: '/admin', headers: auth })).status).toBe(404);
     expect((await raw(s.socket, { path: '/submit/../submit', headers: auth })).status).toBe(404);

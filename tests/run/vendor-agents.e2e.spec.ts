@@ -82,7 +82,10 @@ describeDocker('vendor agents (CLI, Docker, a stand-in codex)', () => {
   }, 60_000);
 
   afterAll(() => {
-    for (const [k, v] of [['OPENAI_API_KEY', saved.openai], ['ANTHROPIC_API_KEY', saved.anthropic]] as const) {
+    for (const [k, v] of [
+      ['OPENAI_API_KEY', saved.openai],
+      ['ANTHROPIC_API_KEY', saved.anthropic],
+    ] as const) {
       if (v === undefined) delete process.env[k];
       else process.env[k] = v;
     }
@@ -117,7 +120,10 @@ describeDocker('vendor agents (CLI, Docker, a stand-in codex)', () => {
     expect(all).not.toContain(KEY);
     expect(all.toLowerCase()).not.toContain(KEY.toLowerCase());
 
-    const egress = JSON.parse(readFileSync(join(home, 'runs/codex1/egress.json'), 'utf8')) as { refused: Record<string, number>; allowed: Record<string, number> };
+    const egress = JSON.parse(readFileSync(join(home, 'runs/codex1/egress.json'), 'utf8')) as {
+      refused: Record<string, number>;
+      allowed: Record<string, number>;
+    };
     expect(egress.allowed).toEqual({});
     expect(egress.refused).toEqual({ 'blocked.assay.test:443': 1, '[redacted].evil.test:443': 1 });
 

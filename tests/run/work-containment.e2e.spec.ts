@@ -61,7 +61,8 @@ describeDocker('Work containment (CLI, Docker)', () => {
   let root: string;
   let home: string;
   const docker = new Docker();
-  const workOf = (run: string) => docker.listContainers({ all: true, filters: { label: [`org.assay.role=work`, `org.assay.run=${run}`, `org.assay.home=${homeTag(home)}`] } });
+  const workOf = (run: string) =>
+    docker.listContainers({ all: true, filters: { label: [`org.assay.role=work`, `org.assay.run=${run}`, `org.assay.home=${homeTag(home)}`] } });
 
   beforeAll(async () => {
     root = mkdtempSync(join(tmpdir(), 'assay-work-contain-'));
@@ -96,7 +97,12 @@ describeDocker('Work containment (CLI, Docker)', () => {
     expect(sparse.size).toBe(6 * 1024 ** 3);
     expect(sparse.blocks * 512).toBeLessThan(1048576);
     const run = await homeEvents(home, 'run-unpriv1');
-    expect(run.find((e) => e.type === 'WorkStarted')?.data.limits).toMatchObject({ user: `${uid}:${uid}`, readOnlyRootfs: true, tmpfsBytes: 64 * 1048576, workspaceBytes: 64 * 1048576 });
+    expect(run.find((e) => e.type === 'WorkStarted')?.data.limits).toMatchObject({
+      user: `${uid}:${uid}`,
+      readOnlyRootfs: true,
+      tmpfsBytes: 64 * 1048576,
+      workspaceBytes: 64 * 1048576,
+    });
   });
 
   it('periodic snapshots are not all pinned forever: the baseline, the rounds and the latest few stay pinned', async () => {

@@ -99,7 +99,10 @@ async function filler(h: LedgerHome, tag: string, n: number, r: () => number): P
     const stream = streams[Math.floor(r() * streams.length)] as string;
     // Mostly one event an append (one transaction each), sometimes a batch.
     const k = r() < 0.2 ? 2 + Math.floor(r() * 3) : 1;
-    await h.ledger.append(stream, Array.from({ length: k }, (_, j) => note(`${tag} note ${i}.${j}: ${Math.floor(r() * 1e9).toString(36)}`)));
+    await h.ledger.append(
+      stream,
+      Array.from({ length: k }, (_, j) => note(`${tag} note ${i}.${j}: ${Math.floor(r() * 1e9).toString(36)}`)),
+    );
     i += k - 1;
   }
 }
@@ -119,7 +122,14 @@ function runFacts(svc: SubmissionService, direction: 'maximize' | 'minimize'): R
     rounds: s.rounds.map((x) => {
       const rewards = x.rewards as Record<string, number> | null;
       const score = rewards ? (rewards.reward ?? rewards.val_loss ?? null) : null;
-      return { round: x.round, outcome: x.outcome, score, snapshot: x.snapshot?.root ?? null, violation: x.violation !== null, judgeStatus: x.judge?.status ?? null };
+      return {
+        round: x.round,
+        outcome: x.outcome,
+        score,
+        snapshot: x.snapshot?.root ?? null,
+        violation: x.violation !== null,
+        judgeStatus: x.judge?.status ?? null,
+      };
     }),
     budgets: { ...started.protocol.budgets },
     consumed: { ...s.consumed },
@@ -146,7 +156,12 @@ export const BASELINE_FILES: Readonly<Record<string, string>> = { 'solve.py': 'p
 function scriptedJudge(rl: LedgerRunLedger, prefix: string, script: FakeJudgeBehaviour[], ids: SequentialIds): FakeJudge {
   const own = (j: unknown) => `${prefix}-${String(j)}`;
   return new FakeJudge(
-    (s, e, x) => rl.appendTo(s.replace(/^judge-/, `judge-${prefix}-`), e.map((ev) => ('judge' in ev.data ? { ...ev, data: { ...ev.data, judge: own(ev.data.judge) } } : ev)), x),
+    (s, e, x) =>
+      rl.appendTo(
+        s.replace(/^judge-/, `judge-${prefix}-`),
+        e.map((ev) => ('judge' in ev.data ? { ...ev, data: { ...ev.data, judge: own(ev.data.judge) } } : ev)),
+        x,
+      ),
     ids,
     script,
   );
@@ -158,7 +173,14 @@ function scriptedJudge(rl: LedgerRunLedger, prefix: string, script: FakeJudgeBeh
  */
 export async function continueRun(
   h: LedgerHome,
-  o: { run: string; judgePrefix: string; script: FakeJudgeBehaviour[]; edits: Array<Record<string, string>>; consume?: { budget: 'agent_time' | 'wall_time'; amount: number }; complete: boolean },
+  o: {
+    run: string;
+    judgePrefix: string;
+    script: FakeJudgeBehaviour[];
+    edits: Array<Record<string, string>>;
+    consume?: { budget: 'agent_time' | 'wall_time'; amount: number };
+    complete: boolean;
+  },
 ): Promise<RunFacts> {
   const deps = drillDeps('2026-12-05T10:00:00.000Z');
   const rl = new LedgerRunLedger(h.ledger);
@@ -180,7 +202,10 @@ export async function startAndComplete(h: LedgerHome, run: string): Promise<RunF
   const deps = drillDeps('2026-12-05T10:00:00.000Z');
   const rl = new LedgerRunLedger(h.ledger);
   const snap = new FakeSnapshotter({ ...BASELINE_FILES });
-  const svc = await SubmissionService.start({ run, ledger: rl, snapshotter: snap, judge: scriptedJudge(rl, run, [], deps.ids), clock: deps.clock, ids: deps.ids }, startInput(run, {}));
+  const svc = await SubmissionService.start(
+    { run, ledger: rl, snapshotter: snap, judge: scriptedJudge(rl, run, [], deps.ids), clock: deps.clock, ids: deps.ids },
+    startInput(run, {}),
+  );
   await svc.complete();
   return runFacts(svc, 'maximize');
 }
@@ -190,7 +215,10 @@ async function playRun(h: LedgerHome, plan: RunPlan, deps: { clock: ManualClock;
   const rl = new LedgerRunLedger(h.ledger);
   const snap = new FakeSnapshotter({ ...BASELINE_FILES });
   const judge = scriptedJudge(rl, plan.run, plan.script, deps.ids);
-  const svc = await SubmissionService.start({ run: plan.run, ledger: rl, snapshotter: snap, judge, clock: deps.clock, ids: deps.ids }, startInput(plan.run, plan.settings));
+  const svc = await SubmissionService.start(
+    { run: plan.run, ledger: rl, snapshotter: snap, judge, clock: deps.clock, ids: deps.ids },
+    startInput(plan.run, plan.settings),
+  );
   await svc.workStarted(`assay-work-${plan.run}`, `sha256:${'7'.repeat(64)}`, { cpus: 2, memoryMb: 4096 });
   await svc.recordWorkspace();
   for (const [i, edit] of plan.edits.entries()) {
@@ -249,7 +277,8 @@ export async function buildDrillHomes(base: string, seed = 20261202): Promise<Dr
   checkpointSizes.push(3);
 
   let size = await withHome(async (h) => {
-    for (const e of sampleEvents().filter((x) => ['TaskRegistered', 'ImageBuilt'].includes(x.type))) await h.ledger.append(e.stream, [{ type: e.type, data: e.data }]);
+    for (const e of sampleEvents().filter((x) => ['TaskRegistered', 'ImageBuilt'].includes(x.type)))
+      await h.ledger.append(e.stream, [{ type: e.type, data: e.data }]);
     await filler(h, 's0', 40, r);
     return checkpoint(h);
   });
@@ -325,7 +354,12 @@ export async function buildDrillHomes(base: string, seed = 20261202): Promise<Dr
           { status: 'completed', rewards: { reward: 0.65 } },
           { status: 'completed', rewards: { reward: 0.5 } },
         ],
-        edits: [{ 'solve.py': 'print(1)\n' }, { 'README.md': 'edited\n' }, { 'README.md': 'the task\n', 'solve.py': 'print(3)\n' }, { 'solve.py': 'print(4)\n' }],
+        edits: [
+          { 'solve.py': 'print(1)\n' },
+          { 'README.md': 'edited\n' },
+          { 'README.md': 'the task\n', 'solve.py': 'print(3)\n' },
+          { 'solve.py': 'print(4)\n' },
+        ],
         after: { 1: (svc) => svc.consume('agent_time', 120) },
         complete: false,
       },
@@ -439,8 +473,12 @@ export function sqliteFacts(home: string, scratch: string, o: { integrity?: bool
     if (tables.has('events')) dump('SELECT * FROM events ORDER BY rowid');
     if (tables.has('merkle_nodes')) dump('SELECT * FROM merkle_nodes ORDER BY level, idx');
     if (tables.has('checkpoints')) dump('SELECT * FROM checkpoints ORDER BY rowid');
-    const ev = tables.has('events') ? (conn.prepare('SELECT count(*) AS n, max(position) AS m FROM events').get() as { n: number; m: number | null }) : { n: 0, m: null };
-    const cp = tables.has('checkpoints') ? (conn.prepare('SELECT count(*) AS n, max(tree_size) AS m FROM checkpoints').get() as { n: number; m: number | null }) : { n: 0, m: null };
+    const ev = tables.has('events')
+      ? (conn.prepare('SELECT count(*) AS n, max(position) AS m FROM events').get() as { n: number; m: number | null })
+      : { n: 0, m: null };
+    const cp = tables.has('checkpoints')
+      ? (conn.prepare('SELECT count(*) AS n, max(tree_size) AS m FROM checkpoints').get() as { n: number; m: number | null })
+      : { n: 0, m: null };
     const integrity = o.integrity ? String(conn.pragma('integrity_check', { simple: true })) : 'not checked';
     return { events: ev.n, maxPosition: ev.m, checkpointRows: cp.n, maxCheckpointSize: cp.m, digest: h.digest('hex'), integrity };
   } catch {

@@ -109,11 +109,42 @@ class SampleJudge implements JudgePort {
     const stream = `judge-${judge}`;
     const ref = { run: req.run, round: req.round, judge };
     const ev = (type: string, data: Record<string, unknown>) => ({ type, data, id: this.ids.next() });
-    await this.ledger.appendTo(stream, [ev('JudgeLaunched', judgeLaunchedData({ ...ref, image: JUDGE_IMAGE, snapshot: req.snapshot, testsDigest: TESTS_DIGEST, limits: LIMITS, network: 'none' }))], 'no_stream');
-    const done = [ev('JudgeCompleted', judgeCompletedData({ ...ref, status: v.status, exitCode: v.status === 'completed' ? 0 : null, durationMs: v.durationMs, outputDigest: v.outputDigest, outputBytes: v.outputBytes, detail: v.detail ?? null }))];
-    if (v.rewards) done.push(ev('RewardRecorded', rewardRecordedData({ ...ref, rewards: v.rewards, primaryMetric: 'val_loss', primaryScore: v.rewards.val_loss ?? null })));
+    await this.ledger.appendTo(
+      stream,
+      [
+        ev(
+          'JudgeLaunched',
+          judgeLaunchedData({ ...ref, image: JUDGE_IMAGE, snapshot: req.snapshot, testsDigest: TESTS_DIGEST, limits: LIMITS, network: 'none' }),
+        ),
+      ],
+      'no_stream',
+    );
+    const done = [
+      ev(
+        'JudgeCompleted',
+        judgeCompletedData({
+          ...ref,
+          status: v.status,
+          exitCode: v.status === 'completed' ? 0 : null,
+          durationMs: v.durationMs,
+          outputDigest: v.outputDigest,
+          outputBytes: v.outputBytes,
+          detail: v.detail ?? null,
+        }),
+      ),
+    ];
+    if (v.rewards)
+      done.push(ev('RewardRecorded', rewardRecordedData({ ...ref, rewards: v.rewards, primaryMetric: 'val_loss', primaryScore: v.rewards.val_loss ?? null })));
     await this.ledger.appendTo(stream, done, 0);
-    return { judge, status: v.status, rewards: v.rewards ?? null, primaryScore: v.rewards?.val_loss ?? null, detail: v.detail ?? null, log: `/logs/assay/round-${req.round}.log`, gpuSeconds: 0 };
+    return {
+      judge,
+      status: v.status,
+      rewards: v.rewards ?? null,
+      primaryScore: v.rewards?.val_loss ?? null,
+      detail: v.detail ?? null,
+      log: `/logs/assay/round-${req.round}.log`,
+      gpuSeconds: 0,
+    };
   }
 }
 
@@ -124,12 +155,40 @@ export async function sampleRunEvents(): Promise<SampleEvent[]> {
   const clock = new ManualClock('2026-12-02T09:00:00.000Z');
   const ids = new SequentialIds('5a3e0000-0000-4000-8000');
   const ledger = new MemoryRunLedger(clock);
-  const snapshotter = new SampleSnapshotter({ 'optimizer.py': optimizer('    def step(self, w, g):\n        return w - 0.01 * g\n'), 'train.py': 'from optimizer import Optimizer\n', 'README.md': '# tiny-optimizer\n' });
+  const snapshotter = new SampleSnapshotter({
+    'optimizer.py': optimizer('    def step(self, w, g):\n        return w - 0.01 * g\n'),
+    'train.py': 'from optimizer import Optimizer\n',
+    'README.md': '# tiny-optimizer\n',
+  });
   const judge = new SampleJudge(ledger, ids, [
-    { status: 'completed', rewards: { val_loss: 0.912, train_loss: 0.8208000000000001 }, durationMs: 8300, outputDigest: 'sha256:6776128287ef2cb8ead79828e5b76f6eefbd55378c32a6f8a594785c5e0e5997', outputBytes: 2048 },
-    { status: 'completed', rewards: { val_loss: 0.574, train_loss: 0.5166 }, durationMs: 8400, outputDigest: 'sha256:bb619172719d183053c27a2dedd8eb7f1ca3f3728781137c6cbe8c2825f4fac7', outputBytes: 2048 },
-    { status: 'infrastructure_error', detail: 'the Docker daemon stopped answering while the tests ran (container wait: socket hang up)', durationMs: 31000, outputDigest: EMPTY_OUTPUT_DIGEST, outputBytes: 0 },
-    { status: 'completed', rewards: { val_loss: 0.433, train_loss: 0.3897 }, durationMs: 8600, outputDigest: 'sha256:d8bf048bf51f42327bee60f77c0c14fdc0afd4b6d28ee248959c40deff14e6ec', outputBytes: 2048 },
+    {
+      status: 'completed',
+      rewards: { val_loss: 0.912, train_loss: 0.8208000000000001 },
+      durationMs: 8300,
+      outputDigest: 'sha256:6776128287ef2cb8ead79828e5b76f6eefbd55378c32a6f8a594785c5e0e5997',
+      outputBytes: 2048,
+    },
+    {
+      status: 'completed',
+      rewards: { val_loss: 0.574, train_loss: 0.5166 },
+      durationMs: 8400,
+      outputDigest: 'sha256:bb619172719d183053c27a2dedd8eb7f1ca3f3728781137c6cbe8c2825f4fac7',
+      outputBytes: 2048,
+    },
+    {
+      status: 'infrastructure_error',
+      detail: 'the Docker daemon stopped answering while the tests ran (container wait: socket hang up)',
+      durationMs: 31000,
+      outputDigest: EMPTY_OUTPUT_DIGEST,
+      outputBytes: 0,
+    },
+    {
+      status: 'completed',
+      rewards: { val_loss: 0.433, train_loss: 0.3897 },
+      durationMs: 8600,
+      outputDigest: 'sha256:d8bf048bf51f42327bee60f77c0c14fdc0afd4b6d28ee248959c40deff14e6ec',
+      outputBytes: 2048,
+    },
   ]);
   const deps = { run: SAMPLE_RUN_ID, ledger, snapshotter, judge, clock, ids };
   const token = 'sample-token-not-a-secret';
@@ -157,10 +216,20 @@ export async function sampleRunEvents(): Promise<SampleEvent[]> {
   const minutes = (m: number) => clock.advance(m * 60_000);
 
   minutes(4);
-  edit('optimizer.py', optimizer('    def __init__(self):\n        self.v = 0\n\n    def step(self, w, g):\n        self.v = 0.9 * self.v + g\n        return w - 0.01 * self.v\n'));
+  edit(
+    'optimizer.py',
+    optimizer(
+      '    def __init__(self):\n        self.v = 0\n\n    def step(self, w, g):\n        self.v = 0.9 * self.v + g\n        return w - 0.01 * self.v\n',
+    ),
+  );
   await svc.submit(auth); // round 1: momentum
   minutes(5);
-  edit('optimizer.py', optimizer('    def __init__(self):\n        self.v = 0\n\n    def step(self, w, g):\n        self.v = 0.95 * self.v + g\n        return w - 0.02 * self.v\n'));
+  edit(
+    'optimizer.py',
+    optimizer(
+      '    def __init__(self):\n        self.v = 0\n\n    def step(self, w, g):\n        self.v = 0.95 * self.v + g\n        return w - 0.02 * self.v\n',
+    ),
+  );
   await svc.recordWorkspace(); // a periodic snapshot between submissions
   await svc.tick();
   await svc.submit(auth); // round 2: tuned momentum
@@ -169,7 +238,12 @@ export async function sampleRunEvents(): Promise<SampleEvent[]> {
   await svc.submit(auth); // round 3: a planted numpy.py, outside the editable paths
   snapshotter.files.delete('numpy.py');
   minutes(5);
-  edit('optimizer.py', optimizer('    def __init__(self):\n        self.m = self.v = 0\n        self.t = 0\n\n    def step(self, w, g):\n        self.t += 1\n        self.m = 0.9 * self.m + 0.1 * g\n        self.v = 0.999 * self.v + 0.001 * g * g\n        return w - 0.05 * self.m / (np.sqrt(self.v) + 1e-8)\n'));
+  edit(
+    'optimizer.py',
+    optimizer(
+      '    def __init__(self):\n        self.m = self.v = 0\n        self.t = 0\n\n    def step(self, w, g):\n        self.t += 1\n        self.m = 0.9 * self.m + 0.1 * g\n        self.v = 0.999 * self.v + 0.001 * g * g\n        return w - 0.05 * self.m / (np.sqrt(self.v) + 1e-8)\n',
+    ),
+  );
   await svc.submit(auth); // round 4: the Judge's infrastructure fails: refunded
   minutes(1);
   await svc.submit(auth); // round 5: Adam again, judged
@@ -195,10 +269,37 @@ export async function sampleRunEvents(): Promise<SampleEvent[]> {
         metadata: { difficulty: 'easy', category: 'optimization' },
       },
     },
-    { stream: 'image-base', type: 'ImageBuilt', data: { image: 'assay/base:bookworm', digest: 'sha256:cae662172fd450bb0cd710a769079c05bfc5d8e35efa6576edc7d0377afdd4a2', purpose: 'base', recipeDigest: 'sha256:e1d8e552330911f9f779f85b6f2c00a15e790dcc3fbb3b28f5da1d660a30c5b8', durationMs: 84210 } },
-    { stream: 'image-tiny-optimizer', type: 'ImageBuilt', data: { image: 'assay/task-tiny-optimizer:latest', digest: JUDGE_IMAGE, purpose: 'judge', task: 'tiny-optimizer', buildLogDigest: 'sha256:836ff184e7b41b1e13cb5fd89fa1de98dbbab99e9d2918913ff43b86a5c7c213', durationMs: 5120 } },
+    {
+      stream: 'image-base',
+      type: 'ImageBuilt',
+      data: {
+        image: 'assay/base:bookworm',
+        digest: 'sha256:cae662172fd450bb0cd710a769079c05bfc5d8e35efa6576edc7d0377afdd4a2',
+        purpose: 'base',
+        recipeDigest: 'sha256:e1d8e552330911f9f779f85b6f2c00a15e790dcc3fbb3b28f5da1d660a30c5b8',
+        durationMs: 84210,
+      },
+    },
+    {
+      stream: 'image-tiny-optimizer',
+      type: 'ImageBuilt',
+      data: {
+        image: 'assay/task-tiny-optimizer:latest',
+        digest: JUDGE_IMAGE,
+        purpose: 'judge',
+        task: 'tiny-optimizer',
+        buildLogDigest: 'sha256:836ff184e7b41b1e13cb5fd89fa1de98dbbab99e9d2918913ff43b86a5c7c213',
+        durationMs: 5120,
+      },
+    },
     ...run,
-    { stream: `note-${SAMPLE_RUN_ID}`, type: 'Note', data: { text: 'Demonstration run: momentum in rounds 1 and 2, a planted numpy.py in round 3 (not editable), a refunded round 4, Adam in round 5 (the best).' } },
+    {
+      stream: `note-${SAMPLE_RUN_ID}`,
+      type: 'Note',
+      data: {
+        text: 'Demonstration run: momentum in rounds 1 and 2, a planted numpy.py in round 3 (not editable), a refunded round 4, Adam in round 5 (the best).',
+      },
+    },
   ];
 }
 

@@ -34,6 +34,10 @@ async function main(): Promise<void> {
 
 if (require.main === module)
   main().catch((e: unknown) => {
-    process.stderr.write(e instanceof AssayError ? `assay api: error ${e.code}: ${e.message}\n` : `assay api: internal error: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
+    process.stderr.write(
+      e instanceof AssayError
+        ? `assay api: error ${e.code}: ${e.message}\n`
+        : `assay api: internal error: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`,
+    );
     process.exitCode = e instanceof AssayError ? EXIT_CODES[e.kind] : EXIT_CODES.internal;
   });

@@ -31,7 +31,12 @@ export class OperatorTokenGuard implements CanActivate {
       );
     const header = req.headers.authorization;
     const m = typeof header === 'string' ? BEARER.exec(header) : null;
-    if (!m) throw new AssayError('API_UNAUTHENTICATED', 'unauthenticated', `${req.method} ${req.path} writes to the ledger: send the operator token as "Authorization: Bearer <token>"`);
+    if (!m)
+      throw new AssayError(
+        'API_UNAUTHENTICATED',
+        'unauthenticated',
+        `${req.method} ${req.path} writes to the ledger: send the operator token as "Authorization: Bearer <token>"`,
+      );
     if (!operatorTokenMatches(m[1] as string, hash)) throw new AssayError('API_UNAUTHENTICATED', 'unauthenticated', 'the operator token is wrong');
     return true;
   }

@@ -49,7 +49,7 @@ export function renderCliReference(program: Command): string {
   line('| 0 | | success |');
   for (const [kind, code] of Object.entries(EXIT_CODES) as [ErrorKind, number][]) line(`| ${code} | ${kind} | ${meaning[kind]} |`);
   line();
-  line('Errors the operating system or SQLite raise about the caller\'s paths are reported the same way, with codes');
+  line("Errors the operating system or SQLite raise about the caller's paths are reported the same way, with codes");
   line('`IO_<errno>` (e.g. `IO_EACCES`, exit 6; `IO_ENOENT`, exit 3; `IO_ENOTDIR`, exit 2; `IO_ENOSPC`, exit 7) and');
   line('`SQLITE_<result>` (e.g. `SQLITE_READONLY`, exit 6; `SQLITE_BUSY`, exit 7).');
   line();
@@ -58,13 +58,17 @@ export function renderCliReference(program: Command): string {
   line('One word for one thing, in flags, output, JSON and events:');
   line();
   line(`- **Judge status** (a Judge's own result, \`JudgeCompleted.status\`): ${JUDGE_STATUSES.map((s) => `\`${s}\``).join(', ')}.`);
-  line(`- **Round status** (what a round of a run came to, \`assay run status\`, the agent's feedback): ${ROUND_VIEW_STATUSES.map((s) => `\`${s}\``).join(', ')}.`);
+  line(
+    `- **Round status** (what a round of a run came to, \`assay run status\`, the agent's feedback): ${ROUND_VIEW_STATUSES.map((s) => `\`${s}\``).join(', ')}.`,
+  );
   line('  A Judge that ends in `submission_error` because the candidate broke a rule makes its round a `rule_violation`');
   line('  (score 0, counted); an `infrastructure_error` makes it `refunded` (not counted).');
-  line(`- **Run status** (\`RunCompleted.status\`): ${RUN_STATUSES.map((s) => `\`${s}\``).join(', ')}; a run without RunCompleted is \`running\` (or was interrupted).`);
+  line(
+    `- **Run status** (\`RunCompleted.status\`): ${RUN_STATUSES.map((s) => `\`${s}\``).join(', ')}; a run without RunCompleted is \`running\` (or was interrupted).`,
+  );
   line(`- **Budgets**: ${BUDGETS.map((s) => `\`${s}\``).join(', ')}.`);
   line(`- **Key roles**: ${ROLES.map((s) => `\`${s}\``).join(', ')}.`);
-  line('- **metric**: the reward key that is a run\'s primary score (`--metric`, the task\'s `primary_metric`); its');
+  line("- **metric**: the reward key that is a run's primary score (`--metric`, the task's `primary_metric`); its");
   line('  **direction** is `maximize` or `minimize` (`--score-direction`).');
   line('- **output** (`-o, --output`): where a command writes a file or directory it creates.');
   line();
@@ -108,9 +112,15 @@ function renderCommand(c: Command, line: (s?: string) => void): void {
     line();
     line('| argument or option | meaning |');
     line('|---|---|');
-    for (const a of c.registeredArguments) line(`| \`${a.name()}\`${a.required ? '' : ' (optional)'} | ${cell(a.description)}${a.defaultValue !== undefined ? ` (default: \`${String(a.defaultValue)}\`)` : ''} |`);
+    for (const a of c.registeredArguments)
+      line(
+        `| \`${a.name()}\`${a.required ? '' : ' (optional)'} | ${cell(a.description)}${a.defaultValue !== undefined ? ` (default: \`${String(a.defaultValue)}\`)` : ''} |`,
+      );
     for (const o of visible) {
-      const dflt = o.defaultValue !== undefined && o.defaultValue !== false && !(Array.isArray(o.defaultValue) && o.defaultValue.length === 0) ? ` (default: \`${String(o.defaultValue)}\`)` : '';
+      const dflt =
+        o.defaultValue !== undefined && o.defaultValue !== false && !(Array.isArray(o.defaultValue) && o.defaultValue.length === 0)
+          ? ` (default: \`${String(o.defaultValue)}\`)`
+          : '';
       line(`| \`${o.flags}\`${o.mandatory ? ' (required)' : ''} | ${cell(o.description)}${dflt} |`);
     }
   }

@@ -27,11 +27,24 @@ export function reportError(e: unknown, ctx: CliContext, options: ReportOptions 
     const exitCode = EXIT_CODES[known.kind];
     if (options.json) ctx.out(JSON.stringify({ error: { code: known.code, kind: known.kind, message: known.message, exitCode, details: known.details } }));
     // one line whatever the message holds: several problems are joined with "; "
-    else ctx.err(`assay: error ${known.code}: ${escapeTerminalText(known.message.split(/\r?\n/).filter((l) => l.trim() !== '').join('; '))}`);
+    else
+      ctx.err(
+        `assay: error ${known.code}: ${escapeTerminalText(
+          known.message
+            .split(/\r?\n/)
+            .filter((l) => l.trim() !== '')
+            .join('; '),
+        )}`,
+      );
     return exitCode;
   }
   const text = e instanceof Error ? (e.stack ?? e.message) : String(e);
-  if (options.json) ctx.out(JSON.stringify({ error: { code: 'INTERNAL', kind: 'internal', message: e instanceof Error ? e.message : String(e), exitCode: EXIT_CODES.internal, details: {} } }));
+  if (options.json)
+    ctx.out(
+      JSON.stringify({
+        error: { code: 'INTERNAL', kind: 'internal', message: e instanceof Error ? e.message : String(e), exitCode: EXIT_CODES.internal, details: {} },
+      }),
+    );
   ctx.err(`assay: internal error (a bug in Assay; please report it with this text): ${escapeTerminalText(text)}`);
   return EXIT_CODES.internal;
 }

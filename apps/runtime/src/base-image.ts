@@ -60,7 +60,11 @@ export async function buildBaseImage(o: {
   progress.start('assay/base image (debootstrap, docker import)');
   let lines = 0;
   const code = await new Promise<number>((resolve, reject) => {
-    const child = spawn('bash', [script, ...(o.force ? ['--force'] : [])], { cwd: root, env: { ...process.env, ASSAY_HOME: o.home }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('bash', [script, ...(o.force ? ['--force'] : [])], {
+      cwd: root,
+      env: { ...process.env, ASSAY_HOME: o.home },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     const onData = (b: Buffer) => {
       fs.writeSync(log, b);
       hash.update(b);
@@ -80,7 +84,11 @@ export async function buildBaseImage(o: {
   fs.closeSync(log);
   progress.end();
   if (code !== 0) {
-    throw judgeError('IMAGE_BASE_BUILD_FAILED', `scripts/build-base-image.sh exited with ${code} (log: ${logPath}):\n${tail.map((l) => `  | ${l}`).join('\n')}`, { log: logPath });
+    throw judgeError(
+      'IMAGE_BASE_BUILD_FAILED',
+      `scripts/build-base-image.sh exited with ${code} (log: ${logPath}):\n${tail.map((l) => `  | ${l}`).join('\n')}`,
+      { log: logPath },
+    );
   }
   const suite = recipeValue(root, 'suite');
   const recordPath = join(o.home, 'images', `base-${suite}.json`);
@@ -97,6 +105,13 @@ export async function buildBaseImage(o: {
   const built = tail.some((l) => /: built in \d+s$/.test(l));
   const durationMs = built && typeof rec.buildSeconds === 'number' ? rec.buildSeconds * 1000 : o.clock.now().getTime() - started.getTime();
   const logDigest = `sha256:${hash.digest('hex')}`;
-  const recorded = await recordImageBuilt(o.recorder, { image: rec.tag, digest: rec.imageId, purpose: 'base', recipeDigest: rec.recipeDigest, buildLogDigest: logDigest, durationMs });
+  const recorded = await recordImageBuilt(o.recorder, {
+    image: rec.tag,
+    digest: rec.imageId,
+    purpose: 'base',
+    recipeDigest: rec.recipeDigest,
+    buildLogDigest: logDigest,
+    durationMs,
+  });
   return { tag: rec.tag, id: rec.imageId, recipeDigest: rec.recipeDigest, built, durationMs, logPath, logDigest, recorded };
 }

@@ -32,18 +32,24 @@ describe('one live controller per run (controller.lock)', () => {
 
   it('refuses while the holder is alive, naming its pid', () => {
     const lock = acquireControllerLock(dir);
-    expect(() => acquireControllerLock(dir)).toThrow(expect.objectContaining({ code: 'RUN_CONTROLLER_ALIVE', message: expect.stringContaining(`pid ${process.pid}`) }));
+    expect(() => acquireControllerLock(dir)).toThrow(
+      expect.objectContaining({ code: 'RUN_CONTROLLER_ALIVE', message: expect.stringContaining(`pid ${process.pid}`) }),
+    );
     lock.release();
   });
 
   it('takes over from a controller that was killed, and a real child holding it keeps others out until it dies', async () => {
     const script = `const { acquireControllerLock } = require(${JSON.stringify(join(__dirname, 'controller-lock'))}); acquireControllerLock(${JSON.stringify(dir)}); process.stdout.write('held\\n'); setInterval(() => {}, 1000);`;
-    const child = spawn(process.execPath, ['-r', join(__dirname, '..', '..', '..', 'tests', 'support', 'ts-register.js'), '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, ['-r', join(__dirname, '..', '..', '..', 'tests', 'support', 'ts-register.js'), '-e', script], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     await new Promise<void>((resolve, reject) => {
       child.stdout.on('data', (b: Buffer) => (b.toString().includes('held') ? resolve() : undefined));
       child.once('exit', (code) => reject(new Error(`child exited ${code}`)));
     });
-    expect(() => acquireControllerLock(dir)).toThrow(expect.objectContaining({ code: 'RUN_CONTROLLER_ALIVE', message: expect.stringContaining(`pid ${child.pid}`) }));
+    expect(() => acquireControllerLock(dir)).toThrow(
+      expect.objectContaining({ code: 'RUN_CONTROLLER_ALIVE', message: expect.stringContaining(`pid ${child.pid}`) }),
+    );
     const exited = new Promise((r) => child.once('exit', r));
     child.kill('SIGKILL');
     await exited;

@@ -95,7 +95,13 @@ export interface ControllerLock {
 
 export function acquireControllerLock(runDir: string, now: () => Date = () => new Date(), probe: ProcessProbe = systemProbe): ControllerLock {
   const path = join(runDir, CONTROLLER_LOCK);
-  const me: LockHolder = { host: probe.host(), bootId: probe.bootId(), pid: probe.self(), startTicks: probe.startTicks(probe.self()) ?? null, since: now().toISOString() };
+  const me: LockHolder = {
+    host: probe.host(),
+    bootId: probe.bootId(),
+    pid: probe.self(),
+    startTicks: probe.startTicks(probe.self()) ?? null,
+    since: now().toISOString(),
+  };
   let tookOver: LockHolder | null = null;
   for (let attempt = 0; attempt < 3; attempt++) {
     let fd: number;
@@ -107,11 +113,21 @@ export function acquireControllerLock(runDir: string, now: () => Date = () => ne
       if (!before) continue; // released meanwhile: try again
       const h = readHolder(path);
       if (h === 'unreadable') {
-        throw new AssayError('RUN_LOCK_UNREADABLE', 'refused', `${path} exists but is not a controller lock Assay wrote; remove it if no controller of this run is running`, { details: { path } });
+        throw new AssayError(
+          'RUN_LOCK_UNREADABLE',
+          'refused',
+          `${path} exists but is not a controller lock Assay wrote; remove it if no controller of this run is running`,
+          { details: { path } },
+        );
       }
       if (!holderGone(h, probe)) {
         if (h.host !== probe.host())
-          throw new AssayError('RUN_CONTROLLER_ALIVE', 'conflict', `this run's controller lock is held by pid ${h.pid} on another host (${h.host}); if that controller is gone, remove ${path}`, { details: { path, holder: h } });
+          throw new AssayError(
+            'RUN_CONTROLLER_ALIVE',
+            'conflict',
+            `this run's controller lock is held by pid ${h.pid} on another host (${h.host}); if that controller is gone, remove ${path}`,
+            { details: { path, holder: h } },
+          );
         throw alreadyRunning(path, h);
       }
       // Stale: move it aside, then check that what was moved is what was judged stale.
@@ -132,7 +148,9 @@ export function acquireControllerLock(runDir: string, now: () => Date = () => ne
           /* taken again: the rival's lock stays moved aside, and the rival keeps running */
         }
         rmSync(aside, { force: true });
-        throw new AssayError('RUN_CONTROLLER_ALIVE', 'conflict', `another controller took over this run at the same moment (${path}); only one may resume it`, { details: { path } });
+        throw new AssayError('RUN_CONTROLLER_ALIVE', 'conflict', `another controller took over this run at the same moment (${path}); only one may resume it`, {
+          details: { path },
+        });
       }
       rmSync(aside, { force: true });
       tookOver = h;

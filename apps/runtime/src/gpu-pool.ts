@@ -22,9 +22,14 @@ export const MAX_GPUS = 64;
 export function parseGpuList(text: string | undefined | null): string[] {
   if (text === undefined || text === null) return [];
   const bad = (why: string, item?: string) =>
-    new AssayError(RUN_ERROR_CODES.GPUS_INVALID, 'invalid_input', `--gpus ${JSON.stringify(text.slice(0, 200))}: ${why}; expected comma-separated host GPU indices or UUIDs, e.g. "0,1" or "GPU-<uuid>"`, {
-      details: { flag: '--gpus', ...(item !== undefined ? { item } : {}) },
-    });
+    new AssayError(
+      RUN_ERROR_CODES.GPUS_INVALID,
+      'invalid_input',
+      `--gpus ${JSON.stringify(text.slice(0, 200))}: ${why}; expected comma-separated host GPU indices or UUIDs, e.g. "0,1" or "GPU-<uuid>"`,
+      {
+        details: { flag: '--gpus', ...(item !== undefined ? { item } : {}) },
+      },
+    );
   if (text.length === 0) throw bad('the list is empty (leave --gpus out for no GPUs)');
   if (text.length > 64 * 130) throw bad('the list is too long');
   const items = text.split(',');
@@ -60,10 +65,16 @@ export function planGpus(i: { available: readonly string[]; workGpus: number; ju
   const refuse = (why: string) =>
     new AssayError(RUN_ERROR_CODES.GPUS_INSUFFICIENT, 'invalid_input', `${task}: ${why}`, { details: { workGpus, judgeGpus, given: available.length } });
   if ((workGpus > 0 || judgeGpus > 0) && available.length === 0) {
-    throw refuse(`it needs GPUs (Work ${workGpus}: environment.gpus; Judge ${judgeGpus}: metadata.rsi_harness.verifier.gpus) and --gpus gives none; pass --gpus LIST (e.g. --gpus 0,1)`);
+    throw refuse(
+      `it needs GPUs (Work ${workGpus}: environment.gpus; Judge ${judgeGpus}: metadata.rsi_harness.verifier.gpus) and --gpus gives none; pass --gpus LIST (e.g. --gpus 0,1)`,
+    );
   }
-  if (workGpus > available.length) throw refuse(`Work needs ${workGpus} GPU(s) (environment.gpus) but --gpus gives ${available.length} (${available.join(',')})`);
-  if (judgeGpus > available.length) throw refuse(`each Judge needs ${judgeGpus} GPU(s) (metadata.rsi_harness.verifier.gpus) but --gpus gives ${available.length} (${available.join(',')}), even taking Work's`);
+  if (workGpus > available.length)
+    throw refuse(`Work needs ${workGpus} GPU(s) (environment.gpus) but --gpus gives ${available.length} (${available.join(',')})`);
+  if (judgeGpus > available.length)
+    throw refuse(
+      `each Judge needs ${judgeGpus} GPU(s) (metadata.rsi_harness.verifier.gpus) but --gpus gives ${available.length} (${available.join(',')}), even taking Work's`,
+    );
   const work = available.slice(0, workGpus);
   const free = available.slice(workGpus);
   const handOver = workGpus + judgeGpus > available.length;
@@ -191,13 +202,22 @@ export function workGpuSpec(plan: GpuPlan): { gpus?: GpuRequest } {
 export async function planTaskGpus(taskDir: string, available: readonly string[]): Promise<GpuPlan> {
   const plan = await loadTaskPlan(taskDir);
   const settings = mergeRunSettings(plan.runSettings, {});
-  return planGpus({ available, workGpus: plan.environment.gpus, judgeGpus: plan.verifier.gpus, pauseWorkDuringJudge: settings.pauseWorkDuringJudge === true, task: plan.name });
+  return planGpus({
+    available,
+    workGpus: plan.environment.gpus,
+    judgeGpus: plan.verifier.gpus,
+    pauseWorkDuringJudge: settings.pauseWorkDuringJudge === true,
+    task: plan.name,
+  });
 }
 
 /**
  * Records Work's GPU use since the last call: one `BudgetConsumed {budget: gpu_seconds, holder: work, gpus, heldSec}`
  * per group of devices held equally long. Going over the budget is the run's RuleViolation (decide).
  */
-export async function recordWorkGpuUse(pool: GpuPool, svc: { consume(budget: 'gpu_seconds', amount: number, round: null, gpu: GpuHolding): Promise<void> }): Promise<void> {
+export async function recordWorkGpuUse(
+  pool: GpuPool,
+  svc: { consume(budget: 'gpu_seconds', amount: number, round: null, gpu: GpuHolding): Promise<void> },
+): Promise<void> {
   for (const h of pool.takeWork()) await svc.consume('gpu_seconds', round3(gpuSecondsOf(h)), null, h);
 }

@@ -37,23 +37,50 @@ describe('--gpus LIST', () => {
 
 describe('GPU plan', () => {
   it('CPU task: nothing to hand out, with or without a list', () => {
-    expect(planGpus({ available: [], workGpus: 0, judgeGpus: 0 })).toEqual({ available: [], work: [], judge: [], handOver: false, pauseWorkDuringJudge: false });
-    expect(planGpus({ available: ['0'], workGpus: 0, judgeGpus: 0, pauseWorkDuringJudge: true })).toMatchObject({ work: [], judge: [], handOver: false, pauseWorkDuringJudge: true });
+    expect(planGpus({ available: [], workGpus: 0, judgeGpus: 0 })).toEqual({
+      available: [],
+      work: [],
+      judge: [],
+      handOver: false,
+      pauseWorkDuringJudge: false,
+    });
+    expect(planGpus({ available: ['0'], workGpus: 0, judgeGpus: 0, pauseWorkDuringJudge: true })).toMatchObject({
+      work: [],
+      judge: [],
+      handOver: false,
+      pauseWorkDuringJudge: true,
+    });
   });
 
   it('enough GPUs: Work and the Judge get their own devices, no hand-over', () => {
-    expect(planGpus({ available: ['2', '0', '1'], workGpus: 2, judgeGpus: 1 })).toEqual({ available: ['2', '0', '1'], work: ['2', '0'], judge: ['1'], handOver: false, pauseWorkDuringJudge: false });
+    expect(planGpus({ available: ['2', '0', '1'], workGpus: 2, judgeGpus: 1 })).toEqual({
+      available: ['2', '0', '1'],
+      work: ['2', '0'],
+      judge: ['1'],
+      handOver: false,
+      pauseWorkDuringJudge: false,
+    });
   });
 
-  it('too few for both: the Judge takes the free ones first, then borrows Work\'s, and Work stays paused', () => {
-    expect(planGpus({ available: ['0', '1', '2'], workGpus: 2, judgeGpus: 2 })).toEqual({ available: ['0', '1', '2'], work: ['0', '1'], judge: ['2', '0'], handOver: true, pauseWorkDuringJudge: true });
+  it("too few for both: the Judge takes the free ones first, then borrows Work's, and Work stays paused", () => {
+    expect(planGpus({ available: ['0', '1', '2'], workGpus: 2, judgeGpus: 2 })).toEqual({
+      available: ['0', '1', '2'],
+      work: ['0', '1'],
+      judge: ['2', '0'],
+      handOver: true,
+      pauseWorkDuringJudge: true,
+    });
     expect(planGpus({ available: ['0'], workGpus: 1, judgeGpus: 1 })).toMatchObject({ work: ['0'], judge: ['0'], handOver: true });
   });
 
   it('refuses what cannot fit even with a hand-over, naming the numbers', () => {
-    expect(() => planGpus({ available: [], workGpus: 1, judgeGpus: 0, task: 't/gemm' })).toThrow(/task t\/gemm: it needs GPUs \(Work 1: environment.gpus; Judge 0: .*\) and --gpus gives none; pass --gpus LIST/);
+    expect(() => planGpus({ available: [], workGpus: 1, judgeGpus: 0, task: 't/gemm' })).toThrow(
+      /task t\/gemm: it needs GPUs \(Work 1: environment.gpus; Judge 0: .*\) and --gpus gives none; pass --gpus LIST/,
+    );
     expect(() => planGpus({ available: [], workGpus: 0, judgeGpus: 2 })).toThrow(/--gpus gives none/);
-    expect(() => planGpus({ available: ['0', '1'], workGpus: 4, judgeGpus: 0 })).toThrow(/Work needs 4 GPU\(s\) \(environment.gpus\) but --gpus gives 2 \(0,1\)/);
+    expect(() => planGpus({ available: ['0', '1'], workGpus: 4, judgeGpus: 0 })).toThrow(
+      /Work needs 4 GPU\(s\) \(environment.gpus\) but --gpus gives 2 \(0,1\)/,
+    );
     expect(() => planGpus({ available: ['0'], workGpus: 0, judgeGpus: 2 })).toThrow(/each Judge needs 2 GPU\(s\) .* --gpus gives 1 \(0\), even taking Work's/);
     try {
       planGpus({ available: ['0'], workGpus: 3, judgeGpus: 0 });
@@ -94,7 +121,7 @@ describe('GPU pool accounting', () => {
     expect(pool.takeWork()).toEqual([{ holder: 'work', devices: ['0'], heldSec: 4 }]);
   });
 
-  it('hand-over: the borrowed devices count for the Judge only, never twice; Work\'s others keep counting', async () => {
+  it("hand-over: the borrowed devices count for the Judge only, never twice; Work's others keep counting", async () => {
     const clock = new ManualClock(T0);
     const pool = new GpuPool(planGpus({ available: ['0', '1'], workGpus: 2, judgeGpus: 1 }), clock);
     expect(pool.plan).toMatchObject({ judge: ['0'], handOver: true });
@@ -107,7 +134,12 @@ describe('GPU pool accounting', () => {
     expect(r.holding).toEqual({ holder: 'judge', devices: ['0'], heldSec: 3 });
     clock.advance(2_000);
     const work = pool.takeWork();
-    expect(work).toEqual(expect.arrayContaining([{ holder: 'work', devices: ['0'], heldSec: 7 }, { holder: 'work', devices: ['1'], heldSec: 10 }]));
+    expect(work).toEqual(
+      expect.arrayContaining([
+        { holder: 'work', devices: ['0'], heldSec: 7 },
+        { holder: 'work', devices: ['1'], heldSec: 10 },
+      ]),
+    );
     expect(work).toHaveLength(2);
   });
 
@@ -136,7 +168,10 @@ describe('GPU pool accounting', () => {
       },
     };
     const gpu = new PooledJudge(inner, new GpuPool(planGpus({ available: ['0', '1', '2'], workGpus: 1, judgeGpus: 2 }), clock));
-    expect(await gpu.judge({ run: 'r', round: 1, snapshot: 'bafy' })).toMatchObject({ gpuSeconds: 3, gpu: { holder: 'judge', devices: ['1', '2'], heldSec: 1.5 } });
+    expect(await gpu.judge({ run: 'r', round: 1, snapshot: 'bafy' })).toMatchObject({
+      gpuSeconds: 3,
+      gpu: { holder: 'judge', devices: ['1', '2'], heldSec: 1.5 },
+    });
     const cpu = new PooledJudge(inner, new GpuPool(planGpus({ available: [], workGpus: 0, judgeGpus: 0 }), clock));
     expect(await cpu.judge({ run: 'r', round: 2, snapshot: 'bafy' })).toMatchObject({ gpuSeconds: 0 });
     expect(seen).toEqual([['1', '2'], undefined]);

@@ -74,10 +74,23 @@ export class JudgeRuntime {
       const keys = ledgerHome.keys.filter((k) => k.role === 'runtime' || k.role === 'judge');
       for (const role of ['runtime', 'judge'] as const) {
         if (!keys.some((k) => k.role === role)) {
-          throw judgeError('JUDGE_KEYS_MISSING', `no ${role} key in ${join(home, 'keys')}; the runtime signs Judge events with the runtime and judge keys (\`assay ledger init\` creates them)`, { role });
+          throw judgeError(
+            'JUDGE_KEYS_MISSING',
+            `no ${role} key in ${join(home, 'keys')}; the runtime signs Judge events with the runtime and judge keys (\`assay ledger init\` creates them)`,
+            { role },
+          );
         }
       }
-      const ledger = new Ledger({ store: ledgerHome.db.events, merkle: ledgerHome.db.merkleNodes, checkpoints: ledgerHome.db.checkpoints, lock: ledgerHome.db.lock, keys, clock, ids, origin: ledgerHome.config.origin });
+      const ledger = new Ledger({
+        store: ledgerHome.db.events,
+        merkle: ledgerHome.db.merkleNodes,
+        checkpoints: ledgerHome.db.checkpoints,
+        lock: ledgerHome.db.lock,
+        keys,
+        clock,
+        ids,
+        origin: ledgerHome.config.origin,
+      });
       const recorder = new LedgerJudgeRecorder(ledger);
       const snapshotHome = SnapshotHome.open(home, { clock });
       const snapshots = new SnapshotStoreAdapter(snapshotHome);

@@ -30,7 +30,9 @@ export async function carryOverRootfsWork(
   const old = await containers.listContainers({ [labels.role]: 'work', [labels.run]: o.run, [labels.home]: o.homeTag });
   const from = old[0];
   if (!from) {
-    o.log(`no Work container of ${o.run} is left: Work starts again from the task image (the agent's file-system changes are lost; its snapshots remain in the store)`);
+    o.log(
+      `no Work container of ${o.run} is left: Work starts again from the task image (the agent's file-system changes are lost; its snapshots remain in the store)`,
+    );
     return null;
   }
   if (old.length > 1) o.log(`${old.length} Work containers of ${o.run} found; carrying over ${from.id.slice(0, 12)}`);
@@ -40,7 +42,10 @@ export async function carryOverRootfsWork(
   if (!base) throw new Error(`the work image ${o.workImage} is gone`);
   const t = Date.now();
   const { id } = await containers.importImage(await containers.exportContainer(from.id), {
-    tag: `assay/work-carried:${o.run.toLowerCase().replace(/[^a-z0-9_.-]/g, '-').slice(0, 100)}-${t}`,
+    tag: `assay/work-carried:${o.run
+      .toLowerCase()
+      .replace(/[^a-z0-9_.-]/g, '-')
+      .slice(0, 100)}-${t}`,
     labels: { [labels.role]: CARRIED_ROLE, [labels.run]: o.run, [labels.home]: o.homeTag, 'org.assay.carried-from': from.id },
     env: base.env ?? [],
     workingDir: base.workingDir,

@@ -68,7 +68,18 @@ import { carryOverRootfsWork, removeCarriedImages } from './rootfs-carry-over';
 import { ContainerSnapshotter } from './rootfs-snapshotter';
 import { GpuPool, PooledJudge, planTaskGpus, recordWorkGpuUse, workGpuSpec } from './gpu-pool';
 import { checkAgentBinary, planWorkEgress, startEgressProxy, stopEgressProxy } from './work-egress';
-import { agentIdentity, claimWorkspace, ensurePrivateDir, LIFELINE_CMD, mountBoundedWorkspace, openLifeline, recoverBoundedWorkspace, stripSetIdBits, type BoundedWorkspace, type Lifeline } from './work-containment';
+import {
+  agentIdentity,
+  claimWorkspace,
+  ensurePrivateDir,
+  LIFELINE_CMD,
+  mountBoundedWorkspace,
+  openLifeline,
+  recoverBoundedWorkspace,
+  stripSetIdBits,
+  type BoundedWorkspace,
+  type Lifeline,
+} from './work-containment';
 
 export const WORK_LABELS = { role: 'org.assay.role', run: 'org.assay.run', home: 'org.assay.home' } as const;
 const HARNESS_VERSION = 'assay/0.1.0';
@@ -162,7 +173,15 @@ export class WorkspaceSnapshotter implements Snapshotter {
     // Work is frozen while this runs: clear setuid/setgid bits the agent set (snapshots never record them)
     this.stripped += stripSetIdBits(this.dir).length;
     this.ms += Date.now() - t;
-    return { root: r.rootCid, files: r.files, bytes: r.bytes, durationMs: r.durationMs, policyDigest: r.policyDigest, source: this.dir, flagged: r.outsideSymlinks.slice(0, 100) };
+    return {
+      root: r.rootCid,
+      files: r.files,
+      bytes: r.bytes,
+      durationMs: r.durationMs,
+      policyDigest: r.policyDigest,
+      source: this.dir,
+      flagged: r.outsideSymlinks.slice(0, 100),
+    };
   }
 
   async *changes(from: string, to: string): AsyncIterable<WorkspaceChange> {
@@ -224,7 +243,11 @@ export class DockerWorkControl implements WorkControl {
         if (/already paused/i.test(msg)) return;
         if (!/unable to freeze|freezing|freezer/i.test(msg)) throw e;
         if (attempt >= this.retries.attempts)
-          throw new AssayError(WORK_FREEZE_REFUSED, 'refused', `docker pause failed ${attempt} times (Work's processes could not be frozen: ${msg.slice(0, 300)})`);
+          throw new AssayError(
+            WORK_FREEZE_REFUSED,
+            'refused',
+            `docker pause failed ${attempt} times (Work's processes could not be frozen: ${msg.slice(0, 300)})`,
+          );
         await new Promise((r) => setTimeout(r, this.retries.delayMs * attempt));
       }
     }
@@ -352,10 +375,12 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
   const p = runPaths(home, run);
   let meta: RunMeta;
   if (o.resume) {
-    if (!existsSync(p.meta)) throw new AssayError('RUN_NOT_FOUND', 'not_found', `run ${run}: ${p.meta} does not exist (nothing to resume in ${home})`, { details: { run, home } });
+    if (!existsSync(p.meta))
+      throw new AssayError('RUN_NOT_FOUND', 'not_found', `run ${run}: ${p.meta} does not exist (nothing to resume in ${home})`, { details: { run, home } });
     meta = JSON.parse(readFileSync(p.meta, 'utf8')) as RunMeta;
   } else {
-    if (existsSync(p.dir)) throw new AssayError('RUN_EXISTS', 'conflict', `run ${run} already exists in ${p.dir}; use --resume ${run}`, { details: { run, dir: p.dir } });
+    if (existsSync(p.dir))
+      throw new AssayError('RUN_EXISTS', 'conflict', `run ${run} already exists in ${p.dir}; use --resume ${run}`, { details: { run, dir: p.dir } });
     meta = { run, taskDir: resolve(o.taskDir), agent: o.agent, ...(o.gpus?.length ? { gpus: [...o.gpus] } : {}) };
   }
   // GPUs: a task that needs more than --gpus gives is refused before anything starts (no image, no container, no event)
@@ -387,7 +412,16 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
       const task: LoadedTask = await rt.loadTask(meta.taskDir, { metric: o.overrides?.primaryMetric ?? null, hostEnv: process.env, gpusFromPool: true });
       task0 = task;
       // full-rootfs resume: the old Work's file system is the agent's work; carry it over before its container goes
-      const carried = o.resume && task.prepared.rootfs ? await carryOverRootfsWork(rt.containers, WORK_LABELS, { run, homeTag: homeTag(home), workImage: task.images.work.id, stop: (id) => rt.containers.kill(id).catch(() => undefined), log }) : null;
+      const carried =
+        o.resume && task.prepared.rootfs
+          ? await carryOverRootfsWork(rt.containers, WORK_LABELS, {
+              run,
+              homeTag: homeTag(home),
+              workImage: task.images.work.id,
+              stop: (id) => rt.containers.kill(id).catch(() => undefined),
+              log,
+            })
+          : null;
       const removed = await removeRunContainers(rt, run);
       if (removed.length) log(`removed ${removed.length} leftover Work container(s) of ${run}`);
       await removeCarriedImages(rt.containers, WORK_LABELS, { run, homeTag: homeTag(home), ...(carried ? { keep: carried.image } : {}) });
@@ -430,7 +464,8 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
         if ((process.getuid?.() ?? 0) === 0) chownSync(tokenFile, ident.uid, ident.gid);
         if (o.resume) recoverBoundedWorkspace(p.dir, p.workspace, log);
         const claimed = claimWorkspace(p.workspace, ident);
-        if (claimed.stripped.length) log(`cleared setuid/setgid bits of ${claimed.stripped.length} workspace path(s): ${claimed.stripped.slice(0, 5).join(', ')}`);
+        if (claimed.stripped.length)
+          log(`cleared setuid/setgid bits of ${claimed.stripped.length} workspace path(s): ${claimed.stripped.slice(0, 5).join(', ')}`);
         // the workspace bounded by the task's storage for this session (a loop-mounted file system), when possible
         bounded = mountBoundedWorkspace(p.dir, p.workspace, storageBytes, ident, log);
         if (bounded && !(await daemonSeesMount(rt, task.images.work.id, bounded.dir, run))) {
@@ -444,10 +479,15 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
 
       const ledger = new LedgerRunLedger(rt.ledgerHome.ledger);
       // full-rootfs mode (workdir "/"): no workspace directory; snapshots are `docker export`s of Work (rootfs-snapshotter.ts)
-      const snapshotter = task.prepared.rootfs ? new ContainerSnapshotter(rt.snapshotHome, rt.containers, () => workId) : new WorkspaceSnapshotter(rt.snapshotHome, workDir);
+      const snapshotter = task.prepared.rootfs
+        ? new ContainerSnapshotter(rt.snapshotHome, rt.containers, () => workId)
+        : new WorkspaceSnapshotter(rt.snapshotHome, workDir);
       const judge = new RunnerJudge(rt.runner, task.prepared, p.logs);
       const gpuPool = new GpuPool(gpuPlan, systemClock);
-      if (gpuPlan.available.length) log(`GPUs: Work ${gpuPlan.work.join(',') || 'none'}, each Judge ${gpuPlan.judge.join(',') || 'none'}${gpuPlan.handOver ? ' (hand-over: Work stays paused while a Judge runs)' : ''}`);
+      if (gpuPlan.available.length)
+        log(
+          `GPUs: Work ${gpuPlan.work.join(',') || 'none'}, each Judge ${gpuPlan.judge.join(',') || 'none'}${gpuPlan.handOver ? ' (hand-over: Work stays paused while a Judge runs)' : ''}`,
+        );
 
       // Work
       const labels = { [WORK_LABELS.role]: 'work', [WORK_LABELS.run]: run, [WORK_LABELS.home]: homeTag(home) };
@@ -466,7 +506,12 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
       // Full-rootfs mode: the root file system is the agent's work (root, writable; nothing of it reaches a host
       // directory: it is exported into the store, which keeps no owners or setuid bits).
       const split = !task.prepared.rootfs;
-      const scratch = split ? [{ type: 'tmpfs' as const, target: '/tmp', sizeBytes: storageBytes, mode: 0o1777 }, { type: 'tmpfs' as const, target: '/var/tmp', sizeBytes: storageBytes, mode: 0o1777 }] : [];
+      const scratch = split
+        ? [
+            { type: 'tmpfs' as const, target: '/tmp', sizeBytes: storageBytes, mode: 0o1777 },
+            { type: 'tmpfs' as const, target: '/var/tmp', sizeBytes: storageBytes, mode: 0o1777 },
+          ]
+        : [];
       // Work stops when this controller dies: its first process reads the lifeline until end-of-file.
       lifeline = openLifeline(p.sock);
       workId = await rt.containers.createContainer({
@@ -497,7 +542,16 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
       const work = new DockerWorkControl(container);
       await checkAgentBinary(container, agent, task.images.work.id); // a missing codex/claude fails before RunStarted
 
-      const deps = { run, ledger, snapshotter, judge: new PooledJudge(judge, gpuPool), work, clock: systemClock, ids: randomIds, options: { logPathOf: (n: number) => `/logs/assay/round-${n}.log`, keepWorkPausedDuringJudge: gpuPlan.pauseWorkDuringJudge } };
+      const deps = {
+        run,
+        ledger,
+        snapshotter,
+        judge: new PooledJudge(judge, gpuPool),
+        work,
+        clock: systemClock,
+        ids: randomIds,
+        options: { logPathOf: (n: number) => `/logs/assay/round-${n}.log`, keepWorkPausedDuringJudge: gpuPlan.pauseWorkDuringJudge },
+      };
       let svc: SubmissionService;
       // before this session appends anything (the recovery below would look like the dead session's last event)
       const killedAgentSec = o.resume ? await unrecordedAgentSec(ledger, run) : 0;
@@ -532,13 +586,25 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
       if (svc.current.completed) {
         log(`run ${run} had already completed`);
       } else {
-        await svc.workStarted(workId, workImage, { cpus, memoryBytes, pidsLimit: 512, ...(split ? { user: `${ident.uid}:${ident.gid}`, readOnlyRootfs: true, tmpfsBytes: storageBytes, workspaceBytes: bounded ? storageBytes : null } : {}), ...egress.limits, ...(gpuPlan.work.length ? { gpus: [...gpuPlan.work] } : {}), ...(carried ? { carriedFrom: carried.from } : {}) });
+        await svc.workStarted(workId, workImage, {
+          cpus,
+          memoryBytes,
+          pidsLimit: 512,
+          ...(split
+            ? { user: `${ident.uid}:${ident.gid}`, readOnlyRootfs: true, tmpfsBytes: storageBytes, workspaceBytes: bounded ? storageBytes : null }
+            : {}),
+          ...egress.limits,
+          ...(gpuPlan.work.length ? { gpus: [...gpuPlan.work] } : {}),
+          ...(carried ? { carriedFrom: carried.from } : {}),
+        });
         if (svc.current.baselineRoot === null) await svc.recordWorkspace();
         else if (o.resume) {
           // Whatever happened to the workspace since the last record (an orphaned agent before it was killed, a hand
           // edit) is recorded before the agent continues: SnapshotTaken + WorkspaceEdited when it differs.
           const r = await svc.recordWorkspace();
-          log(r.changed ? `the workspace differs from the last recorded snapshot: recorded as WorkspaceEdited (${r.root})` : 'the workspace is as last recorded');
+          log(
+            r.changed ? `the workspace differs from the last recorded snapshot: recorded as WorkspaceEdited (${r.root})` : 'the workspace is as last recorded',
+          );
         }
         if (killedAgentSec > 0) {
           await svc.consume('agent_time', killedAgentSec);
@@ -558,7 +624,13 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
         const left = remainingBudgets(svc.current, new Date());
         const agentLimitSec = Math.min(left.agent_time ?? Infinity, left.wall_time ?? Infinity);
         proxy = await startEgressProxy({ sockDir: p.sock, agent, log });
-        const exec = await container.exec({ Cmd: [...egress.launch.argv], Env: Object.entries(egress.launch.env).map(([k, v]) => `${k}=${v}`), WorkingDir: workdir, AttachStdout: true, AttachStderr: true });
+        const exec = await container.exec({
+          Cmd: [...egress.launch.argv],
+          Env: Object.entries(egress.launch.env).map(([k, v]) => `${k}=${v}`),
+          WorkingDir: workdir,
+          AttachStdout: true,
+          AttachStderr: true,
+        });
         const stream = await exec.start({ hijack: true, stdin: false });
         // The agent's output: secrets redacted, then escaped and marked line by line (agentOutput's contract), so
         // nothing it prints acts on the operator's terminal or passes for one of Assay's lines.
@@ -621,7 +693,9 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
             const old = periodicRoots.shift() as string;
             const st = svc.current;
             if (old === st.baselineRoot || st.rounds.some((r) => r.snapshot?.root === old)) continue;
-            await rt.snapshotHome.unpin(parseCid(old)).catch((e: unknown) => log(`unpinning periodic snapshot ${old} failed: ${e instanceof Error ? e.message : String(e)}`));
+            await rt.snapshotHome
+              .unpin(parseCid(old))
+              .catch((e: unknown) => log(`unpinning periodic snapshot ${old} failed: ${e instanceof Error ? e.message : String(e)}`));
           }
         };
         const between = async () => {
@@ -645,7 +719,10 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
         for (const m of marked.values()) show(m.end());
         let agentExit: number | null = null;
         if (why === 'exited') {
-          agentExit = await exec.inspect().then((i) => i.ExitCode ?? null, () => null);
+          agentExit = await exec.inspect().then(
+            (i) => i.ExitCode ?? null,
+            () => null,
+          );
           log(`agent exited with status ${agentExit}`);
         } else {
           cancelled = why === 'cancel';

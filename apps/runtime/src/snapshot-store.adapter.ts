@@ -51,7 +51,12 @@ export class SnapshotStoreAdapter implements JudgeSnapshots {
 
   async materialise(cid: string, dest: string, limits: MaterialiseLimits): Promise<{ files: number; bytes: number }> {
     const r = await this.home.checkout(this.cid(cid), dest, {
-      policy: { maxFiles: limits.maxFiles, maxFileBytes: Math.min(limits.maxFileBytes, 128 * 2 ** 30), maxTotalBytes: limits.maxTotalBytes, maxDepth: limits.maxDepth },
+      policy: {
+        maxFiles: limits.maxFiles,
+        maxFileBytes: Math.min(limits.maxFileBytes, 128 * 2 ** 30),
+        maxTotalBytes: limits.maxTotalBytes,
+        maxDepth: limits.maxDepth,
+      },
     });
     return { files: r.files, bytes: r.bytes };
   }

@@ -15,7 +15,21 @@
  *     closes that end, the read sees end-of-file, Work's first process exits and Docker stops every process in Work.
  */
 import { spawnSync } from 'node:child_process';
-import { chmodSync, closeSync, constants, existsSync, ftruncateSync, lchownSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import {
+  chmodSync,
+  closeSync,
+  constants,
+  existsSync,
+  ftruncateSync,
+  lchownSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { AssayError } from '@assay/core';
 
@@ -50,13 +64,20 @@ export function ensurePrivateDir(dir: string, what: string, log: (line: string) 
   const me = process.getuid?.() ?? 0;
   if (!st.isDirectory()) throw new AssayError('RUN_HOME_UNSAFE', 'refused', `${what} ${dir} is not a directory`, { details: { dir } });
   if (st.uid !== me)
-    throw new AssayError('RUN_HOME_UNSAFE', 'refused', `${what} ${dir} is owned by uid ${st.uid}, not by the user running assay (uid ${me}); a run's files must be private to its operator: use an ASSAY_HOME you own`, {
-      details: { dir, owner: st.uid, uid: me },
-    });
+    throw new AssayError(
+      'RUN_HOME_UNSAFE',
+      'refused',
+      `${what} ${dir} is owned by uid ${st.uid}, not by the user running assay (uid ${me}); a run's files must be private to its operator: use an ASSAY_HOME you own`,
+      {
+        details: { dir, owner: st.uid, uid: me },
+      },
+    );
   const mode = st.mode & 0o7777;
   if (mode & 0o077) {
     chmodSync(dir, 0o700);
-    log(`${what} ${dir} was accessible to ${mode & 0o070 ? 'its group' : ''}${mode & 0o070 && mode & 0o007 ? ' and ' : ''}${mode & 0o007 ? 'other users' : ''} (mode ${mode.toString(8).padStart(4, '0')}); made it private (0700)`);
+    log(
+      `${what} ${dir} was accessible to ${mode & 0o070 ? 'its group' : ''}${mode & 0o070 && mode & 0o007 ? ' and ' : ''}${mode & 0o007 ? 'other users' : ''} (mode ${mode.toString(8).padStart(4, '0')}); made it private (0700)`,
+    );
   }
 }
 
@@ -139,7 +160,12 @@ export function openLifeline(sockDir: string): Lifeline {
   const path = join(sockDir, LIFELINE_NAME);
   rmSync(path, { force: true });
   const r = spawnSync('mkfifo', ['-m', '0600', path], { encoding: 'utf8' });
-  if (r.status !== 0) throw new AssayError('RUN_LIFELINE_FAILED', 'unavailable', `could not create the lifeline fifo ${path}: ${r.stderr || r.error?.message || `mkfifo exited ${r.status}`}`);
+  if (r.status !== 0)
+    throw new AssayError(
+      'RUN_LIFELINE_FAILED',
+      'unavailable',
+      `could not create the lifeline fifo ${path}: ${r.stderr || r.error?.message || `mkfifo exited ${r.status}`}`,
+    );
   // O_RDWR: never blocks waiting for a reader (Linux), and the fd is close-on-exec: only this process holds it.
   const fd = openSync(path, constants.O_RDWR | constants.O_NONBLOCK);
   chmodSync(path, 0o444); // then nobody (the controller's user included) can open another writing end
@@ -209,7 +235,11 @@ export function recoverBoundedWorkspace(runDir: string, workspace: string, log: 
   }
   if (isMountPoint(mnt)) {
     const c = copyTree(mnt, workspace);
-    log(c.ok ? `copied the previous session's bounded workspace back into ${workspace}` : `copying the previous session's bounded workspace back failed: ${c.why}`);
+    log(
+      c.ok
+        ? `copied the previous session's bounded workspace back into ${workspace}`
+        : `copying the previous session's bounded workspace back failed: ${c.why}`,
+    );
     run('umount', [mnt]);
   }
   if (!isMountPoint(mnt)) {
@@ -263,7 +293,12 @@ export function mountBoundedWorkspace(runDir: string, workspace: string, bytes: 
     run('umount', [mnt]);
     rmSync(img, { force: true });
     rmSync(mnt, { recursive: true, force: true });
-    throw new AssayError('RUN_WORKSPACE_TOO_LARGE', 'refused', `the workspace ${workspace} does not fit the task's storage_mb (${Math.round(bytes / 1048576)} MiB): ${c.why}`, { details: { workspace, bytes } });
+    throw new AssayError(
+      'RUN_WORKSPACE_TOO_LARGE',
+      'refused',
+      `the workspace ${workspace} does not fit the task's storage_mb (${Math.round(bytes / 1048576)} MiB): ${c.why}`,
+      { details: { workspace, bytes } },
+    );
   }
   claimWorkspace(mnt, id);
   let released = false;

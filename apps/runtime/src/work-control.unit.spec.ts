@@ -32,14 +32,14 @@ describe('DockerWorkControl.freeze', () => {
     expect(f.calls).toEqual(['pause', 'pause', 'pause']);
   });
 
-  it('a freezer that keeps giving up is WORK_FREEZE_REFUSED (the agent\'s doing)', async () => {
+  it("a freezer that keeps giving up is WORK_FREEZE_REFUSED (the agent's doing)", async () => {
     const f = freezer([FREEZE, FREEZE, FREEZE]);
     const e = await new DockerWorkControl(f.c, { attempts: 3, delayMs: 1 }).freeze().catch((x: unknown) => x);
     expect(isAssayError(e) && e.code).toBe(WORK_FREEZE_REFUSED);
     expect(f.calls).toHaveLength(3);
   });
 
-  it('any other failure is thrown as is (the host\'s: refunded), and an already paused Work is frozen', async () => {
+  it("any other failure is thrown as is (the host's: refunded), and an already paused Work is frozen", async () => {
     const down = new Error('connect ENOENT /var/run/docker.sock');
     const f = freezer([down]);
     await expect(new DockerWorkControl(f.c, { attempts: 3, delayMs: 1 }).freeze()).rejects.toBe(down);

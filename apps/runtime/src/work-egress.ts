@@ -74,7 +74,13 @@ export async function checkAgentBinary(container: Docker.Container, agent: Agent
 }
 
 /** Starts the run's egress proxy on `<sockDir>/egress.sock`; each decision is logged (secrets redacted). */
-export async function startEgressProxy(o: { sockDir: string; agent: AgentLaunchSpec; log: (line: string) => void; lookup?: EgressLookup; allowNonPublicAddresses?: boolean }): Promise<EgressProxy | null> {
+export async function startEgressProxy(o: {
+  sockDir: string;
+  agent: AgentLaunchSpec;
+  log: (line: string) => void;
+  lookup?: EgressLookup;
+  allowNonPublicAddresses?: boolean;
+}): Promise<EgressProxy | null> {
   const policy = egressPolicyOf(o.agent.network);
   if (!policy) return null;
   const proxy = await EgressProxy.listen({

@@ -21,9 +21,12 @@ export interface DockerDeviceRequest {
 export function dockerDeviceRequests(spec: Pick<ContainerSpec, 'gpus'>): DockerDeviceRequest[] {
   const g = spec.gpus;
   if (!g || g.deviceIds.length === 0) return [];
-  if (g.driver !== 'nvidia') throw containerError('CONTAINER_INVALID_SPEC', `GPU driver ${JSON.stringify(g.driver)} is not supported (only "nvidia")`, { driver: g.driver });
+  if (g.driver !== 'nvidia')
+    throw containerError('CONTAINER_INVALID_SPEC', `GPU driver ${JSON.stringify(g.driver)} is not supported (only "nvidia")`, { driver: g.driver });
   const bad = g.deviceIds.find((d) => typeof d !== 'string' || !GPU_DEVICE_ID_RE.test(d));
-  if (bad !== undefined) throw containerError('CONTAINER_INVALID_SPEC', `GPU device id ${JSON.stringify(bad)} is neither a host index nor a GPU UUID`, { device: bad });
-  if (new Set(g.deviceIds).size !== g.deviceIds.length) throw containerError('CONTAINER_INVALID_SPEC', `GPU device ids ${g.deviceIds.join(',')} name a device twice`);
+  if (bad !== undefined)
+    throw containerError('CONTAINER_INVALID_SPEC', `GPU device id ${JSON.stringify(bad)} is neither a host index nor a GPU UUID`, { device: bad });
+  if (new Set(g.deviceIds).size !== g.deviceIds.length)
+    throw containerError('CONTAINER_INVALID_SPEC', `GPU device ids ${g.deviceIds.join(',')} name a device twice`);
   return [{ Driver: 'nvidia', Count: 0, DeviceIDs: [...g.deviceIds], Capabilities: [['gpu']], Options: {} }];
 }

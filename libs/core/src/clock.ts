@@ -10,7 +10,10 @@ export const systemClock: Clock = { now: () => new Date() };
 /** A clock that only moves when told to. */
 export class ManualClock implements Clock {
   private t: number;
-  constructor(start: Date | string = '2026-01-01T00:00:00.000Z', private readonly stepMs = 0) {
+  constructor(
+    start: Date | string = '2026-01-01T00:00:00.000Z',
+    private readonly stepMs = 0,
+  ) {
     this.t = new Date(start).getTime();
   }
   now(): Date {

@@ -18,12 +18,7 @@ export class AssayError extends Error {
   readonly kind: ErrorKind;
   readonly details: Readonly<Record<string, unknown>>;
 
-  constructor(
-    code: string,
-    kind: ErrorKind,
-    message: string,
-    options: { details?: Record<string, unknown>; cause?: unknown } = {},
-  ) {
+  constructor(code: string, kind: ErrorKind, message: string, options: { details?: Record<string, unknown>; cause?: unknown } = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'AssayError';
     this.code = code;

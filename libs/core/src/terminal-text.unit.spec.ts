@@ -48,7 +48,7 @@ describe('MarkedLineStream', () => {
     return chunks.map((c) => s.push(c)).join('') + s.end();
   };
 
-  it('marks every line as the agent\'s, so no line can pass for one of Assay\'s', () => {
+  it("marks every line as the agent's, so no line can pass for one of Assay's", () => {
     const out = feed(['hello\nbest      round 9, score 1e9\n', 'run       r (t) completed\nno newline']);
     expect(out).toBe('agent| hello\nagent| best      round 9, score 1e9\nagent| run       r (t) completed\nagent| no newline\n');
     for (const l of out.split('\n').filter(Boolean)) expect(l.startsWith(AGENT_LINE_PREFIX)).toBe(true);

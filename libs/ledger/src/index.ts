@@ -5,7 +5,20 @@ export * from './domain/json';
 export { canonicalJson, canonicalBytes } from './domain/jcs';
 export * from './domain/envelope';
 export * from './domain/roles';
-export { CATALOGUE, CLAIM_EVENT_TYPES, EVENT_TYPES, GENERIC_EVENT_TYPES, JUDGE_STATUSES, RUN_STATUSES, BUDGETS, eventDataProblem, genericAppendProblem, genericStreamProblem, RESERVED_STREAM_CATEGORIES, type EventTypeSpec } from './domain/catalogue';
+export {
+  CATALOGUE,
+  CLAIM_EVENT_TYPES,
+  EVENT_TYPES,
+  GENERIC_EVENT_TYPES,
+  JUDGE_STATUSES,
+  RUN_STATUSES,
+  BUDGETS,
+  eventDataProblem,
+  genericAppendProblem,
+  genericStreamProblem,
+  RESERVED_STREAM_CATEGORIES,
+  type EventTypeSpec,
+} from './domain/catalogue';
 export type { FieldSpec, ObjectSchema } from './domain/schema';
 export { KeyRegistry, type KeyRecord } from './domain/key-registry';
 export * from './domain/merkle';

@@ -39,7 +39,16 @@ export {
   type AgentLaunchSpec,
   type AgentNetworkRule,
 } from './adapters/agents.adapter';
-export { EgressProxy, egressSummary, systemLookup, type EgressLookup, type EgressProxyOptions, type EgressRecord, type EgressStats, type ResolvedAddress } from './adapters/egress-proxy.adapter';
+export {
+  EgressProxy,
+  egressSummary,
+  systemLookup,
+  type EgressLookup,
+  type EgressProxyOptions,
+  type EgressRecord,
+  type EgressStats,
+  type ResolvedAddress,
+} from './adapters/egress-proxy.adapter';
 export {
   agentBinary,
   agentBinaryMissing,

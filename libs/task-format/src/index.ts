@@ -3,14 +3,7 @@
  * TaskPlan; resolves environment templates at run time; computes task digests (through an injected directory
  * digester) and the protocol fingerprint (through an injected RFC 8785 canonicalizer). See docs/task-format.md.
  */
-export {
-  TASK_ERROR_CODES,
-  formatProblem,
-  problem,
-  taskInvalidError,
-  type TaskErrorCode,
-  type TaskProblem,
-} from './task-format.errors';
+export { TASK_ERROR_CODES, formatProblem, problem, taskInvalidError, type TaskErrorCode, type TaskProblem } from './task-format.errors';
 export type {
   AgentPlan,
   AssetRequirement,
@@ -74,12 +67,5 @@ export {
 } from './domain/fingerprint';
 export type { DirectoryDigester } from './ports/directory-digester.port';
 export { computeTaskDigests, type TaskDigests } from './task-digests';
-export {
-  DEFAULT_TASK_DIR_LIMITS,
-  loadTaskPlan,
-  validateTaskDir,
-  type TaskDirLimits,
-  type TaskDirOptions,
-  type TaskValidation,
-} from './task-dir';
+export { DEFAULT_TASK_DIR_LIMITS, loadTaskPlan, validateTaskDir, type TaskDirLimits, type TaskDirOptions, type TaskValidation } from './task-dir';
 export { describePlan, summarizePlan } from './task-report';

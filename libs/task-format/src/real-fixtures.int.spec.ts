@@ -18,7 +18,13 @@ function compileFixture(name: string, compose: string | null = null) {
 
 describe('real task files', () => {
   it('every fixture names its source on its first line', () => {
-    for (const f of ['openrsi-datacomp-small-filtering.task.toml', 'openrsi-reasonir-difficulty-curriculum.task.toml', 'openrsi-reasonir-difficulty-curriculum.docker-compose.yaml', 'openrsi-learnability-cot.task.toml', 'harbor-cookbook-simple-task.task.toml']) {
+    for (const f of [
+      'openrsi-datacomp-small-filtering.task.toml',
+      'openrsi-reasonir-difficulty-curriculum.task.toml',
+      'openrsi-reasonir-difficulty-curriculum.docker-compose.yaml',
+      'openrsi-learnability-cot.task.toml',
+      'harbor-cookbook-simple-task.task.toml',
+    ]) {
       expect(read(f).split('\n')[0]).toMatch(/^# Assay fixture, verbatim copy of github\.com\/\S+ \S+ \(commit [0-9a-f]{40}\); licence: /);
     }
   });

@@ -48,12 +48,7 @@ describe('validateTaskDir', () => {
   it('reports every missing required path at once', async () => {
     const v = await validateTaskDir(root);
     expect(v.ok).toBe(false);
-    expect(keysOf(v)).toEqual([
-      `${C.FILE_MISSING} task.toml`,
-      `${C.FILE_MISSING} instruction.md`,
-      `${C.FILE_MISSING} environment`,
-      `${C.FILE_MISSING} tests`,
-    ]);
+    expect(keysOf(v)).toEqual([`${C.FILE_MISSING} task.toml`, `${C.FILE_MISSING} instruction.md`, `${C.FILE_MISSING} environment`, `${C.FILE_MISSING} tests`]);
   });
 
   it('reports file-system and task.toml problems together', async () => {
@@ -75,12 +70,12 @@ describe('validateTaskDir', () => {
       mkdirSync(join(root, 'environment', 'sub'));
       symlinkSync('../Dockerfile', join(root, 'environment', 'sub', 'also-fine'));
       const v = await validateTaskDir(root);
-      expect(v.problems.filter((p) => p.code === C.FILE_UNSAFE).map((p) => p.file).sort()).toEqual([
-        'environment/passwd',
-        'instruction.md',
-        'instruction.md',
-        'tests/peek',
-      ]);
+      expect(
+        v.problems
+          .filter((p) => p.code === C.FILE_UNSAFE)
+          .map((p) => p.file)
+          .sort(),
+      ).toEqual(['environment/passwd', 'instruction.md', 'instruction.md', 'tests/peek']);
       expect(v.problems.find((p) => p.file === 'tests/peek')?.message).toContain('leaves tests/');
     } finally {
       rmSync(outside, { recursive: true, force: true });

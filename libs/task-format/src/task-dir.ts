@@ -196,7 +196,9 @@ async function walkTree(root: string, limits: TaskDirLimits, problems: TaskProbl
   }
   for (const kind of ['link', 'special'] as const) {
     if (reported[kind] > MAX_REPORTED_PER_KIND) {
-      problems.push(problem(C.FILE_UNSAFE, '.', null, `${reported[kind] - MAX_REPORTED_PER_KIND} more unsafe ${kind === 'link' ? 'symlinks' : 'special files'} not listed`));
+      problems.push(
+        problem(C.FILE_UNSAFE, '.', null, `${reported[kind] - MAX_REPORTED_PER_KIND} more unsafe ${kind === 'link' ? 'symlinks' : 'special files'} not listed`),
+      );
     }
   }
 }
@@ -225,7 +227,8 @@ export async function validateTaskDir(dir: string, options: TaskDirOptions = {})
   if (testsState === 'ok' && (await checkPath(root, TEST_SCRIPT, 'file', problems, true)) === 'ok') {
     const r = await readBoundedFile(root, TEST_SCRIPT, limits.maxTestScriptBytes);
     if (!r.ok) problems.push(r.problem);
-    else if (r.bytes.length === 0) problems.push(problem(C.INVALID_VALUE, TEST_SCRIPT, null, 'is empty; it must write /logs/verifier/reward.json or reward.txt'));
+    else if (r.bytes.length === 0)
+      problems.push(problem(C.INVALID_VALUE, TEST_SCRIPT, null, 'is empty; it must write /logs/verifier/reward.json or reward.txt'));
   }
   await walkTree(root, limits, problems);
 

@@ -17,10 +17,19 @@ export interface Ran {
 /** Runs rsi-submit with only the environment given (plus PATH), as the agent would inside Work. */
 export function rsiSubmit(env: Record<string, string>, args: string[] = [], timeoutMs = 60_000): Promise<Ran> {
   return new Promise((resolve) => {
-    execFile('python3', ['-I', RSI_SUBMIT, ...args], { env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...env }, timeout: timeoutMs }, (err, stdout, stderr) => {
-      const code = err ? (typeof (err as NodeJS.ErrnoException & { code?: unknown }).code === 'number' ? ((err as unknown as { code: number }).code) : null) : 0;
-      resolve({ code, stdout, stderr });
-    });
+    execFile(
+      'python3',
+      ['-I', RSI_SUBMIT, ...args],
+      { env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...env }, timeout: timeoutMs },
+      (err, stdout, stderr) => {
+        const code = err
+          ? typeof (err as NodeJS.ErrnoException & { code?: unknown }).code === 'number'
+            ? (err as unknown as { code: number }).code
+            : null
+          : 0;
+        resolve({ code, stdout, stderr });
+      },
+    );
   });
 }
 
@@ -30,7 +39,10 @@ export interface Raw {
   body: string;
 }
 
-export function raw(socketPath: string, o: { method?: string; path?: string; headers?: http.OutgoingHttpHeaders; body?: string; rawHeaders?: Array<[string, string]> } = {}): Promise<Raw> {
+export function raw(
+  socketPath: string,
+  o: { method?: string; path?: string; headers?: http.OutgoingHttpHeaders; body?: string; rawHeaders?: Array<[string, string]> } = {},
+): Promise<Raw> {
   return new Promise((resolve, reject) => {
     const req = http.request({ socketPath, method: o.method ?? 'POST', path: o.path ?? '/submit', headers: o.headers ?? {} }, (res) => {
       const chunks: Buffer[] = [];

@@ -8,7 +8,16 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, wr
 import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import type { IdGenerator } from '@assay/core';
-import { EMPTY_OUTPUT_DIGEST, FakeSnapshotter, type ForeignEvent, type JudgeOutcome, type JudgePort, type JudgeRequest, type SnapshotRequest, type WorkspaceSnapshot } from '@assay/run';
+import {
+  EMPTY_OUTPUT_DIGEST,
+  FakeSnapshotter,
+  type ForeignEvent,
+  type JudgeOutcome,
+  type JudgePort,
+  type JudgeRequest,
+  type SnapshotRequest,
+  type WorkspaceSnapshot,
+} from '@assay/run';
 
 /** Snapshots a real directory (regular files only, read as UTF-8). */
 export class DirSnapshotter extends FakeSnapshotter {
@@ -50,7 +59,11 @@ export class LocalScriptJudge implements JudgePort {
   async judge(req: JudgeRequest): Promise<JudgeOutcome> {
     this.n += 1;
     const judge = `local-${this.n}-r${req.round}`;
-    const ev = (type: string, data: Record<string, unknown>): ForeignEvent => ({ type, data: { run: req.run, round: req.round, judge, ...data }, id: this.ids.next() });
+    const ev = (type: string, data: Record<string, unknown>): ForeignEvent => ({
+      type,
+      data: { run: req.run, round: req.round, judge, ...data },
+      id: this.ids.next(),
+    });
     const tree = this.snapshots.tree(req.snapshot);
     if (!tree) throw new Error(`snapshot ${req.snapshot} is unknown`);
     const scratch = mkdtempSync(join(tmpdir(), 'assay-local-judge-'));
@@ -65,11 +78,17 @@ export class LocalScriptJudge implements JudgePort {
       const [cmd, ...args] = this.argv(ws, out, scratch) as [string, ...string[]];
       const started = Date.now();
       const r = await new Promise<{ code: number; output: string }>((resolve) =>
-        execFile(cmd, args, { cwd: scratch, timeout: 120_000 }, (err, stdout, stderr) => resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, output: `${stdout}${stderr}` })),
+        execFile(cmd, args, { cwd: scratch, timeout: 120_000 }, (err, stdout, stderr) =>
+          resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, output: `${stdout}${stderr}` }),
+        ),
       );
       const logName = `round-${req.round}.log`;
       writeFileSync(join(this.logsDir, logName), r.output);
-      await this.write(`judge-${judge}`, [ev('JudgeLaunched', { image: `sha256:${'0'.repeat(64)}`, snapshot: req.snapshot, testsDigest: 'sha256:tests', limits: {}, network: 'none' })], 'no_stream');
+      await this.write(
+        `judge-${judge}`,
+        [ev('JudgeLaunched', { image: `sha256:${'0'.repeat(64)}`, snapshot: req.snapshot, testsDigest: 'sha256:tests', limits: {}, network: 'none' })],
+        'no_stream',
+      );
       let rewards: Record<string, number> | null = null;
       try {
         const parsed = JSON.parse(readFileSync(join(out, 'reward.json'), 'utf8')) as Record<string, unknown>;
@@ -78,7 +97,16 @@ export class LocalScriptJudge implements JudgePort {
         rewards = null;
       }
       const status = rewards ? 'completed' : 'verifier_error';
-      const tail = [ev('JudgeCompleted', { status, exitCode: r.code, durationMs: Date.now() - started, outputDigest: EMPTY_OUTPUT_DIGEST, outputBytes: Buffer.byteLength(r.output), ...(rewards ? {} : { detail: 'no valid reward.json' }) })];
+      const tail = [
+        ev('JudgeCompleted', {
+          status,
+          exitCode: r.code,
+          durationMs: Date.now() - started,
+          outputDigest: EMPTY_OUTPUT_DIGEST,
+          outputBytes: Buffer.byteLength(r.output),
+          ...(rewards ? {} : { detail: 'no valid reward.json' }),
+        }),
+      ];
       if (rewards) tail.push(ev('RewardRecorded', { rewards, primaryMetric: null, primaryScore: null }));
       await this.write(`judge-${judge}`, tail, 'any');
       return { judge, status, rewards, primaryScore: null, detail: null, log: `/logs/assay/${logName}`, gpuSeconds: 0 };

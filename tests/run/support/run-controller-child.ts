@@ -28,7 +28,26 @@ async function main(): Promise<void> {
   const judge: JudgePort = {
     judge: async (req) => {
       if (hang === 'judge') {
-        await ledger.appendTo(`judge-child-${req.round}`, [{ type: 'JudgeLaunched', data: { run: req.run, round: req.round, judge: `child-${req.round}`, image: 'sha256:i', snapshot: req.snapshot, testsDigest: 'sha256:t', limits: {}, network: 'none' }, id: randomIds.next() }], 'no_stream');
+        await ledger.appendTo(
+          `judge-child-${req.round}`,
+          [
+            {
+              type: 'JudgeLaunched',
+              data: {
+                run: req.run,
+                round: req.round,
+                judge: `child-${req.round}`,
+                image: 'sha256:i',
+                snapshot: req.snapshot,
+                testsDigest: 'sha256:t',
+                limits: {},
+                network: 'none',
+              },
+              id: randomIds.next(),
+            },
+          ],
+          'no_stream',
+        );
         say(`JUDGING ${req.round}`);
         await new Promise(() => undefined);
       }

@@ -31,9 +31,19 @@ export const TOKEN = '0123456789abcdef'.repeat(4);
 export const TOKEN_SHA = tokenSha256(TOKEN);
 export const BEARER = `Bearer ${TOKEN}`;
 
-export const SETTINGS: RunSettingsLike = { primaryMetric: null, direction: 'maximize', maxSubmissions: null, cooldownSec: 0, timeBudgetSec: null, gpuBudgetSec: null };
+export const SETTINGS: RunSettingsLike = {
+  primaryMetric: null,
+  direction: 'maximize',
+  maxSubmissions: null,
+  cooldownSec: 0,
+  timeBudgetSec: null,
+  gpuBudgetSec: null,
+};
 
-export function startInput(run = 'r1', o: { settings?: Partial<RunSettingsLike>; agentTimeoutSec?: number | null; editablePaths?: string[] | null; tokenSha?: string } = {}): RunStartInput {
+export function startInput(
+  run = 'r1',
+  o: { settings?: Partial<RunSettingsLike>; agentTimeoutSec?: number | null; editablePaths?: string[] | null; tokenSha?: string } = {},
+): RunStartInput {
   const { protocol, selection } = buildRunRules({
     settings: { ...SETTINGS, ...(o.settings ?? {}) },
     agentTimeoutSec: o.agentTimeoutSec ?? null,
@@ -41,7 +51,16 @@ export function startInput(run = 'r1', o: { settings?: Partial<RunSettingsLike>;
     tokenSha256: o.tokenSha ?? TOKEN_SHA,
     fingerprintInput: { scheme: 'test' },
   });
-  return { run, task: 'assay:test-task', taskDigest: 'sha256:abc', agent: 'reference', model: null, fingerprint: `sha256:${'f'.repeat(64)}`, protocol, selection };
+  return {
+    run,
+    task: 'assay:test-task',
+    taskDigest: 'sha256:abc',
+    agent: 'reference',
+    model: null,
+    fingerprint: `sha256:${'f'.repeat(64)}`,
+    protocol,
+    selection,
+  };
 }
 
 /** decide + evolve over an in-memory history, with a clock the test moves. */
@@ -75,7 +94,15 @@ export class Sim {
     for (const e of events) {
       const revision = (this.revs.get(stream) ?? -1) + 1;
       this.revs.set(stream, revision);
-      const rec: RunEventRecord = { position: this.records.length, stream, revision, id: `id-${this.records.length}`, type: e.type, time: new Date(this.now).toISOString(), data: e.data };
+      const rec: RunEventRecord = {
+        position: this.records.length,
+        stream,
+        revision,
+        id: `id-${this.records.length}`,
+        type: e.type,
+        time: new Date(this.now).toISOString(),
+        data: e.data,
+      };
       this.records.push(rec);
       this.state = evolve(this.state, rec);
       out.push(rec);
@@ -105,12 +132,19 @@ export class Sim {
   }
 
   /** Records the Judge's events for a round in a judge stream, as the real Judge does. */
-  judge(round: number, status: JudgeStatus, rewards: Record<string, number> | null = null, o: { rule?: string; run?: string; launchOnly?: boolean } = {}): string {
+  judge(
+    round: number,
+    status: JudgeStatus,
+    rewards: Record<string, number> | null = null,
+    o: { rule?: string; run?: string; launchOnly?: boolean } = {},
+  ): string {
     this.judges += 1;
     const judge = `j${this.judges}`;
     const run = o.run ?? this.run;
     const snapshot = (run === this.run ? roundOf(this.state, round)?.snapshot?.root : undefined) ?? 'bafy';
-    const events: Array<{ type: string; data: Record<string, unknown> }> = [{ type: 'JudgeLaunched', data: { run, round, judge, image: 'sha256:i', snapshot, testsDigest: 'sha256:t', limits: {}, network: 'none' } }];
+    const events: Array<{ type: string; data: Record<string, unknown> }> = [
+      { type: 'JudgeLaunched', data: { run, round, judge, image: 'sha256:i', snapshot, testsDigest: 'sha256:t', limits: {}, network: 'none' } },
+    ];
     if (!o.launchOnly) {
       events.push({ type: 'JudgeCompleted', data: { run, round, judge, status, exitCode: 0, durationMs: 3, outputDigest: 'sha256:o', outputBytes: 0 } });
       if (rewards) events.push({ type: 'RewardRecorded', data: { run, round, judge, rewards, primaryMetric: null, primaryScore: null } });
@@ -142,15 +176,35 @@ export interface Wiring {
 }
 
 let wirings = 0;
-export function wiring(o: { run?: string; script?: FakeJudgeBehaviour[]; files?: Record<string, string>; options?: SubmissionServiceOptions; ledger?: MemoryRunLedger; clock?: ManualClock } = {}): Wiring {
+export function wiring(
+  o: {
+    run?: string;
+    script?: FakeJudgeBehaviour[];
+    files?: Record<string, string>;
+    options?: SubmissionServiceOptions;
+    ledger?: MemoryRunLedger;
+    clock?: ManualClock;
+  } = {},
+): Wiring {
   wirings += 1;
   const clock = o.clock ?? new ManualClock(T0);
   const ids = new SequentialIds(`${wirings.toString(16).padStart(8, '0')}-0000-4000-8000`);
   const ledger = o.ledger ?? new MemoryRunLedger(clock);
   const snapshotter = new FakeSnapshotter(o.files ?? { 'solve.py': 'v0' });
   const judge = new FakeJudge((stream, events, expected) => ledger.appendTo(stream, events, expected), ids, o.script);
-  return { ledger, snapshotter, judge, clock, ids, deps: { run: o.run ?? 'r1', ledger, snapshotter, judge, clock, ids, ...(o.options ? { options: o.options } : {}) } };
+  return {
+    ledger,
+    snapshotter,
+    judge,
+    clock,
+    ids,
+    deps: { run: o.run ?? 'r1', ledger, snapshotter, judge, clock, ids, ...(o.options ? { options: o.options } : {}) },
+  };
 }
 
 /** A submit request; `null` for no Authorization header. */
-export const submitReq = (authorization: string | null = BEARER, o: { hasBody?: boolean; hasQuery?: boolean } = {}) => ({ authorization: authorization ?? undefined, hasBody: o.hasBody ?? false, hasQuery: o.hasQuery ?? false });
+export const submitReq = (authorization: string | null = BEARER, o: { hasBody?: boolean; hasQuery?: boolean } = {}) => ({
+  authorization: authorization ?? undefined,
+  hasBody: o.hasBody ?? false,
+  hasQuery: o.hasQuery ?? false,
+});

@@ -30,6 +30,10 @@ export function register(program: Command, ctx: CliContext): void {
       const { deleteOperatorToken, operatorTokenPath } = libs.ledger();
       const had = deleteOperatorToken(ctx.home);
       if (o.json) return ctx.out(JSON.stringify({ deleted: had, path: operatorTokenPath(ctx.home) }));
-      ctx.out(had ? `deleted ${operatorTokenPath(ctx.home)}: the API now refuses every write` : `no operator token in ${operatorTokenPath(ctx.home)}: the API already refuses every write`);
+      ctx.out(
+        had
+          ? `deleted ${operatorTokenPath(ctx.home)}: the API now refuses every write`
+          : `no operator token in ${operatorTokenPath(ctx.home)}: the API already refuses every write`,
+      );
     });
 }

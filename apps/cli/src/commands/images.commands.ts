@@ -22,7 +22,14 @@ export function register(program: Command, ctx: CliContext): void {
       const rt = await JudgeRuntime.open({ home: ctx.home, progress: ctx.progress() });
       try {
         await rt.containers.ping();
-        const r = await buildBaseImage({ home: rt.home, runtime: rt.containers, recorder: rt.recorder, clock: systemClock, force: o.force === true, progress: ctx.progress() });
+        const r = await buildBaseImage({
+          home: rt.home,
+          runtime: rt.containers,
+          recorder: rt.recorder,
+          clock: systemClock,
+          force: o.force === true,
+          progress: ctx.progress(),
+        });
         if (o.json) return ctx.out(JSON.stringify(r, null, 2));
         ctx.out(`${r.tag} = ${r.id} (${r.built ? 'built' : 'up to date'}; recipe ${r.recipeDigest})`);
         ctx.out(`  log     ${r.logPath} (${r.logDigest})`);
@@ -55,5 +62,7 @@ export function register(program: Command, ctx: CliContext): void {
 function printImage(ctx: CliContext, i: BuiltImage): void {
   ctx.out(`${i.purpose.padEnd(5)} ${i.tag} = ${i.id} (${i.built ? `built in ${(i.durationMs / 1000).toFixed(1)} s` : 'up to date'})`);
   if (i.logPath) ctx.out(`  log     ${i.logPath} (${i.logDigest})`);
-  ctx.out(`  ledger  ${i.recorded ? `ImageBuilt@${i.recorded.position}` : i.recipeDigest ? 'already recorded' : 'not built by Assay (environment.docker_image)'}`);
+  ctx.out(
+    `  ledger  ${i.recorded ? `ImageBuilt@${i.recorded.position}` : i.recipeDigest ? 'already recorded' : 'not built by Assay (environment.docker_image)'}`,
+  );
 }

@@ -16,7 +16,16 @@ import { register as snapshot } from './snapshot.commands';
 import { register as run } from './run.commands';
 import { register as api } from './api.commands';
 
-const groups: Register[] = [ledger, keys, task, judge, images, run, (p, ctx) => snapshot(p, ctx, { sink: (c) => new (require('../snapshot-ledger-sink') as typeof import('../snapshot-ledger-sink')).LedgerSnapshotSink(c) }), api];
+const groups: Register[] = [
+  ledger,
+  keys,
+  task,
+  judge,
+  images,
+  run,
+  (p, ctx) => snapshot(p, ctx, { sink: (c) => new (require('../snapshot-ledger-sink') as typeof import('../snapshot-ledger-sink')).LedgerSnapshotSink(c) }),
+  api,
+];
 
 export function registerCommands(program: Command, ctx: CliContext): void {
   for (const register of groups) register(program, ctx);

@@ -19,7 +19,7 @@ export function register(program: Command, ctx: CliContext): void {
     .argument('<task-dir>', 'task directory (Harbor / OpenRSI Index format)')
     .requiredOption('--snapshot <cid|dir>', 'a snapshot CID in ASSAY_HOME/blobs, or a directory to snapshot first')
     .option('--repeat <n>', 'number of fresh Judges (median of their primary scores)', '1')
-    .option('--metric <key>', 'primary metric (over the task\'s [metadata.assay] primary_metric)')
+    .option('--metric <key>', "primary metric (over the task's [metadata.assay] primary_metric)")
     .option('--json', 'print one JSON document')
     .action(async (taskDir: string, o: { snapshot: string; repeat: string; metric?: string; json?: boolean }) => {
       const { judgeError } = libs.judge();
@@ -54,7 +54,9 @@ export function register(program: Command, ctx: CliContext): void {
           ctx.out(`snapshot  ${snap.cid}${snap.from === 'directory' ? ` (snapshot of ${o.snapshot})` : ''}`);
           ctx.out(`image     ${task.images.judge.id} (${task.images.judge.tag}${task.images.judge.built ? ', built now' : ''})`);
           ctx.out(`tests     ${p.testsDigest}`);
-          ctx.out(`limits    ${p.limits.cpus} cpu, ${p.limits.memoryBytes / 1048576} MiB, ${p.limits.pidsLimit} pids, ${p.limits.verifierTimeoutSec} s, network ${p.network}`);
+          ctx.out(
+            `limits    ${p.limits.cpus} cpu, ${p.limits.memoryBytes / 1048576} MiB, ${p.limits.pidsLimit} pids, ${p.limits.verifierTimeoutSec} s, network ${p.network}`,
+          );
         }
         const rep = await rt.runner.judgeRepeated(p, snap.cid, n, {}, (r, i) => {
           if (!o.json) printResult(ctx, r, i, n);
@@ -75,14 +77,19 @@ export function register(program: Command, ctx: CliContext): void {
             ),
           );
         } else if (n > 1) {
-          ctx.out(`median    ${rep.median === null ? 'none' : rep.median} (primary scores of ${rep.results.filter((r) => r.status === 'completed' && r.primaryScore !== null).length} completed of ${rep.results.length} Judges)`);
+          ctx.out(
+            `median    ${rep.median === null ? 'none' : rep.median} (primary scores of ${rep.results.filter((r) => r.status === 'completed' && r.primaryScore !== null).length} completed of ${rep.results.length} Judges)`,
+          );
         }
         const infra = rep.results.filter((r) => r.status === 'infrastructure_error');
         if (rt.runner.isCancelled) {
           throw judgeError('JUDGE_CANCELLED', `cancelled after ${rep.results.length} of ${n} Judge(s); each was recorded`);
         }
         if (infra.length) {
-          throw judgeError('JUDGE_INFRASTRUCTURE', `${infra.length} of ${n} Judge(s) ended in infrastructure_error (no score): ${infra.map((r) => `${r.judge}: ${r.detail ?? ''}`).join('; ')}`);
+          throw judgeError(
+            'JUDGE_INFRASTRUCTURE',
+            `${infra.length} of ${n} Judge(s) ended in infrastructure_error (no score): ${infra.map((r) => `${r.judge}: ${r.detail ?? ''}`).join('; ')}`,
+          );
         }
       } finally {
         process.off('SIGINT', onSignal);
@@ -94,11 +101,15 @@ export function register(program: Command, ctx: CliContext): void {
 
 function printResult(ctx: CliContext, r: JudgeResult, i: number, n: number): void {
   ctx.out(`judge${n > 1 ? ` ${i + 1}/${n}` : ''} ${r.judge}: ${r.status}${r.exitCode !== null ? `, exit ${r.exitCode}` : ''}, ${r.durationMs} ms`);
-  if (r.rewards) ctx.out(`  rewards   ${Object.entries(r.rewards).map(([k, v]) => `${k}=${v}`).join(' ')}`);
+  if (r.rewards)
+    ctx.out(
+      `  rewards   ${Object.entries(r.rewards)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(' ')}`,
+    );
   if (r.status === 'completed') ctx.out(`  primary   ${r.primaryMetric ?? '(none)'} = ${r.primaryScore === null ? 'none' : r.primaryScore}`);
   if (r.rule) ctx.out(`  rule      ${r.rule.rule} (score 0)`);
   if (r.detail) ctx.out(`  detail    ${r.detail.split('\n')[0]}`);
   ctx.out(`  output    ${r.output.path} (${r.output.totalBytes} bytes${r.output.truncated ? `, first ${r.output.keptBytes} kept` : ''}, ${r.output.digest})`);
   ctx.out(`  ledger    ${r.events.map((e) => `${e.type}@${e.position}`).join(' ')} (stream ${r.stream})`);
 }
-

@@ -28,13 +28,16 @@ export function register(program: Command, ctx: CliContext): void {
     .action((o: { role: string; output?: string; out?: string; name?: string; json?: boolean }) => {
       const role = roleOf(o.role);
       const dir = o.output ?? o.out;
-      if (dir === undefined) throw new AssayError('CLI_USAGE', 'invalid_input', "keys generate needs -o/--output DIR, the directory to write the key pair into");
+      if (dir === undefined)
+        throw new AssayError('CLI_USAGE', 'invalid_input', 'keys generate needs -o/--output DIR, the directory to write the key pair into');
       makeDirectories(dir, 0o700);
       const { generateKeyPair, writeKeyPair } = libs.ledger();
       const pair = generateKeyPair(role, o.name);
       const paths = writeKeyPair(dir, pair);
       if (o.json) return ctx.out(JSON.stringify({ role, signer: pair.signer, publicKey: pair.publicKeyText, ...paths }));
-      ctx.out(`${role} key ${pair.signer}\n  private: ${paths.privateKeyPath} (keep it secret; readable by you only)\n  public:  ${paths.publicKeyPath}\n  ${pair.publicKeyText}`);
+      ctx.out(
+        `${role} key ${pair.signer}\n  private: ${paths.privateKeyPath} (keep it secret; readable by you only)\n  public:  ${paths.publicKeyPath}\n  ${pair.publicKeyText}`,
+      );
     });
 
   keys
@@ -59,7 +62,8 @@ export function register(program: Command, ctx: CliContext): void {
     .requiredOption('--reason <text>', 'why')
     .option('--json', 'print JSON')
     .action(async (signer: string, o: { reason: string; json?: boolean }) => {
-      if (!/^[^\s+]{1,128}\+[0-9a-f]{8}$/.test(signer)) throw new AssayError('CLI_USAGE', 'invalid_input', `the key must be given as <name>+<8 hex key id>, got "${signer}"`);
+      if (!/^[^\s+]{1,128}\+[0-9a-f]{8}$/.test(signer))
+        throw new AssayError('CLI_USAGE', 'invalid_input', `the key must be given as <name>+<8 hex key id>, got "${signer}"`);
       const { RevokeKeyCommand } = libs.ledger();
       const r = await withBuses(ctx, (b) => b.commands.execute(new RevokeKeyCommand(signer, o.reason)));
       if (o.json) return ctx.out(JSON.stringify({ signer, revoked: true, position: r.lastPosition }));

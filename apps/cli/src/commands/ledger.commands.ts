@@ -88,7 +88,9 @@ export function register(program: Command, ctx: CliContext): void {
 
   ledger
     .command('append')
-    .description('append one event, or every event of a JSON-lines file (operators: TaskRegistered, RejudgeCompleted, Note; the types of runs, Judges, images and keys are refused)')
+    .description(
+      'append one event, or every event of a JSON-lines file (operators: TaskRegistered, RejudgeCompleted, Note; the types of runs, Judges, images and keys are refused)',
+    )
     .option('--stream <stream>', 'stream, <category>-<id>')
     .option('--type <type>', 'event type from the catalogue')
     .option('--data <json>', 'event data as a JSON object')
@@ -110,12 +112,26 @@ export function register(program: Command, ctx: CliContext): void {
       const results = await withBuses(ctx, async (b) => {
         const out = [];
         for (const it of items)
-          out.push(await b.commands.execute(new AppendEventsCommand(it.stream, [{ type: it.type, data: it.data, ...(it.id ? { id: it.id } : {}) }], o.file ? 'any' : expected)));
+          out.push(
+            await b.commands.execute(
+              new AppendEventsCommand(it.stream, [{ type: it.type, data: it.data, ...(it.id ? { id: it.id } : {}) }], o.file ? 'any' : expected),
+            ),
+          );
         return out;
       });
       for (const [i, r] of results.entries()) {
         const it = items[i] as EventLine;
-        if (o.json) ctx.out(JSON.stringify({ stream: r.stream, type: it.type, position: r.lastPosition, revision: r.nextExpectedRevision, id: r.events[0]?.id, idempotent: r.idempotent }));
+        if (o.json)
+          ctx.out(
+            JSON.stringify({
+              stream: r.stream,
+              type: it.type,
+              position: r.lastPosition,
+              revision: r.nextExpectedRevision,
+              id: r.events[0]?.id,
+              idempotent: r.idempotent,
+            }),
+          );
         else ctx.out(`${r.idempotent ? 'already recorded' : 'appended'} ${it.type} to ${r.stream}@${r.nextExpectedRevision} at position ${r.lastPosition}`);
       }
     });
@@ -161,10 +177,15 @@ export function register(program: Command, ctx: CliContext): void {
     .action(async (o: { stream?: string; from: string; limit: string; json?: boolean }) => {
       const from = parseCount(o.from, '--from');
       const limit = parseCount(o.limit, '--limit');
-      const events = await withBuses(ctx, (b) => b.queries.execute(new ReadEventsQuery({ ...(o.stream !== undefined ? { stream: o.stream } : {}), from, limit })));
+      const events = await withBuses(ctx, (b) =>
+        b.queries.execute(new ReadEventsQuery({ ...(o.stream !== undefined ? { stream: o.stream } : {}), from, limit })),
+      );
       for (const { envelope: e } of events) {
         if (o.json) ctx.out(JSON.stringify(e));
-        else ctx.out(`${String(e.position).padStart(6)}  ${e.time}  ${`${e.stream}@${e.revision}`.padEnd(34)} ${e.type.padEnd(18)} ${e.signer.split('+')[0]}  ${JSON.stringify(e.data).slice(0, 80)}`);
+        else
+          ctx.out(
+            `${String(e.position).padStart(6)}  ${e.time}  ${`${e.stream}@${e.revision}`.padEnd(34)} ${e.type.padEnd(18)} ${e.signer.split('+')[0]}  ${JSON.stringify(e.data).slice(0, 80)}`,
+          );
       }
     });
 
@@ -248,6 +269,10 @@ function readText(file: string, what: string): string {
   try {
     return readFileSync(file, 'utf8');
   } catch (e) {
-    throw new AssayError('CLI_FILE_UNREADABLE', 'invalid_input', `cannot read ${what} file ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+    throw new AssayError(
+      'CLI_FILE_UNREADABLE',
+      'invalid_input',
+      `cannot read ${what} file ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`,
+    );
   }
 }

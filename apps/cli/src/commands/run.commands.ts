@@ -22,8 +22,12 @@ export function register(program: Command, ctx: CliContext): void {
     .command('run')
     .description('run an agent on a task: Work container, submissions judged by fresh Judges, best round selected')
     .argument('[task-dir]', 'task directory')
-    .option('--agent <agent>', 'reference | command:<shell command run inside Work> | codex[:model] | claude-code[:model] (the last two: OPENAI_API_KEY / ANTHROPIC_API_KEY from the environment, the binary in the task image, network through the egress proxy)', 'reference')
-    .option('--max-submissions <n>', 'submission budget (over the task\'s)')
+    .option(
+      '--agent <agent>',
+      'reference | command:<shell command run inside Work> | codex[:model] | claude-code[:model] (the last two: OPENAI_API_KEY / ANTHROPIC_API_KEY from the environment, the binary in the task image, network through the egress proxy)',
+      'reference',
+    )
+    .option('--max-submissions <n>', "submission budget (over the task's)")
     .option('--time-budget <s>', 'wall-time budget in seconds')
     .option('--cooldown <s>', 'seconds between counted submissions')
     .option('--gpus <list>', 'host GPUs this run may use: comma-separated indices or UUIDs, e.g. 0,1 (default: none)')
@@ -36,62 +40,94 @@ export function register(program: Command, ctx: CliContext): void {
     .option('--snapshot-interval <s>', 'seconds between workspace snapshots while the agent works (0: none)', '60')
     .option('--resume <run>', 'resume a run from the ledger (its containers are cleaned up and Work restarted)')
     .option('--json', 'print one JSON document')
-    .action(async (taskDir: string | undefined, o: { agent: string; maxSubmissions?: string; timeBudget?: string; cooldown?: string; gpus?: string; gpuBudget?: string; gpuBudgetHours?: string; metric?: string; primaryReward?: string; scoreDirection?: string; runId?: string; resume?: string; snapshotInterval: string; json?: boolean }) => {
-      const int = (v: string | undefined, name: string): number | undefined => {
-        if (v === undefined) return undefined;
-        if (!/^\d{1,9}$/.test(v)) throw usage(`${name} must be a non-negative integer, got "${v}"`);
-        return Number(v);
-      };
-      if (o.scoreDirection !== undefined && o.scoreDirection !== 'maximize' && o.scoreDirection !== 'minimize') {
-        throw usage(`--score-direction must be maximize or minimize, got "${o.scoreDirection}"`);
-      }
-      int(o.snapshotInterval, '--snapshot-interval');
-      if (!o.resume && !taskDir) throw usage('assay run needs TASK_DIR (or --resume RUN_ID)');
-      if (o.runId !== undefined && !/^[a-z0-9][a-z0-9-]{0,62}$/.test(o.runId)) throw usage(`--run-id must be lowercase letters, digits and dashes, got "${o.runId}"`);
-      if (o.resume !== undefined && !/^[a-z0-9][a-z0-9-]{0,62}$/.test(o.resume)) throw usage(`--resume needs a run id (lowercase letters, digits and dashes), got "${o.resume}"`);
-      const gpus = parseGpuList(o.gpus);
-      const gpuBudget = parseRunSettingsFlags({ ...(o.gpuBudget !== undefined ? { gpuBudgetSec: o.gpuBudget } : {}), ...(o.gpuBudgetHours !== undefined ? { gpuBudgetHours: o.gpuBudgetHours } : {}) });
-      const badInput = (message: string) => new AssayError(RUN_ERROR_CODES.INVALID_INPUT, 'invalid_input', message);
-      if (!gpuBudget.ok) throw badInput(gpuBudget.problems.map((x) => `${x.key}: ${x.message}`).join('\n'));
-      if (o.resume && gpuBudget.value.gpuBudgetSec !== undefined) throw badInput("the GPU budget is part of the run's recorded protocol; it cannot change on --resume");
-      const overrides = {
-        ...(gpuBudget.value.gpuBudgetSec !== undefined ? { gpuBudgetSec: gpuBudget.value.gpuBudgetSec } : {}),
-        ...(int(o.maxSubmissions, '--max-submissions') !== undefined ? { maxSubmissions: int(o.maxSubmissions, '--max-submissions') as number } : {}),
-        ...(int(o.timeBudget, '--time-budget') !== undefined ? { timeBudgetSec: int(o.timeBudget, '--time-budget') as number } : {}),
-        ...(int(o.cooldown, '--cooldown') !== undefined ? { cooldownSec: int(o.cooldown, '--cooldown') as number } : {}),
-        ...((o.metric ?? o.primaryReward) !== undefined ? { primaryMetric: (o.metric ?? o.primaryReward) as string } : {}),
-        ...(o.scoreDirection !== undefined ? { direction: o.scoreDirection as 'maximize' | 'minimize' } : {}),
-      };
-      agentOf(o.agent); // a bad --agent fails before anything starts
-      const abort = new AbortController();
-      const onSignal = (sig: NodeJS.Signals) => {
-        ctx.err(`assay: ${sig}: cancelling the run`);
-        abort.abort();
-      };
-      process.once('SIGINT', onSignal);
-      process.once('SIGTERM', onSignal);
-      try {
-        const rep = await runResearch({
-          home: ctx.home,
-          taskDir: taskDir ?? '',
-          agent: o.agent,
-          overrides,
-          ...(o.resume ? { resume: true, runId: o.resume } : o.runId ? { runId: o.runId } : {}),
-          log: (l) => ctx.err(`assay: ${l}`),
-          agentOutput: (c) => (o.json ? process.stderr.write(c) : process.stdout.write(c)),
-          signal: abort.signal,
-          snapshotIntervalSec: int(o.snapshotInterval, '--snapshot-interval') as number,
-          ...(o.gpus !== undefined ? { gpus } : {}),
+    .action(
+      async (
+        taskDir: string | undefined,
+        o: {
+          agent: string;
+          maxSubmissions?: string;
+          timeBudget?: string;
+          cooldown?: string;
+          gpus?: string;
+          gpuBudget?: string;
+          gpuBudgetHours?: string;
+          metric?: string;
+          primaryReward?: string;
+          scoreDirection?: string;
+          runId?: string;
+          resume?: string;
+          snapshotInterval: string;
+          json?: boolean;
+        },
+      ) => {
+        const int = (v: string | undefined, name: string): number | undefined => {
+          if (v === undefined) return undefined;
+          if (!/^\d{1,9}$/.test(v)) throw usage(`${name} must be a non-negative integer, got "${v}"`);
+          return Number(v);
+        };
+        if (o.scoreDirection !== undefined && o.scoreDirection !== 'maximize' && o.scoreDirection !== 'minimize') {
+          throw usage(`--score-direction must be maximize or minimize, got "${o.scoreDirection}"`);
+        }
+        int(o.snapshotInterval, '--snapshot-interval');
+        if (!o.resume && !taskDir) throw usage('assay run needs TASK_DIR (or --resume RUN_ID)');
+        if (o.runId !== undefined && !/^[a-z0-9][a-z0-9-]{0,62}$/.test(o.runId))
+          throw usage(`--run-id must be lowercase letters, digits and dashes, got "${o.runId}"`);
+        if (o.resume !== undefined && !/^[a-z0-9][a-z0-9-]{0,62}$/.test(o.resume))
+          throw usage(`--resume needs a run id (lowercase letters, digits and dashes), got "${o.resume}"`);
+        const gpus = parseGpuList(o.gpus);
+        const gpuBudget = parseRunSettingsFlags({
+          ...(o.gpuBudget !== undefined ? { gpuBudgetSec: o.gpuBudget } : {}),
+          ...(o.gpuBudgetHours !== undefined ? { gpuBudgetHours: o.gpuBudgetHours } : {}),
         });
-        // JSON escapes C0 controls itself; C1, bidi and zero-width characters (agent-chosen names in a detail) are
-        // written as \u escapes too, the same JSON value
-        if (o.json) ctx.out(JSON.stringify(rep, null, 2).replace(/[\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\ufeff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`));
-        else printReport(ctx, rep);
-      } finally {
-        process.off('SIGINT', onSignal);
-        process.off('SIGTERM', onSignal);
-      }
-    });
+        const badInput = (message: string) => new AssayError(RUN_ERROR_CODES.INVALID_INPUT, 'invalid_input', message);
+        if (!gpuBudget.ok) throw badInput(gpuBudget.problems.map((x) => `${x.key}: ${x.message}`).join('\n'));
+        if (o.resume && gpuBudget.value.gpuBudgetSec !== undefined)
+          throw badInput("the GPU budget is part of the run's recorded protocol; it cannot change on --resume");
+        const overrides = {
+          ...(gpuBudget.value.gpuBudgetSec !== undefined ? { gpuBudgetSec: gpuBudget.value.gpuBudgetSec } : {}),
+          ...(int(o.maxSubmissions, '--max-submissions') !== undefined ? { maxSubmissions: int(o.maxSubmissions, '--max-submissions') as number } : {}),
+          ...(int(o.timeBudget, '--time-budget') !== undefined ? { timeBudgetSec: int(o.timeBudget, '--time-budget') as number } : {}),
+          ...(int(o.cooldown, '--cooldown') !== undefined ? { cooldownSec: int(o.cooldown, '--cooldown') as number } : {}),
+          ...((o.metric ?? o.primaryReward) !== undefined ? { primaryMetric: (o.metric ?? o.primaryReward) as string } : {}),
+          ...(o.scoreDirection !== undefined ? { direction: o.scoreDirection as 'maximize' | 'minimize' } : {}),
+        };
+        agentOf(o.agent); // a bad --agent fails before anything starts
+        const abort = new AbortController();
+        const onSignal = (sig: NodeJS.Signals) => {
+          ctx.err(`assay: ${sig}: cancelling the run`);
+          abort.abort();
+        };
+        process.once('SIGINT', onSignal);
+        process.once('SIGTERM', onSignal);
+        try {
+          const rep = await runResearch({
+            home: ctx.home,
+            taskDir: taskDir ?? '',
+            agent: o.agent,
+            overrides,
+            ...(o.resume ? { resume: true, runId: o.resume } : o.runId ? { runId: o.runId } : {}),
+            log: (l) => ctx.err(`assay: ${l}`),
+            agentOutput: (c) => (o.json ? process.stderr.write(c) : process.stdout.write(c)),
+            signal: abort.signal,
+            snapshotIntervalSec: int(o.snapshotInterval, '--snapshot-interval') as number,
+            ...(o.gpus !== undefined ? { gpus } : {}),
+          });
+          // JSON escapes C0 controls itself; C1, bidi and zero-width characters (agent-chosen names in a detail) are
+          // written as \u escapes too, the same JSON value
+          if (o.json)
+            ctx.out(
+              JSON.stringify(rep, null, 2).replace(
+                /[\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\ufeff]/g,
+                (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+              ),
+            );
+          else printReport(ctx, rep);
+        } finally {
+          process.off('SIGINT', onSignal);
+          process.off('SIGTERM', onSignal);
+        }
+      },
+    );
 }
 
 function printReport(ctx: CliContext, r: RunReport): void {
@@ -102,6 +138,8 @@ function printReport(ctx: CliContext, r: RunReport): void {
     ctx.out(`round ${x.round}   ${x.status}${x.score !== null ? `  score ${x.score}` : ''}${x.rule ? `  rule ${one(x.rule)}` : ''}`);
   }
   ctx.out(`best      ${r.bestRound === null ? 'none' : `round ${r.bestRound}, score ${r.bestScore}, snapshot ${r.bestSnapshot}`}`);
-  ctx.out(`time      ${(r.timings.totalMs / 1000).toFixed(1)} s total: agent ${(r.timings.agentMs / 1000).toFixed(1)} s, judges ${(r.timings.judgeMs / 1000).toFixed(1)} s, snapshots ${(r.timings.snapshotMs / 1000).toFixed(1)} s`);
+  ctx.out(
+    `time      ${(r.timings.totalMs / 1000).toFixed(1)} s total: agent ${(r.timings.agentMs / 1000).toFixed(1)} s, judges ${(r.timings.judgeMs / 1000).toFixed(1)} s, snapshots ${(r.timings.snapshotMs / 1000).toFixed(1)} s`,
+  );
   ctx.out(`files     ${r.dir}`);
 }

@@ -81,7 +81,11 @@ export function register(program: Command, ctx: CliContext, options: { sink?: Si
   const open = async (mode: 'read' | 'write'): Promise<SnapshotHome> => {
     // commands that only read never create a store: a missing one is an error that says where Assay looked
     if (mode === 'read' && !existsSync(join(ctx.home, 'blobs'))) {
-      throw new AssayError('SNAPSHOT_STORE_NOT_FOUND', 'not_found', `no snapshot store in ${join(ctx.home, 'blobs')}: nothing was snapshotted under this ASSAY_HOME (ASSAY_HOME selects the directory)`);
+      throw new AssayError(
+        'SNAPSHOT_STORE_NOT_FOUND',
+        'not_found',
+        `no snapshot store in ${join(ctx.home, 'blobs')}: nothing was snapshotted under this ASSAY_HOME (ASSAY_HOME selects the directory)`,
+      );
     }
     const sink = await resolveSink(options.sink ?? moduleSink, ctx);
     return libs.snapshots().SnapshotHome.open(ctx.home, { sink });
@@ -109,27 +113,31 @@ export function register(program: Command, ctx: CliContext, options: { sink?: Si
     .option('--label <label>', 'what is snapshotted, recorded in the event (default: the directory real path)')
     .option('--previous <cid>', 'snapshot to diff against for WorkspaceEdited (default: the last one of the same label)')
     .option('--no-cache', 'ignore the stat cache and rehash everything')
-    .action(async (dir: string, o: { dryRun?: boolean; json?: boolean; policy?: string; exclude?: string[]; label?: string; previous?: string; cache?: boolean }) => {
-      const policy = readPolicy(o.policy, o.exclude);
-      const r = await using((home) =>
-        home.create(dir, {
-          dryRun: o.dryRun === true,
-          policy,
-          useCache: o.cache !== false,
-          progress: ctx.progress(),
-          ...(o.label !== undefined ? { label: o.label } : {}),
-          ...(o.previous !== undefined ? { previous: o.previous } : {}),
-        }),
-        'write',
-      );
-      const flagged = r.outsideSymlinks.length > 0 ? `; ${r.outsideSymlinks.length} symlink(s) point outside: ${r.outsideSymlinks.slice(0, 5).join(', ')}` : '';
-      print(
-        o.json,
-        resultJson(r),
-        `${r.rootCid}\n${r.dryRun ? 'dry run: ' : ''}${r.files} files, ${r.directories} directories, ${r.symlinks} symlinks, ${r.bytes} bytes; ` +
-          `${r.newBlobs} new blobs (${r.newBytes} bytes); ${r.cache.hits} from the stat cache, ${r.cache.hashed} hashed; ${r.durationMs} ms${flagged}`,
-      );
-    });
+    .action(
+      async (dir: string, o: { dryRun?: boolean; json?: boolean; policy?: string; exclude?: string[]; label?: string; previous?: string; cache?: boolean }) => {
+        const policy = readPolicy(o.policy, o.exclude);
+        const r = await using(
+          (home) =>
+            home.create(dir, {
+              dryRun: o.dryRun === true,
+              policy,
+              useCache: o.cache !== false,
+              progress: ctx.progress(),
+              ...(o.label !== undefined ? { label: o.label } : {}),
+              ...(o.previous !== undefined ? { previous: o.previous } : {}),
+            }),
+          'write',
+        );
+        const flagged =
+          r.outsideSymlinks.length > 0 ? `; ${r.outsideSymlinks.length} symlink(s) point outside: ${r.outsideSymlinks.slice(0, 5).join(', ')}` : '';
+        print(
+          o.json,
+          resultJson(r),
+          `${r.rootCid}\n${r.dryRun ? 'dry run: ' : ''}${r.files} files, ${r.directories} directories, ${r.symlinks} symlinks, ${r.bytes} bytes; ` +
+            `${r.newBlobs} new blobs (${r.newBytes} bytes); ${r.cache.hits} from the stat cache, ${r.cache.hashed} hashed; ${r.durationMs} ms${flagged}`,
+        );
+      },
+    );
 
   snap
     .command('verify')
@@ -139,7 +147,11 @@ export function register(program: Command, ctx: CliContext, options: { sink?: Si
     .action(async (cid: string, o: { json?: boolean }) => {
       const root = parseCid(cid);
       const r = await using((home) => home.verify(root, ctx.progress()));
-      print(o.json, { ok: true, ...r }, `ok ${r.root}: ${r.files} files, ${r.directories} directories, ${r.symlinks} symlinks, ${r.bytes} bytes, ${r.blocks} blocks checked`);
+      print(
+        o.json,
+        { ok: true, ...r },
+        `ok ${r.root}: ${r.files} files, ${r.directories} directories, ${r.symlinks} symlinks, ${r.bytes} bytes, ${r.blocks} blocks checked`,
+      );
     });
 
   snap

@@ -175,14 +175,17 @@ export class DockerodeRuntime implements ContainerRuntime {
     let id: string | null = null;
     let error: string | null = null;
     try {
-      const res = await this.docker.buildImage(Readable.from(context) as unknown as NodeJS.ReadableStream, {
-        t: o.tag,
-        labels: { ...o.labels },
-        networkmode: o.networkMode,
-        rm: true,
-        forcerm: true,
-        abortSignal: deadline.signal,
-      } as Docker.ImageBuildOptions);
+      const res = await this.docker.buildImage(
+        Readable.from(context) as unknown as NodeJS.ReadableStream,
+        {
+          t: o.tag,
+          labels: { ...o.labels },
+          networkmode: o.networkMode,
+          rm: true,
+          forcerm: true,
+          abortSignal: deadline.signal,
+        } as Docker.ImageBuildOptions,
+      );
       let pending = '';
       let partial = '';
       const handle = (text: string) => {
@@ -220,22 +223,31 @@ export class DockerodeRuntime implements ContainerRuntime {
       if (partial) log(partial);
     } catch (e) {
       if (deadline.timedOut) {
-        throw containerError('CONTAINER_BUILD_TIMEOUT', `building ${o.tag} took longer than ${Math.round(o.timeoutMs / 1000)} s (build_timeout_sec); the build was cancelled`, {
-          tag: o.tag,
-          logTail: tail,
-        });
+        throw containerError(
+          'CONTAINER_BUILD_TIMEOUT',
+          `building ${o.tag} took longer than ${Math.round(o.timeoutMs / 1000)} s (build_timeout_sec); the build was cancelled`,
+          {
+            tag: o.tag,
+            logTail: tail,
+          },
+        );
       }
       throw fail(`build ${o.tag}`, e, { tag: o.tag, logTail: tail });
     } finally {
       deadline.clear();
     }
     if (error !== null) {
-      throw containerError('CONTAINER_BUILD_FAILED', `building ${o.tag} failed: ${error}\n${tail.map((l) => `  | ${l}`).join('\n')}`, { tag: o.tag, logTail: tail });
+      throw containerError('CONTAINER_BUILD_FAILED', `building ${o.tag} failed: ${error}\n${tail.map((l) => `  | ${l}`).join('\n')}`, {
+        tag: o.tag,
+        logTail: tail,
+      });
     }
     const img = await this.inspectImage(o.tag);
     if (!img) throw containerError('CONTAINER_BUILD_FAILED', `the build of ${o.tag} reported success but no such image exists`, { tag: o.tag });
     if (id !== null && id !== img.id) {
-      throw containerError('CONTAINER_BUILD_FAILED', `the build of ${o.tag} produced ${id}, but the tag points at ${img.id} (a concurrent build?)`, { tag: o.tag });
+      throw containerError('CONTAINER_BUILD_FAILED', `the build of ${o.tag} produced ${id}, but the tag points at ${img.id} (a concurrent build?)`, {
+        tag: o.tag,
+      });
     }
     return { id: img.id };
   }
@@ -263,11 +275,18 @@ export class DockerodeRuntime implements ContainerRuntime {
     const mounts: Docker.MountSettings[] = [];
     for (const m of spec.mounts) {
       if (m.type === 'tmpfs') {
-        tmpfs[m.target] = `rw,nosuid,nodev,exec,size=${m.sizeBytes}${m.inodes !== undefined ? `,nr_inodes=${m.inodes}` : ''},mode=${m.mode.toString(8).padStart(4, '0')}`;
+        tmpfs[m.target] =
+          `rw,nosuid,nodev,exec,size=${m.sizeBytes}${m.inodes !== undefined ? `,nr_inodes=${m.inodes}` : ''},mode=${m.mode.toString(8).padStart(4, '0')}`;
       } else if (m.type === 'bind') {
         mounts.push({ Type: 'bind', Source: m.source, Target: m.target, ReadOnly: m.readOnly, BindOptions: { Propagation: 'rprivate' } });
       } else {
-        mounts.push({ Type: 'volume', Source: m.source, Target: m.target, ReadOnly: m.readOnly, VolumeOptions: { NoCopy: true, Labels: {}, DriverConfig: { Name: 'local', Options: {} } } });
+        mounts.push({
+          Type: 'volume',
+          Source: m.source,
+          Target: m.target,
+          ReadOnly: m.readOnly,
+          VolumeOptions: { NoCopy: true, Labels: {}, DriverConfig: { Name: 'local', Options: {} } },
+        });
       }
     }
     const opts: Docker.ContainerCreateOptions = {
@@ -312,7 +331,13 @@ export class DockerodeRuntime implements ContainerRuntime {
       const c = await this.docker.createContainer(opts);
       return c.id;
     } catch (e) {
-      if (statusOf(e) === 404) throw containerError('CONTAINER_IMAGE_NOT_FOUND', `no image ${spec.image} in the local Docker daemon (nothing is ever pulled)`, { image: spec.image }, e);
+      if (statusOf(e) === 404)
+        throw containerError(
+          'CONTAINER_IMAGE_NOT_FOUND',
+          `no image ${spec.image} in the local Docker daemon (nothing is ever pulled)`,
+          { image: spec.image },
+          e,
+        );
       throw fail(`create a container from ${spec.image}`, e, { image: spec.image });
     }
   }
@@ -481,12 +506,15 @@ export class DockerodeRuntime implements ContainerRuntime {
     let source: Readable | null = null;
     try {
       source = Readable.from(rootfs);
-      const res = await this.docker.importImage(source as unknown as NodeJS.ReadableStream, {
-        repo,
-        tag,
-        changes: importChanges(o),
-        abortSignal: deadline.signal,
-      } as unknown as Record<string, unknown>);
+      const res = await this.docker.importImage(
+        source as unknown as NodeJS.ReadableStream,
+        {
+          repo,
+          tag,
+          changes: importChanges(o),
+          abortSignal: deadline.signal,
+        } as unknown as Record<string, unknown>,
+      );
       let text = '';
       for await (const chunk of res as unknown as AsyncIterable<Buffer>) text += chunk.toString('utf8');
       for (const line of text.split('\n')) {
@@ -500,7 +528,10 @@ export class DockerodeRuntime implements ContainerRuntime {
       }
     } catch (e) {
       source?.destroy();
-      if (deadline.timedOut) throw containerError('CONTAINER_OPERATION_FAILED', `importing ${o.tag} took longer than ${Math.round(o.timeoutMs / 1000)} s; it was cancelled`, { tag: o.tag });
+      if (deadline.timedOut)
+        throw containerError('CONTAINER_OPERATION_FAILED', `importing ${o.tag} took longer than ${Math.round(o.timeoutMs / 1000)} s; it was cancelled`, {
+          tag: o.tag,
+        });
       throw fail(`import ${o.tag}`, e, { tag: o.tag });
     } finally {
       deadline.clear();

@@ -28,7 +28,8 @@ import { containerError } from '../containers.errors';
 import { dockerDeviceRequests } from '../gpu-request';
 import { packTarSync, readTar, type TarEntryInput } from '../tar/tar';
 
-export type FakeNode = { readonly kind: 'file'; readonly data: Buffer; readonly mode: number } | { readonly kind: 'dir' } | { readonly kind: 'symlink'; readonly target: string };
+export type FakeNode =
+  { readonly kind: 'file'; readonly data: Buffer; readonly mode: number } | { readonly kind: 'dir' } | { readonly kind: 'symlink'; readonly target: string };
 
 export class FakeFsError extends Error {
   constructor(
@@ -174,7 +175,14 @@ export class FakeContainerRuntime implements ContainerRuntime {
   addImage(o: { tag: string; id?: string; labels?: Record<string, string>; workingDir?: string; user?: string }): string {
     const id = o.id ?? `sha256:${createHash('sha256').update(`image:${o.tag}`).digest('hex')}`;
     const existing = this.images.get(id);
-    const img: FakeImage = existing ?? { id, tags: new Set(), labels: { ...(o.labels ?? {}) }, workingDir: o.workingDir ?? '', user: o.user ?? '', files: new Map() };
+    const img: FakeImage = existing ?? {
+      id,
+      tags: new Set(),
+      labels: { ...(o.labels ?? {}) },
+      workingDir: o.workingDir ?? '',
+      user: o.user ?? '',
+      files: new Map(),
+    };
     this.untag(o.tag);
     img.tags.add(o.tag);
     this.images.set(id, img);
@@ -220,7 +228,16 @@ export class FakeContainerRuntime implements ContainerRuntime {
     const i = this.findImage(ref);
     if (!i) return null;
     const cfg = this.imageConfig.get(i.id);
-    return { id: i.id, tags: [...i.tags], labels: { ...i.labels }, workingDir: i.workingDir, user: i.user, sizeBytes: 1024, env: cfg?.env ?? [], cmd: cfg?.cmd ?? null };
+    return {
+      id: i.id,
+      tags: [...i.tags],
+      labels: { ...i.labels },
+      workingDir: i.workingDir,
+      user: i.user,
+      sizeBytes: 1024,
+      env: cfg?.env ?? [],
+      cmd: cfg?.cmd ?? null,
+    };
   }
 
   async buildImage(context: AsyncIterable<Uint8Array>, o: BuildOptions): Promise<{ id: string }> {
@@ -240,8 +257,12 @@ export class FakeContainerRuntime implements ContainerRuntime {
       if (rel === 'Dockerfile' && r.content) dockerfile = r.content.toString('utf8');
       if (r.header.type === 'file' && r.content) files.set(rel, { kind: 'file', data: r.content, mode: r.header.mode });
     }
-    if (dockerfile === null) throw containerError('CONTAINER_BUILD_FAILED', `building ${o.tag} failed: no Dockerfile at the root of the context`, { tag: o.tag });
-    const lines = dockerfile.split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('#'));
+    if (dockerfile === null)
+      throw containerError('CONTAINER_BUILD_FAILED', `building ${o.tag} failed: no Dockerfile at the root of the context`, { tag: o.tag });
+    const lines = dockerfile
+      .split('\n')
+      .map((l) => l.trim())
+      .filter((l) => l && !l.startsWith('#'));
     let base: FakeImage | null = null;
     let workingDir = '';
     const stages = new Set<string>();
@@ -271,7 +292,14 @@ export class FakeContainerRuntime implements ContainerRuntime {
     if (!base) throw containerError('CONTAINER_BUILD_FAILED', `building ${o.tag} failed: no FROM`, { tag: o.tag });
     const id = `sha256:${hash.update(base.id).digest('hex')}`;
     o.onLog(`Successfully built ${id.slice(7, 19)}`);
-    const img: FakeImage = this.images.get(id) ?? { id, tags: new Set(), labels: { ...base.labels, ...o.labels }, workingDir, user: base.user, files: new Map([...base.files, ...files]) };
+    const img: FakeImage = this.images.get(id) ?? {
+      id,
+      tags: new Set(),
+      labels: { ...base.labels, ...o.labels },
+      workingDir,
+      user: base.user,
+      files: new Map([...base.files, ...files]),
+    };
     this.untag(o.tag);
     img.tags.add(o.tag);
     this.images.set(id, img);
@@ -297,13 +325,17 @@ export class FakeContainerRuntime implements ContainerRuntime {
     this.injected('create');
     dockerDeviceRequests(spec); // the same refusals as the real adapter
     const image = this.findImage(spec.image);
-    if (!image) throw containerError('CONTAINER_IMAGE_NOT_FOUND', `no image ${spec.image} in the local Docker daemon (nothing is ever pulled)`, { image: spec.image });
+    if (!image)
+      throw containerError('CONTAINER_IMAGE_NOT_FOUND', `no image ${spec.image} in the local Docker daemon (nothing is ever pulled)`, { image: spec.image });
     for (const m of spec.mounts) {
       if (m.type === 'volume' && !this.volumes.has(m.source)) this.volumes.set(m.source, { labels: {}, files: new Map(), inUse: 0 });
-      if (m.type === 'bind' && !fs.existsSync(m.source)) throw containerError('CONTAINER_OPERATION_FAILED', `docker could not create a container: bind source path does not exist: ${m.source}`);
+      if (m.type === 'bind' && !fs.existsSync(m.source))
+        throw containerError('CONTAINER_OPERATION_FAILED', `docker could not create a container: bind source path does not exist: ${m.source}`);
     }
     this.seq += 1;
-    const id = createHash('sha256').update(`container:${this.seq}:${spec.name ?? ''}`).digest('hex');
+    const id = createHash('sha256')
+      .update(`container:${this.seq}:${spec.name ?? ''}`)
+      .digest('hex');
     if (spec.name && [...this.containers.values()].some((c) => c.name === spec.name)) {
       throw containerError('CONTAINER_OPERATION_FAILED', `docker could not create a container: the name ${spec.name} is already in use`);
     }
@@ -436,7 +468,10 @@ export class FakeContainerRuntime implements ContainerRuntime {
     const argv = [...(c.spec.entrypoint ?? []), ...c.spec.cmd];
     const program = this.programs.get(argv[0] ?? '');
     if (!program) {
-      throw containerError('CONTAINER_OPERATION_FAILED', `docker could not start container ${id.slice(0, 12)}: exec: "${argv[0] ?? ''}": executable file not found in $PATH`);
+      throw containerError(
+        'CONTAINER_OPERATION_FAILED',
+        `docker could not start container ${id.slice(0, 12)}: exec: "${argv[0] ?? ''}": executable file not found in $PATH`,
+      );
     }
     let stdin: Promise<Buffer>;
     if (io.stdin === undefined || !c.spec.openStdin) stdin = Promise.resolve(Buffer.alloc(0));
@@ -514,7 +549,12 @@ export class FakeContainerRuntime implements ContainerRuntime {
       pidsLimit: s.pidsLimit,
       memoryBytes: s.memoryBytes,
       nanoCpus: s.nanoCpus,
-      mounts: s.mounts.map((m) => ({ type: m.type, target: m.target, readOnly: m.type === 'tmpfs' ? false : m.readOnly, source: m.type === 'tmpfs' ? '' : m.source })),
+      mounts: s.mounts.map((m) => ({
+        type: m.type,
+        target: m.target,
+        readOnly: m.type === 'tmpfs' ? false : m.readOnly,
+        source: m.type === 'tmpfs' ? '' : m.source,
+      })),
       sysctls: { ...(s.sysctls ?? {}) },
       deviceRequests: dockerDeviceRequests(s).map((r) => ({ driver: r.Driver, deviceIds: [...r.DeviceIDs], capabilities: r.Capabilities.flat() })),
     };
@@ -575,7 +615,9 @@ export class FakeContainerRuntime implements ContainerRuntime {
 
   async listContainers(filter: LabelFilter): Promise<ContainerSummary[]> {
     this.injected('ping');
-    return [...this.containers.values()].filter((c) => matches(c.spec.labels, filter)).map((c) => ({ id: c.id, name: c.name, labels: { ...c.spec.labels }, running: c.state === 'running' }));
+    return [...this.containers.values()]
+      .filter((c) => matches(c.spec.labels, filter))
+      .map((c) => ({ id: c.id, name: c.name, labels: { ...c.spec.labels }, running: c.state === 'running' }));
   }
 
   async listVolumes(filter: LabelFilter): Promise<VolumeSummary[]> {

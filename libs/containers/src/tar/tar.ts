@@ -138,7 +138,10 @@ function readNumber(b: Buffer, off: number, len: number, what: string): number {
     if (!Number.isSafeInteger(n)) throw tarError(`tar ${what} field is too large`);
     return n;
   }
-  const s = b.toString('latin1', off, off + len).replace(/[\0 ]+$/g, '').replace(/^[ ]+/, '');
+  const s = b
+    .toString('latin1', off, off + len)
+    .replace(/[\0 ]+$/g, '')
+    .replace(/^[ ]+/, '');
   if (s === '') return 0;
   if (!/^[0-7]+$/.test(s)) throw tarError(`tar ${what} field is not octal: ${JSON.stringify(s)}`);
   const n = parseInt(s, 8);

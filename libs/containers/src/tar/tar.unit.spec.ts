@@ -6,7 +6,8 @@ async function* chunks(b: Buffer, size = 100): AsyncGenerator<Uint8Array> {
 
 async function all(b: Buffer, keep = 1 << 20, max = 1 << 24) {
   const out = [];
-  for await (const r of readTar(chunks(b), { maxArchiveBytes: max, keep: () => keep })) out.push({ ...r.header, content: r.content?.toString('utf8') ?? null, tooLarge: r.tooLarge });
+  for await (const r of readTar(chunks(b), { maxArchiveBytes: max, keep: () => keep }))
+    out.push({ ...r.header, content: r.content?.toString('utf8') ?? null, tooLarge: r.tooLarge });
   return out;
 }
 

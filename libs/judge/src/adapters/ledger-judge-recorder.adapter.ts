@@ -5,7 +5,11 @@ import type { JudgeRecorder, RecordedPosition } from '../ports/judge-recorder.po
 export class LedgerJudgeRecorder implements JudgeRecorder {
   constructor(private readonly ledger: Ledger) {}
 
-  async append(stream: string, events: ReadonlyArray<{ type: string; data: Record<string, unknown> }>, expected: 'no_stream' | 'any' | number): Promise<RecordedPosition[]> {
+  async append(
+    stream: string,
+    events: ReadonlyArray<{ type: string; data: Record<string, unknown> }>,
+    expected: 'no_stream' | 'any' | number,
+  ): Promise<RecordedPosition[]> {
     const r = await this.ledger.append(
       stream,
       events.map((e) => ({ type: e.type, data: e.data as JsonObject })),

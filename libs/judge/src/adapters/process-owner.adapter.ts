@@ -26,7 +26,10 @@ function pidAlive(pid: number): boolean {
   }
 }
 
-const safeHost = (): string => hostname().replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 64) || 'host';
+const safeHost = (): string =>
+  hostname()
+    .replace(/[^A-Za-z0-9._-]/g, '_')
+    .slice(0, 64) || 'host';
 
 export class ProcessOwnerRegistry implements OwnerRegistry {
   readonly self: string;

@@ -24,7 +24,13 @@ export interface DirTarStats {
 
 const CHUNK = 1 << 20;
 
-export function dirTar(root: string, limits: DirTarLimits, error: (message: string, details: Record<string, unknown>) => AssayError, stats: DirTarStats = { files: 0, dirs: 0, symlinks: 0, bytes: 0 }, extra: ReadonlyArray<{ path: string; content: Buffer; mode: number }> = []): AsyncGenerator<Buffer> {
+export function dirTar(
+  root: string,
+  limits: DirTarLimits,
+  error: (message: string, details: Record<string, unknown>) => AssayError,
+  stats: DirTarStats = { files: 0, dirs: 0, symlinks: 0, bytes: 0 },
+  extra: ReadonlyArray<{ path: string; content: Buffer; mode: number }> = [],
+): AsyncGenerator<Buffer> {
   let entries = 0;
   const count = (rel: string) => {
     entries += 1;
@@ -96,7 +102,11 @@ export function dirTar(root: string, limits: DirTarLimits, error: (message: stri
 }
 
 /** The whole archive in memory (small directories: the hidden tests). */
-export async function dirTarBuffer(root: string, limits: DirTarLimits, error: (message: string, details: Record<string, unknown>) => AssayError): Promise<{ tar: Buffer; stats: DirTarStats }> {
+export async function dirTarBuffer(
+  root: string,
+  limits: DirTarLimits,
+  error: (message: string, details: Record<string, unknown>) => AssayError,
+): Promise<{ tar: Buffer; stats: DirTarStats }> {
   const stats: DirTarStats = { files: 0, dirs: 0, symlinks: 0, bytes: 0 };
   const parts: Buffer[] = [];
   for await (const b of dirTar(root, limits, error, stats)) parts.push(b);

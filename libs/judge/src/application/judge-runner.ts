@@ -211,11 +211,16 @@ export class JudgeRunner {
     const v = plan.verifier;
     const unsupported = (why: string) => judgeError('JUDGE_TASK_UNSUPPORTED', `${plan.name}: ${why}`, { task: plan.name });
     if (v.network.mode === 'allowlist') {
-      throw unsupported(`the verifier's network is an allowlist (${v.network.allowedHosts.join(', ')}); Assay cannot yet confine a Judge to named hosts, and will not pretend to by opening the whole network`);
+      throw unsupported(
+        `the verifier's network is an allowlist (${v.network.allowedHosts.join(', ')}); Assay cannot yet confine a Judge to named hosts, and will not pretend to by opening the whole network`,
+      );
     }
-    if (v.gpus > 0 && o.gpusFromPool !== true) throw unsupported(`the verifier needs ${v.gpus} GPU(s) (metadata.rsi_harness.verifier.gpus); only \`assay run --gpus LIST\` hands Judges GPUs`);
+    if (v.gpus > 0 && o.gpusFromPool !== true)
+      throw unsupported(`the verifier needs ${v.gpus} GPU(s) (metadata.rsi_harness.verifier.gpus); only \`assay run --gpus LIST\` hands Judges GPUs`);
     if (v.user !== null && !['root', '0', '0:0'].includes(v.user)) {
-      throw unsupported(`verifier.user = ${JSON.stringify(v.user)}: the Judge runs test.sh as root so that /tests and /logs/verifier stay out of reach of candidate code, which test.sh runs with run-as-candidate`);
+      throw unsupported(
+        `verifier.user = ${JSON.stringify(v.user)}: the Judge runs test.sh as root so that /tests and /logs/verifier stay out of reach of candidate code, which test.sh runs with run-as-candidate`,
+      );
     }
     const judgeAssets = plan.assets.filter((a) => a.phase === 'judge');
     if (judgeAssets.length) throw unsupported(`judge-phase assets (${judgeAssets.map((a) => a.path).join(', ')}) are not staged by this runtime yet`);
@@ -223,9 +228,14 @@ export class JudgeRunner {
     let workdir = plan.environment.workdir;
     if (workdir === null) workdir = (await this.d.runtime.inspectImage(images.judge.id))?.workingDir || null;
     const rootfs = plan.environment.workdir === '/';
-    if (rootfs && !this.d.snapshots.archive) throw unsupported('the workdir is "/" (full-rootfs mode), and this snapshot store cannot stream a snapshot as a tar');
+    if (rootfs && !this.d.snapshots.archive)
+      throw unsupported('the workdir is "/" (full-rootfs mode), and this snapshot store cannot stream a snapshot as a tar');
     if (!rootfs && (!workdir || workdir === '/')) {
-      throw judgeError('JUDGE_WORKDIR_UNSUPPORTED', `${plan.name}: the snapshot would be mounted at "${workdir ?? ''}"; set environment.workdir (e.g. "/workspace") or WORKDIR in the Dockerfile`, { task: plan.name });
+      throw judgeError(
+        'JUDGE_WORKDIR_UNSUPPORTED',
+        `${plan.name}: the snapshot would be mounted at "${workdir ?? ''}"; set environment.workdir (e.g. "/workspace") or WORKDIR in the Dockerfile`,
+        { task: plan.name },
+      );
     }
     const testsDir = join(taskDir, 'tests');
     const { tar, stats } = await dirTarBuffer(testsDir, { maxBytes: DEFAULTS.maxTestsBytes, maxEntries: 100_000, maxDepth: 64 }, (m, details) =>
@@ -270,7 +280,11 @@ export class JudgeRunner {
       made = fs.mkdtempSync(join(tmpdir(), 'assay-judge-'));
     }
     fs.chmodSync(made, 0o700);
-    fs.writeFileSync(ownerFile, `${JSON.stringify({ owner: this.d.owners.self, judge: judgeId, home: this.d.homeTag, startedAt: startedAt.toISOString(), staging: made })}\n`, { mode: 0o600 });
+    fs.writeFileSync(
+      ownerFile,
+      `${JSON.stringify({ owner: this.d.owners.self, judge: judgeId, home: this.d.homeTag, startedAt: startedAt.toISOString(), staging: made })}\n`,
+      { mode: 0o600 },
+    );
     return made;
   }
 
@@ -322,10 +336,18 @@ export class JudgeRunner {
     if (this.cancelled !== null) throw judgeError('JUDGE_CANCELLED', `judging was cancelled (${this.cancelled})`);
     const gpus = [...(opts.gpus ?? [])];
     if (gpus.length !== t.plan.verifier.gpus) {
-      throw judgeError('JUDGE_BAD_REQUEST', `the verifier needs ${t.plan.verifier.gpus} GPU(s) (metadata.rsi_harness.verifier.gpus), but ${gpus.length} were handed to this Judge`, { gpus });
+      throw judgeError(
+        'JUDGE_BAD_REQUEST',
+        `the verifier needs ${t.plan.verifier.gpus} GPU(s) (metadata.rsi_harness.verifier.gpus), but ${gpus.length} were handed to this Judge`,
+        { gpus },
+      );
     }
     if (!(await this.d.snapshots.has(snapshot))) {
-      throw judgeError('JUDGE_SNAPSHOT_NOT_FOUND', `snapshot ${snapshot} is not in the store; judge a directory with --snapshot DIR, or import the snapshot first`, { snapshot });
+      throw judgeError(
+        'JUDGE_SNAPSHOT_NOT_FOUND',
+        `snapshot ${snapshot} is not in the store; judge a directory with --snapshot DIR, or import the snapshot first`,
+        { snapshot },
+      );
     }
     const { runtime, recorder, clock } = this.d;
     const judgeId = this.d.ids.next();
@@ -334,7 +356,11 @@ export class JudgeRunner {
     fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
     const ownerFile = join(dir, 'owner.json');
     const startedAt = clock.now();
-    fs.writeFileSync(ownerFile, `${JSON.stringify({ owner: this.d.owners.self, judge: judgeId, home: this.d.homeTag, startedAt: startedAt.toISOString() })}\n`, { mode: 0o600 });
+    fs.writeFileSync(
+      ownerFile,
+      `${JSON.stringify({ owner: this.d.owners.self, judge: judgeId, home: this.d.homeTag, startedAt: startedAt.toISOString() })}\n`,
+      { mode: 0o600 },
+    );
     const capture = new OutputCapture(join(dir, 'output.log'), t.limits.outputCapBytes);
     const events: RecordedPosition[] = [];
     const base = { judge: judgeId, ...ref };
@@ -344,14 +370,45 @@ export class JudgeRunner {
     const finishRule = async (f: { rule: string; detail: string }): Promise<JudgeResult> => {
       const out = capture.finish();
       events.push(
-        ...(await this.record(stream, [
-          { type: 'RuleViolation', data: ruleViolationData({ ...ref, rule: f.rule, detail: f.detail }) },
-          { type: 'JudgeCompleted', data: judgeCompletedData({ ...base, status: 'submission_error', exitCode: null, durationMs: elapsed(), outputDigest: out.digest, outputBytes: out.totalBytes, detail: `rule ${f.rule} broken: ${f.detail}` }) },
-        ], 'no_stream')),
+        ...(await this.record(
+          stream,
+          [
+            { type: 'RuleViolation', data: ruleViolationData({ ...ref, rule: f.rule, detail: f.detail }) },
+            {
+              type: 'JudgeCompleted',
+              data: judgeCompletedData({
+                ...base,
+                status: 'submission_error',
+                exitCode: null,
+                durationMs: elapsed(),
+                outputDigest: out.digest,
+                outputBytes: out.totalBytes,
+                detail: `rule ${f.rule} broken: ${f.detail}`,
+              }),
+            },
+          ],
+          'no_stream',
+        )),
       );
       return this.done(dir, ownerFile, {
-        judge: judgeId, stream, status: 'submission_error', exitCode: null, durationMs: elapsed(), rewards: null, primaryMetric: null, primaryScore: 0,
-        detail: oneLine(`rule ${f.rule} broken: ${f.detail}`), snapshot, image, testsDigest: t.testsDigest, network: null, limits: null, rule: { rule: oneLine(f.rule), detail: oneLine(f.detail) }, output: out, events, dir,
+        judge: judgeId,
+        stream,
+        status: 'submission_error',
+        exitCode: null,
+        durationMs: elapsed(),
+        rewards: null,
+        primaryMetric: null,
+        primaryScore: 0,
+        detail: oneLine(`rule ${f.rule} broken: ${f.detail}`),
+        snapshot,
+        image,
+        testsDigest: t.testsDigest,
+        network: null,
+        limits: null,
+        rule: { rule: oneLine(f.rule), detail: oneLine(f.detail) },
+        output: out,
+        events,
+        dir,
       });
     };
 
@@ -360,7 +417,12 @@ export class JudgeRunner {
     try {
       finding = await this.checkRules(snapshot, t.settings.snapshot);
     } catch (e) {
-      return this.finishInfra(t, { dir, ownerFile, judgeId, stream, base, snapshot, capture, events, elapsed }, `reading the snapshot's manifests failed: ${message(e)}`, null);
+      return this.finishInfra(
+        t,
+        { dir, ownerFile, judgeId, stream, base, snapshot, capture, events, elapsed },
+        `reading the snapshot's manifests failed: ${message(e)}`,
+        null,
+      );
     }
     if (finding) return finishRule(finding);
 
@@ -370,16 +432,33 @@ export class JudgeRunner {
     const r = t.settings.snapshot;
     let rootfsImage: string | null = null;
     try {
-      if (t.rootfs) rootfsImage = await importRootfsImage({ runtime, snapshots: this.d.snapshots, judgeRuntimeDir: this.d.judgeRuntimeDir }, image, snapshot, judgeId, this.labels(judgeId));
+      if (t.rootfs)
+        rootfsImage = await importRootfsImage(
+          { runtime, snapshots: this.d.snapshots, judgeRuntimeDir: this.d.judgeRuntimeDir },
+          image,
+          snapshot,
+          judgeId,
+          this.labels(judgeId),
+        );
       else {
         work = this.stagingFor(ownerFile, judgeId, startedAt);
-        await this.d.snapshots.materialise(snapshot, join(work, 'snapshot'), { maxFiles: r.maxFiles, maxFileBytes: r.maxFileBytes, maxTotalBytes: r.maxBytes, maxDepth: r.maxDepth });
+        await this.d.snapshots.materialise(snapshot, join(work, 'snapshot'), {
+          maxFiles: r.maxFiles,
+          maxFileBytes: r.maxFileBytes,
+          maxTotalBytes: r.maxBytes,
+          maxDepth: r.maxDepth,
+        });
       }
     } catch (e) {
       fs.rmSync(work, { recursive: true, force: true });
       if (isAssayError(e) && SNAPSHOT_LIMIT_CODES.has(e.code)) return finishRule({ rule: 'snapshot.limits', detail: e.message });
       if (rootfsImage) await runtime.removeImage(rootfsImage).catch(() => undefined);
-      return this.finishInfra(t, { dir, ownerFile, judgeId, stream, base, snapshot, capture, events, elapsed }, `${t.rootfs ? 'making the Judge image from the snapshot' : 'materialising the snapshot'} failed: ${message(e)}`, null);
+      return this.finishInfra(
+        t,
+        { dir, ownerFile, judgeId, stream, base, snapshot, capture, events, elapsed },
+        `${t.rootfs ? 'making the Judge image from the snapshot' : 'materialising the snapshot'} failed: ${message(e)}`,
+        null,
+      );
     }
 
     // 3..5. create, launch, run, collect
@@ -394,7 +473,18 @@ export class JudgeRunner {
     try {
       const labels = this.labels(judgeId);
       await runtime.createVolume(volume, labels);
-      const spec = judgeContainerSpec({ judgeId, imageId: rootfsImage ?? image, workdir: t.workdir, snapshotHostDir: t.rootfs ? null : join(work, 'snapshot'), verifierVolume: volume, command: t.plan.verifier.command, env: t.env, network: t.network, limits: t.limits, labels });
+      const spec = judgeContainerSpec({
+        judgeId,
+        imageId: rootfsImage ?? image,
+        workdir: t.workdir,
+        snapshotHostDir: t.rootfs ? null : join(work, 'snapshot'),
+        verifierVolume: volume,
+        command: t.plan.verifier.command,
+        env: t.env,
+        network: t.network,
+        limits: t.limits,
+        labels,
+      });
       containerId = await runtime.createContainer(gpus.length ? { ...spec, gpus: { driver: 'nvidia', deviceIds: gpus } } : spec);
       this.active.add(containerId);
       applied = await runtime.inspectContainer(containerId);
@@ -403,7 +493,23 @@ export class JudgeRunner {
       if (problems.length) throw new Error(`the daemon did not apply the Judge's isolation (${problems.join('; ')}); refusing to run it`);
       try {
         events.push(
-          ...(await recorder.append(stream, [{ type: 'JudgeLaunched', data: judgeLaunchedData({ ...base, image, snapshot, testsDigest: t.testsDigest, limits: launchedLimits(t.limits, applied), network: applied.networkMode }) }], 'no_stream')),
+          ...(await recorder.append(
+            stream,
+            [
+              {
+                type: 'JudgeLaunched',
+                data: judgeLaunchedData({
+                  ...base,
+                  image,
+                  snapshot,
+                  testsDigest: t.testsDigest,
+                  limits: launchedLimits(t.limits, applied),
+                  network: applied.networkMode,
+                }),
+              },
+            ],
+            'no_stream',
+          )),
         );
       } catch (e) {
         await this.teardown(containerId, volume, work, notes, rootfsImage);
@@ -450,14 +556,37 @@ export class JudgeRunner {
     }
     const out = capture.finish();
     const verdict = decideVerdict({ run, rewards, requestedMetric: t.requestedMetric, memoryLimitBytes: t.limits.memoryBytes });
-    const detailParts = [verdict.detail, out.truncated ? `output truncated: kept the first ${out.keptBytes} of ${out.totalBytes} bytes` : null, ...notes].filter((x): x is string => !!x);
+    const detailParts = [
+      verdict.detail,
+      out.truncated ? `output truncated: kept the first ${out.keptBytes} of ${out.totalBytes} bytes` : null,
+      ...notes,
+    ].filter((x): x is string => !!x);
     const detail = detailParts.length ? oneLine(detailParts.join('; ')) : null;
     const durationMs = elapsed();
     const completion: Array<{ type: string; data: Record<string, unknown> }> = [
-      { type: 'JudgeCompleted', data: judgeCompletedData({ ...base, status: verdict.status, exitCode: verdict.exitCode, durationMs, outputDigest: out.digest, outputBytes: out.totalBytes, detail }) },
+      {
+        type: 'JudgeCompleted',
+        data: judgeCompletedData({
+          ...base,
+          status: verdict.status,
+          exitCode: verdict.exitCode,
+          durationMs,
+          outputDigest: out.digest,
+          outputBytes: out.totalBytes,
+          detail,
+        }),
+      },
     ];
     if (verdict.status === 'completed' && verdict.rewards) {
-      completion.push({ type: 'RewardRecorded', data: rewardRecordedData({ ...base, rewards: verdict.rewards, primaryMetric: verdict.primary?.metric ?? null, primaryScore: verdict.primary?.score ?? null }) });
+      completion.push({
+        type: 'RewardRecorded',
+        data: rewardRecordedData({
+          ...base,
+          rewards: verdict.rewards,
+          primaryMetric: verdict.primary?.metric ?? null,
+          primaryScore: verdict.primary?.score ?? null,
+        }),
+      });
     }
     events.push(...(await this.record(stream, completion, 0)));
     return this.done(dir, ownerFile, {
@@ -498,7 +627,11 @@ export class JudgeRunner {
     return { results, median: median(scores), completed: results.filter((r) => r.status === 'completed').length };
   }
 
-  private async record(stream: string, events: Array<{ type: string; data: Record<string, unknown> }>, expected: 'no_stream' | number): Promise<RecordedPosition[]> {
+  private async record(
+    stream: string,
+    events: Array<{ type: string; data: Record<string, unknown> }>,
+    expected: 'no_stream' | number,
+  ): Promise<RecordedPosition[]> {
     try {
       return await this.d.recorder.append(stream, events, expected);
     } catch (e) {
@@ -508,18 +641,61 @@ export class JudgeRunner {
 
   private async finishInfra(
     t: PreparedTask,
-    c: { dir: string; ownerFile: string; judgeId: string; stream: string; base: RunRef & { judge: string }; snapshot: string; capture: OutputCapture; events: RecordedPosition[]; elapsed: () => number },
+    c: {
+      dir: string;
+      ownerFile: string;
+      judgeId: string;
+      stream: string;
+      base: RunRef & { judge: string };
+      snapshot: string;
+      capture: OutputCapture;
+      events: RecordedPosition[];
+      elapsed: () => number;
+    },
     detail: string,
     applied: ContainerInfo | null,
   ): Promise<JudgeResult> {
     const out = c.capture.finish();
     const durationMs = c.elapsed();
     c.events.push(
-      ...(await this.record(c.stream, [{ type: 'JudgeCompleted', data: judgeCompletedData({ ...c.base, status: 'infrastructure_error', exitCode: null, durationMs, outputDigest: out.digest, outputBytes: out.totalBytes, detail }) }], 'no_stream')),
+      ...(await this.record(
+        c.stream,
+        [
+          {
+            type: 'JudgeCompleted',
+            data: judgeCompletedData({
+              ...c.base,
+              status: 'infrastructure_error',
+              exitCode: null,
+              durationMs,
+              outputDigest: out.digest,
+              outputBytes: out.totalBytes,
+              detail,
+            }),
+          },
+        ],
+        'no_stream',
+      )),
     );
     return this.done(c.dir, c.ownerFile, {
-      judge: c.judgeId, stream: c.stream, status: 'infrastructure_error', exitCode: null, durationMs, rewards: null, primaryMetric: null, primaryScore: null, detail: oneLine(detail),
-      snapshot: c.snapshot, image: t.images.judge.id, testsDigest: t.testsDigest, network: applied?.networkMode ?? null, limits: applied ? launchedLimits(t.limits, applied) : null, rule: null, output: out, events: c.events, dir: c.dir,
+      judge: c.judgeId,
+      stream: c.stream,
+      status: 'infrastructure_error',
+      exitCode: null,
+      durationMs,
+      rewards: null,
+      primaryMetric: null,
+      primaryScore: null,
+      detail: oneLine(detail),
+      snapshot: c.snapshot,
+      image: t.images.judge.id,
+      testsDigest: t.testsDigest,
+      network: applied?.networkMode ?? null,
+      limits: applied ? launchedLimits(t.limits, applied) : null,
+      rule: null,
+      output: out,
+      events: c.events,
+      dir: c.dir,
     });
   }
 
@@ -586,7 +762,8 @@ export class JudgeRunner {
         }
         if (typeof o.owner !== 'string' || owners.isAlive(o.owner)) continue;
         fs.rmSync(join(this.d.judgesDir, name, 'snapshot'), { recursive: true, force: true });
-        if (typeof o.staging === 'string' && isAbsolute(o.staging) && STAGING_NAME.test(basename(o.staging))) fs.rmSync(o.staging, { recursive: true, force: true });
+        if (typeof o.staging === 'string' && isAbsolute(o.staging) && STAGING_NAME.test(basename(o.staging)))
+          fs.rmSync(o.staging, { recursive: true, force: true });
         fs.rmSync(ownerFile, { force: true });
         report.directories.push(join(this.d.judgesDir, name));
         orphans.set(name, { owner: o.owner, startedAt: typeof o.startedAt === 'string' ? o.startedAt : (orphans.get(name)?.startedAt ?? null) });
@@ -611,7 +788,20 @@ export class JudgeRunner {
       const durationMs = Number.isFinite(started) ? Math.max(0, this.d.clock.now().getTime() - started) : 0;
       await this.d.recorder.append(
         stream,
-        [{ type: 'JudgeCompleted', data: judgeCompletedData({ judge: judgeId, status: 'infrastructure_error', exitCode: null, durationMs, outputDigest: digest, outputBytes: bytes, detail: `the judging process ${o.owner} ended before this Judge finished; its container and volume were removed by ${owners.self}` }) }],
+        [
+          {
+            type: 'JudgeCompleted',
+            data: judgeCompletedData({
+              judge: judgeId,
+              status: 'infrastructure_error',
+              exitCode: null,
+              durationMs,
+              outputDigest: digest,
+              outputBytes: bytes,
+              detail: `the judging process ${o.owner} ended before this Judge finished; its container and volume were removed by ${owners.self}`,
+            }),
+          },
+        ],
         types.length - 1,
       );
       report.completed.push(judgeId);

@@ -55,6 +55,12 @@ export class OutputCapture {
       fs.fsyncSync(this.fd);
       fs.closeSync(this.fd);
     }
-    return { path: this.path, totalBytes: this.total, keptBytes: this.kept, truncated: this.total > this.kept, digest: `sha256:${this.hash.copy().digest('hex')}` };
+    return {
+      path: this.path,
+      totalBytes: this.total,
+      keptBytes: this.kept,
+      truncated: this.total > this.kept,
+      digest: `sha256:${this.hash.copy().digest('hex')}`,
+    };
   }
 }

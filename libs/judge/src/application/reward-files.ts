@@ -38,7 +38,11 @@ export async function readRewardFiles(runtime: ContainerRuntime, containerId: st
     }
   } catch (e) {
     if (isAssayError(e) && e.code === 'CONTAINER_ARCHIVE_TOO_LARGE') {
-      return { ok: false, source: null, reason: `the verifier left more than ${MAX_VERIFIER_ARCHIVE_BYTES} bytes in ${VERIFIER_PATH}; it is for reward files and small logs` };
+      return {
+        ok: false,
+        source: null,
+        reason: `the verifier left more than ${MAX_VERIFIER_ARCHIVE_BYTES} bytes in ${VERIFIER_PATH}; it is for reward files and small logs`,
+      };
     }
     throw e;
   }

@@ -27,7 +27,10 @@ const MAX_HARNESS_FILE_BYTES = 1024 * 1024;
 const IMPORT_TIMEOUT_MS = 30 * 60 * 1000;
 
 export function rootfsImageTag(judgeId: string): string {
-  return `assay/judge-rootfs:${judgeId.toLowerCase().replace(/[^a-z0-9_.-]/g, '-').slice(0, 120)}`;
+  return `assay/judge-rootfs:${judgeId
+    .toLowerCase()
+    .replace(/[^a-z0-9_.-]/g, '-')
+    .slice(0, 120)}`;
 }
 
 function harnessFiles(dir: string): Array<{ name: string; content: Buffer }> {

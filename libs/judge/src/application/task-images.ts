@@ -84,7 +84,10 @@ export function taskSlug(name: string): string {
 
 /** The `task` field of ImageBuilt: the task name with `/` as `.` (event ids may not contain `/`). */
 export function taskEventId(name: string): string {
-  const id = name.replace(/\//g, '.').replace(/[^A-Za-z0-9._:-]/g, '-').slice(0, 128);
+  const id = name
+    .replace(/\//g, '.')
+    .replace(/[^A-Za-z0-9._:-]/g, '-')
+    .slice(0, 128);
   return /^[A-Za-z0-9]/.test(id) ? id : `t${id}`.slice(0, 128);
 }
 
@@ -166,7 +169,11 @@ export class TaskImageBuilder {
     if (img.kind === 'image') {
       const found = await this.d.runtime.inspectImage(img.ref);
       if (!found) {
-        throw judgeError('IMAGE_NOT_FOUND', `the task's environment.docker_image ${img.ref} is not in the local Docker daemon; nothing is ever pulled, so build or load it first`, { image: img.ref });
+        throw judgeError(
+          'IMAGE_NOT_FOUND',
+          `the task's environment.docker_image ${img.ref} is not in the local Docker daemon; nothing is ever pulled, so build or load it first`,
+          { image: img.ref },
+        );
       }
       return { purpose: 'work', tag: img.ref, id: found.id, recipeDigest: null, built: false, durationMs: 0, logPath: null, logDigest: null, recorded: null };
     }
@@ -190,8 +197,7 @@ export class TaskImageBuilder {
     const recipe = sha256(canonicalJson({ scheme: 'assay.work-image/1', environment: envDigest, bases }));
     const tag = `assay/task-${taskSlug(plan.name)}:work-${hex16(recipe)}`;
     const labels = { [LABEL_RECIPE]: recipe, [LABEL_PURPOSE]: 'work', [LABEL_TASK]: plan.name };
-    const context = () =>
-      dirTar(envDir, CONTEXT_LIMITS, (message, details) => judgeError('IMAGE_CONTEXT_INVALID', `environment/${message}`, details));
+    const context = () => dirTar(envDir, CONTEXT_LIMITS, (message, details) => judgeError('IMAGE_CONTEXT_INVALID', `environment/${message}`, details));
     return this.buildOrReuse('work', tag, recipe, labels, context, plan, force);
   }
 
@@ -271,7 +277,15 @@ export class TaskImageBuilder {
     const durationMs = this.d.clock.now().getTime() - started;
     this.progress.end(`${id.slice(0, 19)} in ${(durationMs / 1000).toFixed(1)} s`);
     const logDigest = `sha256:${hash.digest('hex')}`;
-    const recorded = await recordImageBuilt(this.d.recorder, { image: tag, digest: id, purpose, task, recipeDigest: recipe, buildLogDigest: logDigest, durationMs });
+    const recorded = await recordImageBuilt(this.d.recorder, {
+      image: tag,
+      digest: id,
+      purpose,
+      task,
+      recipeDigest: recipe,
+      buildLogDigest: logDigest,
+      durationMs,
+    });
     return { purpose, tag, id, recipeDigest: recipe, built: true, durationMs, logPath, logDigest, recorded };
   }
 }

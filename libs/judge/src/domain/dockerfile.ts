@@ -49,7 +49,9 @@ export function dockerfileRefs(text: string): DockerfileRefs {
   const stages: string[] = [];
   const need = (ref: string, line: number, what: string) => {
     if (ref.includes('$')) {
-      problems.push(`Dockerfile line ${line}: ${what} ${JSON.stringify(ref)} uses a build argument; name the image literally (Assay passes no build arguments and never pulls)`);
+      problems.push(
+        `Dockerfile line ${line}: ${what} ${JSON.stringify(ref)} uses a build argument; name the image literally (Assay passes no build arguments and never pulls)`,
+      );
       return;
     }
     if (ref.toLowerCase() === 'scratch' || stages.includes(ref.toLowerCase()) || /^\d+$/.test(ref)) return;

@@ -53,7 +53,16 @@ export interface LaunchedLimits {
 
 export function launchedLimits(
   l: JudgeLimits,
-  applied: { nanoCpus: number | null; memoryBytes: number | null; pidsLimit: number | null; readOnlyRootfs: boolean; capAdd: readonly string[]; capDrop: readonly string[]; securityOpt: readonly string[]; deviceRequests?: ReadonlyArray<{ readonly deviceIds: readonly string[] }> },
+  applied: {
+    nanoCpus: number | null;
+    memoryBytes: number | null;
+    pidsLimit: number | null;
+    readOnlyRootfs: boolean;
+    capAdd: readonly string[];
+    capDrop: readonly string[];
+    securityOpt: readonly string[];
+    deviceRequests?: ReadonlyArray<{ readonly deviceIds: readonly string[] }>;
+  },
 ): LaunchedLimits {
   const gpus = (applied.deviceRequests ?? []).flatMap((r) => r.deviceIds);
   return {
@@ -73,11 +82,31 @@ export function launchedLimits(
   };
 }
 
-export function judgeLaunchedData(i: RunRef & { judge: string; image: string; snapshot: string; testsDigest: string; limits: LaunchedLimits; network: string }): Data {
-  return { ...runFields(i), judge: i.judge, image: i.image, snapshot: i.snapshot, testsDigest: i.testsDigest, limits: { ...i.limits, capAdd: [...i.limits.capAdd], capDrop: [...i.limits.capDrop], ...(i.limits.gpus ? { gpus: [...i.limits.gpus] } : {}) }, network: i.network };
+export function judgeLaunchedData(
+  i: RunRef & { judge: string; image: string; snapshot: string; testsDigest: string; limits: LaunchedLimits; network: string },
+): Data {
+  return {
+    ...runFields(i),
+    judge: i.judge,
+    image: i.image,
+    snapshot: i.snapshot,
+    testsDigest: i.testsDigest,
+    limits: { ...i.limits, capAdd: [...i.limits.capAdd], capDrop: [...i.limits.capDrop], ...(i.limits.gpus ? { gpus: [...i.limits.gpus] } : {}) },
+    network: i.network,
+  };
 }
 
-export function judgeCompletedData(i: RunRef & { judge: string; status: JudgeStatus; exitCode: number | null; durationMs: number; outputDigest: string; outputBytes: number; detail: string | null }): Data {
+export function judgeCompletedData(
+  i: RunRef & {
+    judge: string;
+    status: JudgeStatus;
+    exitCode: number | null;
+    durationMs: number;
+    outputDigest: string;
+    outputBytes: number;
+    detail: string | null;
+  },
+): Data {
   return {
     ...runFields(i),
     judge: i.judge,

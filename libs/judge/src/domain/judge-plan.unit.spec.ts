@@ -2,15 +2,37 @@ import { DEFAULT_JUDGE_SETTINGS } from './judge-settings';
 import { judgeContainerSpec, judgeLimits, MiB } from './judge-plan';
 
 describe('judge container plan', () => {
-  const limits = judgeLimits({ cpus: 64, memoryMb: 64, shmSizeBytes: 2 ** 30, verifierTimeoutSec: 5, settings: { ...DEFAULT_JUDGE_SETTINGS, pidsLimit: 64 }, hostCpus: 2, testsBytes: 20 * MiB });
+  const limits = judgeLimits({
+    cpus: 64,
+    memoryMb: 64,
+    shmSizeBytes: 2 ** 30,
+    verifierTimeoutSec: 5,
+    settings: { ...DEFAULT_JUDGE_SETTINGS, pidsLimit: 64 },
+    hostCpus: 2,
+    testsBytes: 20 * MiB,
+  });
 
   it('takes the task limits, bounded by the host', () => {
-    expect(limits).toMatchObject({ cpusRequested: 64, cpus: 2, memoryBytes: 64 * MiB, pidsLimit: 64, verifierTimeoutSec: 5, outputCapBytes: MiB, testsTmpfsBytes: 40 * MiB, tmpBytes: 24 * MiB, shmBytes: 8 * MiB, readOnlyRootfs: true });
-    expect(judgeLimits({ cpus: null, memoryMb: null, shmSizeBytes: 0, verifierTimeoutSec: 1, settings: DEFAULT_JUDGE_SETTINGS, hostCpus: 8, testsBytes: 0 })).toMatchObject({ cpus: 2, memoryBytes: 4096 * MiB, testsTmpfsBytes: 16 * MiB });
+    expect(limits).toMatchObject({
+      cpusRequested: 64,
+      cpus: 2,
+      memoryBytes: 64 * MiB,
+      pidsLimit: 64,
+      verifierTimeoutSec: 5,
+      outputCapBytes: MiB,
+      testsTmpfsBytes: 40 * MiB,
+      tmpBytes: 24 * MiB,
+      shmBytes: 8 * MiB,
+      readOnlyRootfs: true,
+    });
+    expect(
+      judgeLimits({ cpus: null, memoryMb: null, shmSizeBytes: 0, verifierTimeoutSec: 1, settings: DEFAULT_JUDGE_SETTINGS, hostCpus: 8, testsBytes: 0 }),
+    ).toMatchObject({ cpus: 2, memoryBytes: 4096 * MiB, testsTmpfsBytes: 16 * MiB });
   });
 
   it('keeps half the memory out of reach of candidate files: /tmp at most 3/8 (and 512 MiB), /dev/shm at most 1/8', () => {
-    const l = (memoryMb: number, shm: number) => judgeLimits({ cpus: 1, memoryMb, shmSizeBytes: shm, verifierTimeoutSec: 1, settings: DEFAULT_JUDGE_SETTINGS, hostCpus: 1, testsBytes: 0 });
+    const l = (memoryMb: number, shm: number) =>
+      judgeLimits({ cpus: 1, memoryMb, shmSizeBytes: shm, verifierTimeoutSec: 1, settings: DEFAULT_JUDGE_SETTINGS, hostCpus: 1, testsBytes: 0 });
     expect(l(256, 2 ** 30)).toMatchObject({ tmpBytes: 96 * MiB, shmBytes: 32 * MiB });
     expect(l(4096, 2 ** 30)).toMatchObject({ tmpBytes: 512 * MiB, shmBytes: 512 * MiB });
     expect(l(4096, 64 * MiB)).toMatchObject({ tmpBytes: 512 * MiB, shmBytes: 64 * MiB });
@@ -26,7 +48,18 @@ describe('judge container plan', () => {
   });
 
   it('mounts the snapshot read-only, tests and reward directory for the Judge only, and drops privileges', () => {
-    const s = judgeContainerSpec({ judgeId: 'j1', imageId: 'sha256:abc', workdir: '/workspace', snapshotHostDir: '/h/snap', verifierVolume: 'v', command: ['/bin/bash', '/tests/test.sh'], env: { A: '1' }, network: 'none', limits, labels: { 'org.assay.role': 'judge' } });
+    const s = judgeContainerSpec({
+      judgeId: 'j1',
+      imageId: 'sha256:abc',
+      workdir: '/workspace',
+      snapshotHostDir: '/h/snap',
+      verifierVolume: 'v',
+      command: ['/bin/bash', '/tests/test.sh'],
+      env: { A: '1' },
+      network: 'none',
+      limits,
+      labels: { 'org.assay.role': 'judge' },
+    });
     expect(s).toMatchObject({
       name: 'assay-judge-j1',
       image: 'sha256:abc',
@@ -53,6 +86,19 @@ describe('judge container plan', () => {
       { type: 'tmpfs', target: '/dev/shm', sizeBytes: 8 * MiB, mode: 0o1777, inodes: 1024 },
     ]);
     // A task may override the safe default, deliberately.
-    expect(judgeContainerSpec({ judgeId: 'j1', imageId: 'i', workdir: '/w', snapshotHostDir: null, verifierVolume: 'v', command: [], env: { PYTHONSAFEPATH: '' }, network: 'none', limits, labels: {} }).env).toMatchObject({ PYTHONSAFEPATH: '' });
+    expect(
+      judgeContainerSpec({
+        judgeId: 'j1',
+        imageId: 'i',
+        workdir: '/w',
+        snapshotHostDir: null,
+        verifierVolume: 'v',
+        command: [],
+        env: { PYTHONSAFEPATH: '' },
+        network: 'none',
+        limits,
+        labels: {},
+      }).env,
+    ).toMatchObject({ PYTHONSAFEPATH: '' });
   });
 });

@@ -65,7 +65,8 @@ export function readJudgeSettings(metadata: Readonly<Record<string, Json>>): Jud
   const problems: string[] = [];
   const where = (k: string) => `task.toml: ${SETTINGS_TABLE}.${k}`;
   if (!isTable(raw)) return { ok: false, problems: [`task.toml: ${SETTINGS_TABLE}: expected a table`] };
-  for (const k of Object.keys(raw)) if (!['pids_limit', 'writable_rootfs', 'snapshot'].includes(k)) problems.push(`${where(k)}: unknown key (known: pids_limit, writable_rootfs, snapshot)`);
+  for (const k of Object.keys(raw))
+    if (!['pids_limit', 'writable_rootfs', 'snapshot'].includes(k)) problems.push(`${where(k)}: unknown key (known: pids_limit, writable_rootfs, snapshot)`);
   const int = (t: Record<string, Json>, k: string, path: string, min: number, max: number, def: number): number => {
     const v = t[k];
     if (v === undefined) return def;
@@ -77,7 +78,8 @@ export function readJudgeSettings(metadata: Readonly<Record<string, Json>>): Jud
   };
   const pidsLimit = int(raw, 'pids_limit', 'pids_limit', 16, 65536, DEFAULT_JUDGE_SETTINGS.pidsLimit);
   const writable = raw.writable_rootfs;
-  if (writable !== undefined && typeof writable !== 'boolean') problems.push(`${where('writable_rootfs')}: expected a boolean, got ${JSON.stringify(writable)}`);
+  if (writable !== undefined && typeof writable !== 'boolean')
+    problems.push(`${where('writable_rootfs')}: expected a boolean, got ${JSON.stringify(writable)}`);
   let snapshot = DEFAULT_SNAPSHOT_RULES;
   const s = raw.snapshot;
   if (s !== undefined) {
@@ -159,23 +161,44 @@ export class SnapshotRuleChecker {
   visit(e: SnapshotEntry): RuleFinding | null {
     const r = this.rules;
     this.files += 1;
-    if (this.files > r.maxFiles) return this.find('snapshot.max_files', e.path, `the snapshot has more than ${r.maxFiles} entries (${SETTINGS_TABLE}.snapshot.max_files)`);
+    if (this.files > r.maxFiles)
+      return this.find('snapshot.max_files', e.path, `the snapshot has more than ${r.maxFiles} entries (${SETTINGS_TABLE}.snapshot.max_files)`);
     const depth = e.path.split('/').length - (e.kind === 'dir' ? 0 : 1);
-    if (depth > r.maxDepth) return this.find('snapshot.max_depth', e.path, `nested ${depth} directories deep, over ${r.maxDepth} (${SETTINGS_TABLE}.snapshot.max_depth)`);
+    if (depth > r.maxDepth)
+      return this.find('snapshot.max_depth', e.path, `nested ${depth} directories deep, over ${r.maxDepth} (${SETTINGS_TABLE}.snapshot.max_depth)`);
     if (e.kind === 'file') {
-      if (e.size > r.maxFileBytes) return this.find('snapshot.max_file_bytes', e.path, `${e.size} bytes, over the ${r.maxFileBytes} allowed for one file (${SETTINGS_TABLE}.snapshot.max_file_bytes)`);
+      if (e.size > r.maxFileBytes)
+        return this.find(
+          'snapshot.max_file_bytes',
+          e.path,
+          `${e.size} bytes, over the ${r.maxFileBytes} allowed for one file (${SETTINGS_TABLE}.snapshot.max_file_bytes)`,
+        );
       this.bytes += e.size;
-      if (this.bytes > r.maxBytes) return this.find('snapshot.max_bytes', e.path, `brings the snapshot over ${r.maxBytes} bytes (${SETTINGS_TABLE}.snapshot.max_bytes)`);
+      if (this.bytes > r.maxBytes)
+        return this.find('snapshot.max_bytes', e.path, `brings the snapshot over ${r.maxBytes} bytes (${SETTINGS_TABLE}.snapshot.max_bytes)`);
     }
     if (this.forbidden(e.path, e.kind === 'dir')) {
       const which = r.forbiddenPaths.find((p) => compileExcludes([p])(e.path, e.kind === 'dir')) ?? '';
-      return this.find('snapshot.forbidden_path', e.path, `matches the forbidden pattern ${JSON.stringify(which)} (${SETTINGS_TABLE}.snapshot.forbidden_paths)`);
+      return this.find(
+        'snapshot.forbidden_path',
+        e.path,
+        `matches the forbidden pattern ${JSON.stringify(which)} (${SETTINGS_TABLE}.snapshot.forbidden_paths)`,
+      );
     }
     if (this.allowed && e.kind !== 'dir' && !this.isAllowed(e.path)) {
-      return this.find('snapshot.path_not_allowed', e.path, `matches none of the allowed patterns ${JSON.stringify(r.allowedPaths)} (${SETTINGS_TABLE}.snapshot.allowed_paths)`);
+      return this.find(
+        'snapshot.path_not_allowed',
+        e.path,
+        `matches none of the allowed patterns ${JSON.stringify(r.allowedPaths)} (${SETTINGS_TABLE}.snapshot.allowed_paths)`,
+      );
     }
     if (e.kind === 'symlink') {
-      if (r.symlinks === 'forbid') return this.find('snapshot.symlink', e.path, `is a symbolic link (to ${JSON.stringify(e.target)}); the task forbids them (${SETTINGS_TABLE}.snapshot.symlinks = "forbid")`);
+      if (r.symlinks === 'forbid')
+        return this.find(
+          'snapshot.symlink',
+          e.path,
+          `is a symbolic link (to ${JSON.stringify(e.target)}); the task forbids them (${SETTINGS_TABLE}.snapshot.symlinks = "forbid")`,
+        );
       this.links.set(e.path, e.target ?? '');
     }
     return null;
@@ -195,6 +218,10 @@ export class SnapshotRuleChecker {
     const out = outsideSymlinks(this.links);
     const first = out[0];
     if (first === undefined) return null;
-    return this.find('snapshot.symlink', first, `points outside the snapshot (to ${JSON.stringify(this.links.get(first))})${out.length > 1 ? `, as do ${out.length - 1} more` : ''}; the task allows only internal links (${SETTINGS_TABLE}.snapshot.symlinks = "internal")`);
+    return this.find(
+      'snapshot.symlink',
+      first,
+      `points outside the snapshot (to ${JSON.stringify(this.links.get(first))})${out.length > 1 ? `, as do ${out.length - 1} more` : ''}; the task allows only internal links (${SETTINGS_TABLE}.snapshot.symlinks = "internal")`,
+    );
   }
 }

@@ -20,15 +20,41 @@ describe('readJudgeSettings', () => {
   });
   it('reads every key', () => {
     const r = readJudgeSettings({
-      assay_judge: { pids_limit: 64, writable_rootfs: true, snapshot: { max_files: 10, max_bytes: 100, max_file_bytes: 50, max_depth: 3, forbidden_paths: ['logs/'], allowed_paths: ['src/', 'main.py'], symlinks: 'internal' } },
+      assay_judge: {
+        pids_limit: 64,
+        writable_rootfs: true,
+        snapshot: {
+          max_files: 10,
+          max_bytes: 100,
+          max_file_bytes: 50,
+          max_depth: 3,
+          forbidden_paths: ['logs/'],
+          allowed_paths: ['src/', 'main.py'],
+          symlinks: 'internal',
+        },
+      },
     });
     expect(r).toEqual({
       ok: true,
-      value: { pidsLimit: 64, writableRootfs: true, snapshot: { maxFiles: 10, maxBytes: 100, maxFileBytes: 50, maxDepth: 3, forbiddenPaths: ['logs/'], allowedPaths: ['src/', 'main.py'], symlinks: 'internal' } },
+      value: {
+        pidsLimit: 64,
+        writableRootfs: true,
+        snapshot: {
+          maxFiles: 10,
+          maxBytes: 100,
+          maxFileBytes: 50,
+          maxDepth: 3,
+          forbiddenPaths: ['logs/'],
+          allowedPaths: ['src/', 'main.py'],
+          symlinks: 'internal',
+        },
+      },
     });
   });
   it('reports every problem', () => {
-    const r = readJudgeSettings({ assay_judge: { pids_limit: 3, typo: 1, writable_rootfs: 'yes', snapshot: { max_files: -1, forbidden_paths: ['!x', 3], symlinks: 'maybe', extra: true } } });
+    const r = readJudgeSettings({
+      assay_judge: { pids_limit: 3, typo: 1, writable_rootfs: 'yes', snapshot: { max_files: -1, forbidden_paths: ['!x', 3], symlinks: 'maybe', extra: true } },
+    });
     expect(r.ok).toBe(false);
     if (!r.ok) {
       expect(r.problems).toEqual(
@@ -55,8 +81,15 @@ describe('SnapshotRuleChecker', () => {
     expect(check(rules({ forbiddenPaths: ['logs/'] }), [d('src'), f('src/a.py'), l('link', 'src/a.py')])).toBeNull();
   });
   it('forbidden paths, at any depth and directories only when asked', () => {
-    expect(check(rules({ forbiddenPaths: ['logs/', '*.so'] }), [d('logs'), d('logs/verifier'), f('logs/verifier/reward.txt')])).toMatchObject({ rule: 'snapshot.forbidden_path', path: 'logs' });
-    expect(check(rules({ forbiddenPaths: ['*.so'] }), [d('lib'), f('lib/x.so')])).toMatchObject({ rule: 'snapshot.forbidden_path', path: 'lib/x.so', detail: expect.stringContaining('"*.so"') });
+    expect(check(rules({ forbiddenPaths: ['logs/', '*.so'] }), [d('logs'), d('logs/verifier'), f('logs/verifier/reward.txt')])).toMatchObject({
+      rule: 'snapshot.forbidden_path',
+      path: 'logs',
+    });
+    expect(check(rules({ forbiddenPaths: ['*.so'] }), [d('lib'), f('lib/x.so')])).toMatchObject({
+      rule: 'snapshot.forbidden_path',
+      path: 'lib/x.so',
+      detail: expect.stringContaining('"*.so"'),
+    });
     expect(check(rules({ forbiddenPaths: ['logs/'] }), [f('logs')])).toBeNull();
   });
   it('allowed paths: every file and link must match or sit under a match', () => {

@@ -112,7 +112,11 @@ export function choosePrimaryMetric(rewards: Rewards, requested: string | null):
   if (requested !== null) {
     const v = rewards[requested];
     return v === undefined
-      ? { metric: requested.length <= 64 ? requested : null, score: null, note: `the requested primary metric ${JSON.stringify(requested)} is not among the rewards (${keys.join(', ')})` }
+      ? {
+          metric: requested.length <= 64 ? requested : null,
+          score: null,
+          note: `the requested primary metric ${JSON.stringify(requested)} is not among the rewards (${keys.join(', ')})`,
+        }
       : { metric: requested, score: v, note: null };
   }
   if (rewards.reward !== undefined) return { metric: 'reward', score: rewards.reward, note: null };
@@ -120,5 +124,9 @@ export function choosePrimaryMetric(rewards: Rewards, requested: string | null):
     const k = keys[0] as string;
     return { metric: k, score: rewards[k] as number, note: null };
   }
-  return { metric: null, score: null, note: `no primary metric: no "reward" key and ${keys.length} keys (${keys.join(', ')}); name one with --metric or [metadata.assay] primary_metric` };
+  return {
+    metric: null,
+    score: null,
+    note: `no primary metric: no "reward" key and ${keys.length} keys (${keys.join(', ')}); name one with --metric or [metadata.assay] primary_metric`,
+  };
 }

@@ -112,6 +112,10 @@ describe('primary metric', () => {
     expect(choosePrimaryMetric({ a: 1, b: 2 }, null)).toMatchObject({ metric: null, score: null, note: expect.stringContaining('no primary metric') });
   });
   it('a requested key that is missing gives no score rather than another key', () => {
-    expect(choosePrimaryMetric({ reward: 1 }, 'val_loss')).toMatchObject({ metric: 'val_loss', score: null, note: expect.stringContaining('"val_loss" is not among') });
+    expect(choosePrimaryMetric({ reward: 1 }, 'val_loss')).toMatchObject({
+      metric: 'val_loss',
+      score: null,
+      note: expect.stringContaining('"val_loss" is not among'),
+    });
   });
 });

@@ -147,5 +147,9 @@ export function parseStrictJson(text: string): StrictJsonParse {
 
 /** A short name of a value's type for messages. */
 export function jsonKindName(v: StrictJson): string {
-  return v.kind === 'boolean' ? `the boolean ${String(v.value)}` : v.kind === 'null' ? 'null' : `a${v.kind === 'object' || v.kind === 'array' ? 'n' : ''} ${v.kind}`;
+  return v.kind === 'boolean'
+    ? `the boolean ${String(v.value)}`
+    : v.kind === 'null'
+      ? 'null'
+      : `a${v.kind === 'object' || v.kind === 'array' ? 'n' : ''} ${v.kind}`;
 }

@@ -55,7 +55,10 @@ export function decideVerdict(i: VerdictInput): Verdict {
       rewards: null,
       primary: null,
       exitCode: null,
-      detail: join(`test.sh ran longer than the verifier timeout of ${r.timeoutSec} s; the Judge was killed and its reward files discarded`, oomNote(r.oomKilled, i.memoryLimitBytes)),
+      detail: join(
+        `test.sh ran longer than the verifier timeout of ${r.timeoutSec} s; the Judge was killed and its reward files discarded`,
+        oomNote(r.oomKilled, i.memoryLimitBytes),
+      ),
     };
   }
   const exit = r.exitCode === 0 ? null : `test.sh exited with status ${r.exitCode}`;

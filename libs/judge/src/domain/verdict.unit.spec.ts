@@ -9,21 +9,43 @@ describe('decideVerdict', () => {
     const v = decideVerdict({ run: { kind: 'exited', exitCode: 0, oomKilled: false }, rewards: ok, requestedMetric: null, memoryLimitBytes: MiB });
     expect(v).toEqual({ status: 'completed', rewards: ok.rewards, primary: { metric: 'reward', score: 0.5, note: null }, exitCode: 0, detail: null });
     const v2 = decideVerdict({ run: { kind: 'exited', exitCode: 2, oomKilled: false }, rewards: ok, requestedMetric: 'loss', memoryLimitBytes: MiB });
-    expect(v2).toMatchObject({ status: 'completed', exitCode: 2, primary: { metric: 'loss', score: 2 }, detail: 'test.sh exited with status 2 after writing reward.json' });
+    expect(v2).toMatchObject({
+      status: 'completed',
+      exitCode: 2,
+      primary: { metric: 'loss', score: 2 },
+      detail: 'test.sh exited with status 2 after writing reward.json',
+    });
   });
   it('verifier_error for a bad or missing reward, never a zero', () => {
-    expect(decideVerdict({ run: { kind: 'exited', exitCode: 0, oomKilled: false }, rewards: bad, requestedMetric: null, memoryLimitBytes: MiB })).toMatchObject({ status: 'verifier_error', rewards: null, primary: null, detail: 'reward.json: not valid JSON' });
-    expect(decideVerdict({ run: { kind: 'exited', exitCode: 137, oomKilled: true }, rewards: { ok: false, source: null, reason: 'no reward file' }, requestedMetric: null, memoryLimitBytes: 64 * MiB })).toMatchObject({
+    expect(decideVerdict({ run: { kind: 'exited', exitCode: 0, oomKilled: false }, rewards: bad, requestedMetric: null, memoryLimitBytes: MiB })).toMatchObject(
+      { status: 'verifier_error', rewards: null, primary: null, detail: 'reward.json: not valid JSON' },
+    );
+    expect(
+      decideVerdict({
+        run: { kind: 'exited', exitCode: 137, oomKilled: true },
+        rewards: { ok: false, source: null, reason: 'no reward file' },
+        requestedMetric: null,
+        memoryLimitBytes: 64 * MiB,
+      }),
+    ).toMatchObject({
       status: 'verifier_error',
       exitCode: 137,
       detail: expect.stringMatching(/no reward file; test.sh exited with status 137; the kernel's out-of-memory killer .* 64 MiB/),
     });
   });
   it('verifier_timeout discards any reward', () => {
-    expect(decideVerdict({ run: { kind: 'timed_out', timeoutSec: 2, oomKilled: false }, rewards: ok, requestedMetric: null, memoryLimitBytes: null })).toMatchObject({ status: 'verifier_timeout', rewards: null, primary: null, exitCode: null });
+    expect(
+      decideVerdict({ run: { kind: 'timed_out', timeoutSec: 2, oomKilled: false }, rewards: ok, requestedMetric: null, memoryLimitBytes: null }),
+    ).toMatchObject({ status: 'verifier_timeout', rewards: null, primary: null, exitCode: null });
   });
   it('infrastructure_error has no score', () => {
-    expect(decideVerdict({ run: { kind: 'infrastructure', detail: 'docker died' }, rewards: ok, requestedMetric: null, memoryLimitBytes: null })).toEqual({ status: 'infrastructure_error', rewards: null, primary: null, exitCode: null, detail: 'docker died' });
+    expect(decideVerdict({ run: { kind: 'infrastructure', detail: 'docker died' }, rewards: ok, requestedMetric: null, memoryLimitBytes: null })).toEqual({
+      status: 'infrastructure_error',
+      rewards: null,
+      primary: null,
+      exitCode: null,
+      detail: 'docker died',
+    });
   });
 });
 

@@ -11,7 +11,11 @@ export interface RecordedPosition {
 
 export interface JudgeRecorder {
   /** Appends atomically; `expected` as in the ledger (`no_stream`, a revision, or `any`). */
-  append(stream: string, events: ReadonlyArray<{ type: string; data: Record<string, unknown> }>, expected: 'no_stream' | 'any' | number): Promise<RecordedPosition[]>;
+  append(
+    stream: string,
+    events: ReadonlyArray<{ type: string; data: Record<string, unknown> }>,
+    expected: 'no_stream' | 'any' | number,
+  ): Promise<RecordedPosition[]>;
   /** The types of the events of a stream, in order (empty when the stream does not exist). */
   streamTypes(stream: string): Promise<string[]>;
 }

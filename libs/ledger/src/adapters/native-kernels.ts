@@ -55,7 +55,8 @@ function load(): { kernels: VerifyKernels | null; why: string } {
   if (!file) return (loaded = { kernels: null, why: `not built (${NATIVE_KERNELS_FILE} not found; run npm run build:native)` });
   try {
     const m = require(file) as KernelsAddon;
-    if (m.formatVersion !== FORMAT_VERSION) return (loaded = { kernels: null, why: `${file} has format ${m.formatVersion}, expected ${FORMAT_VERSION}; rebuild it` });
+    if (m.formatVersion !== FORMAT_VERSION)
+      return (loaded = { kernels: null, why: `${file} has format ${m.formatVersion}, expected ${FORMAT_VERSION}; rebuild it` });
     const kernels: VerifyKernels = { digestAll: m.digestAll, subtreeRoot: m.subtreeRoot, scanEnvelopes: m.scanEnvelopes };
     if (!agreesWithNodeCrypto(kernels)) return (loaded = { kernels: null, why: `${file} disagrees with node:crypto on a probe; not used` });
     return (loaded = { kernels, why: file });

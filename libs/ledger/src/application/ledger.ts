@@ -121,7 +121,11 @@ export class Ledger {
    */
   async append(stream: string, events: NewEvent[], expected: ExpectedRevision = 'any'): Promise<AppendResult> {
     if (!STREAM_RE.test(stream))
-      throw new AssayError('LEDGER_BAD_STREAM', 'invalid_input', `stream "${stream}" must be <category>-<id> (category: lowercase letters and digits, no dash)`);
+      throw new AssayError(
+        'LEDGER_BAD_STREAM',
+        'invalid_input',
+        `stream "${stream}" must be <category>-<id> (category: lowercase letters and digits, no dash)`,
+      );
     if (events.length === 0) throw new AssayError('LEDGER_EMPTY_APPEND', 'invalid_input', 'an append needs at least one event');
     const time = this.o.clock.now().toISOString();
     const signers: SigningKey[] = [];
@@ -142,8 +146,7 @@ export class Ledger {
       if (!UUID_RE.test(id)) throw new AssayError('LEDGER_EVENT_INVALID', 'invalid_input', `${where}: id must be a lowercase UUID`);
       const spec = CATALOGUE.get(e.type);
       const key = spec?.roles.map((r) => this.byRole.get(r)).find((k) => k !== undefined);
-      if (!key)
-        throw refuse('LEDGER_NO_KEY_FOR_ROLE', `${where}: needs a key with role ${spec?.roles.join(' or ')}, and none is loaded`);
+      if (!key) throw refuse('LEDGER_NO_KEY_FOR_ROLE', `${where}: needs a key with role ${spec?.roles.join(' or ')}, and none is loaded`);
       signers.push(key);
       return { id, type: e.type, data: e.data, time };
     });
@@ -188,11 +191,7 @@ export class Ledger {
 
   /** Records a key and its role (signed by the controller key). */
   async registerKey(k: Pick<SigningKey, 'name' | 'signer' | 'publicKeyText' | 'role'>): Promise<AppendResult> {
-    return this.append(
-      Ledger.keyStream(k.name),
-      [{ type: 'KeyRegistered', data: { keyId: k.signer, publicKey: k.publicKeyText, role: k.role } }],
-      'no_stream',
-    );
+    return this.append(Ledger.keyStream(k.name), [{ type: 'KeyRegistered', data: { keyId: k.signer, publicKey: k.publicKeyText, role: k.role } }], 'no_stream');
   }
 
   /**
@@ -247,13 +246,22 @@ export class Ledger {
     if (last) {
       const lastRoot = Buffer.from(last.rootHash, 'base64');
       if (size < last.treeSize)
-        throw refuse('LEDGER_CHECKPOINT_ROLLBACK', `the log has ${size} events but a checkpoint of size ${last.treeSize} was already signed; refusing to sign a smaller one (events were removed, or an older database was restored)`, { size, signed: last.treeSize });
+        throw refuse(
+          'LEDGER_CHECKPOINT_ROLLBACK',
+          `the log has ${size} events but a checkpoint of size ${last.treeSize} was already signed; refusing to sign a smaller one (events were removed, or an older database was restored)`,
+          { size, signed: last.treeSize },
+        );
       if (size === last.treeSize) {
         if (!lastRoot.equals(Buffer.from(root)))
-          throw refuse('LEDGER_CHECKPOINT_INCONSISTENT', `the root at size ${size} differs from the signed checkpoint of the same size; the stored log was changed`, { size });
+          throw refuse(
+            'LEDGER_CHECKPOINT_INCONSISTENT',
+            `the root at size ${size} differs from the signed checkpoint of the same size; the stored log was changed`,
+            { size },
+          );
         // The witness is ahead of the database (a crash between the two writes): give the database its checkpoint.
         const inDb = this.o.checkpoints.latest();
-        if (!inDb || inDb.treeSize < last.treeSize) this.o.checkpoints.add({ treeSize: last.treeSize, rootHash: last.rootHash, note: last.note }, (old) => consistencyProof(old, size, this.node));
+        if (!inDb || inDb.treeSize < last.treeSize)
+          this.o.checkpoints.add({ treeSize: last.treeSize, rootHash: last.rootHash, note: last.note }, (old) => consistencyProof(old, size, this.node));
         // The witness is missing or behind the database (deleted, or restored from an older backup): write it again,
         // so `ledger verify` finds the newest signed checkpoint outside the database once more.
         const w = this.o.witness?.load() ?? null;
@@ -262,7 +270,11 @@ export class Ledger {
       }
       const proof = consistencyProof(last.treeSize, size, this.node);
       if (!verifyConsistency(last.treeSize, size, proof, lastRoot, root))
-        throw refuse('LEDGER_CHECKPOINT_INCONSISTENT', `the log of size ${size} does not extend the signed checkpoint of size ${last.treeSize}; the stored log was changed`, { size, signed: last.treeSize });
+        throw refuse(
+          'LEDGER_CHECKPOINT_INCONSISTENT',
+          `the log of size ${size} does not extend the signed checkpoint of size ${last.treeSize}; the stored log was changed`,
+          { size, signed: last.treeSize },
+        );
     }
     // The consistency proof vouches for the stored nodes up to the last signed size only; the root to sign must also
     // agree with the leaves after it, hashed from the stored events (an edited node there would otherwise be signed).
@@ -272,7 +284,12 @@ export class Ledger {
       return leaves;
     });
     if (!anchored || !Buffer.from(anchored).equals(Buffer.from(root)))
-      throw new AssayError('LEDGER_PROOF_MISMATCH', 'integrity', `the stored Merkle nodes give a root at size ${size} that the stored events do not: the Merkle node store was changed; refusing to sign (run \`assay ledger verify\`)`, { details: { size } });
+      throw new AssayError(
+        'LEDGER_PROOF_MISMATCH',
+        'integrity',
+        `the stored Merkle nodes give a root at size ${size} that the stored events do not: the Merkle node store was changed; refusing to sign (run \`assay ledger verify\`)`,
+        { details: { size } },
+      );
     const key = this.signingController();
     const body = formatCheckpointBody({ origin: this.o.origin, treeSize: size, rootHash: root });
     const note = signNote(body, [{ name: key.name, keyId: key.keyId, sign: (m: Uint8Array) => key.sign(m) }]);
@@ -291,7 +308,12 @@ export class Ledger {
     const size = log.size();
     const indexed = this.o.merkle.leafCount();
     if (indexed > size)
-      throw new AssayError('LEDGER_MERKLE_AHEAD', 'integrity', `the Merkle node store indexes ${indexed} leaves but the log has ${size} events: events were removed or the index was changed; run \`assay ledger verify\``, { details: { indexed, size } });
+      throw new AssayError(
+        'LEDGER_MERKLE_AHEAD',
+        'integrity',
+        `the Merkle node store indexes ${indexed} leaves but the log has ${size} events: events were removed or the index was changed; run \`assay ledger verify\``,
+        { details: { indexed, size } },
+      );
     // Indexed by someone else before this Ledger looked: only the revocations there matter (one filtered scan, once).
     if (this.revocations.upTo < indexed) {
       log.forEachOfType('KeyRevoked', this.revocations.upTo, indexed, (batch) => batch.forEach((e) => this.noteRevocation(e)));
@@ -316,7 +338,12 @@ export class Ledger {
     const get: NodeSource = (level, index) => extra.get(`${level}/${index}`) ?? this.o.merkle.node(level, index);
     let n = indexed;
     for await (const batch of this.o.store.readAll({ fromPosition: indexed, toPosition: size, batchSize: 2000 })) {
-      for (const x of newNodesForAppend(n, batch.map((e) => leafHash(e.bytes)), get)) extra.set(`${x.level}/${x.index}`, x.hash);
+      for (const x of newNodesForAppend(
+        n,
+        batch.map((e) => leafHash(e.bytes)),
+        get,
+      ))
+        extra.set(`${x.level}/${x.index}`, x.hash);
       n += batch.length;
     }
     if (n !== size)
@@ -341,7 +368,11 @@ export class Ledger {
     if (key) return key;
     const k = this.controllers[0] as SigningKey;
     const at = this.revocations.at.get(k.signer) as number;
-    throw refuse('LEDGER_KEY_REVOKED', `the controller key ${k.signer} was revoked at position ${at}; a revoked key signs nothing after its revocation. Register a new controller key and load it instead (docs/operations.md, Keys)`, { signer: k.signer, revokedAt: at });
+    throw refuse(
+      'LEDGER_KEY_REVOKED',
+      `the controller key ${k.signer} was revoked at position ${at}; a revoked key signs nothing after its revocation. Register a new controller key and load it instead (docs/operations.md, Keys)`,
+      { signer: k.signer, revokedAt: at },
+    );
   }
 
   /**
@@ -383,17 +414,28 @@ export class Ledger {
     let cp: WitnessedCheckpoint | null = this.lastSigned();
     if (!cp || cp.treeSize <= position) {
       if (!opts.signIfNeeded)
-        throw new AssayError('LEDGER_NOT_CHECKPOINTED', 'conflict', `no signed checkpoint covers position ${position} yet (the latest signed checkpoint has size ${cp?.treeSize ?? 0}); sign one first (POST /ledger/checkpoints, or \`assay ledger checkpoint\`), then ask again`, { details: { position, checkpointSize: cp?.treeSize ?? 0 } });
+        throw new AssayError(
+          'LEDGER_NOT_CHECKPOINTED',
+          'conflict',
+          `no signed checkpoint covers position ${position} yet (the latest signed checkpoint has size ${cp?.treeSize ?? 0}); sign one first (POST /ledger/checkpoints, or \`assay ledger checkpoint\`), then ask again`,
+          { details: { position, checkpointSize: cp?.treeSize ?? 0 } },
+        );
       cp = await this.checkpoint();
     }
     const node = await this.readNodes(cp.treeSize);
     const proof = inclusionProof(position, cp.treeSize, node);
     // Never hand out a proof that does not verify: the leaf from the stored bytes, the root from the signed note.
     let leaf: Uint8Array | null = null;
-    for await (const batch of this.o.store.readAll({ fromPosition: position, toPosition: position + 1, batchSize: 1 })) leaf = batch[0] ? leafHash(batch[0].bytes) : null;
+    for await (const batch of this.o.store.readAll({ fromPosition: position, toPosition: position + 1, batchSize: 1 }))
+      leaf = batch[0] ? leafHash(batch[0].bytes) : null;
     const signedRoot = checkpointFields(cp.note).rootHash;
     if (!leaf || !verifyInclusion(position, cp.treeSize, leaf, proof, signedRoot))
-      throw new AssayError('LEDGER_PROOF_MISMATCH', 'integrity', `the inclusion proof of position ${position} computed from the stored Merkle nodes does not verify against the signed checkpoint of size ${cp.treeSize}: the stored data was changed; run \`assay ledger verify\``, { details: { position, treeSize: cp.treeSize } });
+      throw new AssayError(
+        'LEDGER_PROOF_MISMATCH',
+        'integrity',
+        `the inclusion proof of position ${position} computed from the stored Merkle nodes does not verify against the signed checkpoint of size ${cp.treeSize}: the stored data was changed; run \`assay ledger verify\``,
+        { details: { position, treeSize: cp.treeSize } },
+      );
     return { position, treeSize: cp.treeSize, leafHash: b64(leaf), proof: proof.map(b64), checkpoint: cp.note };
   }
 
@@ -407,7 +449,11 @@ export class Ledger {
     const size = await this.o.store.size();
     const n = size2 ?? size;
     if (!Number.isSafeInteger(size1) || !Number.isSafeInteger(n) || size1 < 1 || n > size || size1 > n)
-      throw new AssayError('LEDGER_POSITION_OUT_OF_RANGE', 'invalid_input', `need 1 <= old <= new <= ${size} (a tree of size 0 has no consistency proof); got old ${size1}, new ${n}`);
+      throw new AssayError(
+        'LEDGER_POSITION_OUT_OF_RANGE',
+        'invalid_input',
+        `need 1 <= old <= new <= ${size} (a tree of size 0 has no consistency proof); got old ${size1}, new ${n}`,
+      );
     const node = await this.readNodes(n);
     const proof = consistencyProof(size1, n, node);
     const root1 = rootAt(size1, node);
@@ -416,11 +462,17 @@ export class Ledger {
     const signed = last && last.treeSize <= size ? checkpointFields(last.note) : null;
     const leaves: Uint8Array[] = [];
     if (signed && n > signed.treeSize)
-      for await (const batch of this.o.store.readAll({ fromPosition: signed.treeSize, toPosition: n, batchSize: 2000 })) for (const e of batch) leaves.push(leafHash(e.bytes));
+      for await (const batch of this.o.store.readAll({ fromPosition: signed.treeSize, toPosition: n, batchSize: 2000 }))
+        for (const e of batch) leaves.push(leafHash(e.bytes));
     else if (!signed) for await (const batch of this.o.store.readAll({ toPosition: n, batchSize: 2000 })) for (const e of batch) leaves.push(leafHash(e.bytes));
     const authentic = anchoredRoot(signed, n, node, () => leaves);
     if (!authentic || !Buffer.from(authentic).equals(root2) || !verifyConsistency(size1, n, proof, root1, authentic))
-      throw new AssayError('LEDGER_PROOF_MISMATCH', 'integrity', `the consistency proof from ${size1} to ${n} computed from the stored Merkle nodes does not agree with the latest signed checkpoint${signed ? ` (size ${signed.treeSize})` : ''} and the stored events: the stored data was changed; run \`assay ledger verify\``, { details: { size1, size2: n } });
+      throw new AssayError(
+        'LEDGER_PROOF_MISMATCH',
+        'integrity',
+        `the consistency proof from ${size1} to ${n} computed from the stored Merkle nodes does not agree with the latest signed checkpoint${signed ? ` (size ${signed.treeSize})` : ''} and the stored events: the stored data was changed; run \`assay ledger verify\``,
+        { details: { size1, size2: n } },
+      );
     return { size1, size2: n, root1: b64(root1), root2: b64(root2), proof: proof.map(b64) };
   }
 }
@@ -434,7 +486,12 @@ function sameAsNote(cp: WitnessedCheckpoint, what: string): void {
     f = null;
   }
   if (!f || f.treeSize !== cp.treeSize || b64(f.rootHash) !== cp.rootHash)
-    throw new AssayError('LEDGER_CHECKPOINT_TAMPERED', 'integrity', `${what} records size ${cp.treeSize} and root ${cp.rootHash}, but its signed note ${f ? `says size ${f.treeSize} and root ${b64(f.rootHash)}` : 'does not parse'}: the record was edited; run \`assay ledger verify\``, { details: { what, treeSize: cp.treeSize } });
+    throw new AssayError(
+      'LEDGER_CHECKPOINT_TAMPERED',
+      'integrity',
+      `${what} records size ${cp.treeSize} and root ${cp.rootHash}, but its signed note ${f ? `says size ${f.treeSize} and root ${b64(f.rootHash)}` : 'does not parse'}: the record was edited; run \`assay ledger verify\``,
+      { details: { what, treeSize: cp.treeSize } },
+    );
 }
 
 /** The checkpoint body fields of a note, for callers that only hold the text. */

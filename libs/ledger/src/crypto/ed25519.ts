@@ -74,14 +74,14 @@ function decodePoint(enc: Uint8Array): { x: bigint; y: bigint } | 'non-canonical
   const y2 = (y * y) % P;
   const u = mod(y2 - 1n);
   const v = mod(D * y2 + 1n);
-  const v3 = (v * v % P) * v % P;
-  const v7 = (v3 * v3 % P) * v % P;
-  let x = (u * v3 % P) * modPow(u * v7, (P - 5n) / 8n) % P;
-  const vx2 = v * x % P * x % P;
+  const v3 = (((v * v) % P) * v) % P;
+  const v7 = (((v3 * v3) % P) * v) % P;
+  let x = (((u * v3) % P) * modPow(u * v7, (P - 5n) / 8n)) % P;
+  const vx2 = (((v * x) % P) * x) % P;
   if (vx2 === u) {
     // x is a root
   } else if (vx2 === mod(-u)) {
-    x = x * SQRT_M1 % P;
+    x = (x * SQRT_M1) % P;
   } else {
     return 'not on curve';
   }
@@ -96,16 +96,16 @@ function isSmallOrder(pt: { x: bigint; y: bigint }): boolean {
   let Y = pt.y;
   let Z = 1n;
   for (let i = 0; i < 3; i++) {
-    const B = (X + Y) * (X + Y) % P;
-    const C = X * X % P;
-    const Dd = Y * Y % P;
+    const B = ((X + Y) * (X + Y)) % P;
+    const C = (X * X) % P;
+    const Dd = (Y * Y) % P;
     const E = mod(-C);
     const F = (E + Dd) % P;
-    const H = Z * Z % P;
+    const H = (Z * Z) % P;
     const J = mod(F - 2n * H);
-    X = mod(B - C - Dd) * J % P;
-    Y = F * mod(E - Dd) % P;
-    Z = F * J % P;
+    X = (mod(B - C - Dd) * J) % P;
+    Y = (F * mod(E - Dd)) % P;
+    Z = (F * J) % P;
   }
   return X === 0n;
 }
@@ -117,7 +117,7 @@ const L_BYTES = Buffer.from('edd3f55c1a631258d69cf7a2def9de140000000000000000000
 /** a < b, both 32-byte little-endian integers starting at the given offsets. */
 function lessThan(a: Uint8Array, aOff: number, b: Uint8Array, mask = 0xff): boolean {
   for (let i = 31; i >= 0; i--) {
-    const x = (i === 31 ? (a[aOff + i] as number) & mask : (a[aOff + i] as number));
+    const x = i === 31 ? (a[aOff + i] as number) & mask : (a[aOff + i] as number);
     const y = b[i] as number;
     if (x !== y) return x < y;
   }
@@ -145,8 +145,7 @@ function toHex(b: Uint8Array): string {
 
 /** Why a public key is unacceptable, or null when it is a valid, canonical, not-small-order point. Cached. */
 export function ed25519PublicKeyProblem(pub: Uint8Array, hex?: string): string | null {
-  if (!isBytes(pub) || pub.byteLength !== ED25519_PUBLIC_KEY_BYTES)
-    return `public key must be ${ED25519_PUBLIC_KEY_BYTES} bytes`;
+  if (!isBytes(pub) || pub.byteLength !== ED25519_PUBLIC_KEY_BYTES) return `public key must be ${ED25519_PUBLIC_KEY_BYTES} bytes`;
   const key = hex ?? toHex(pub);
   const cached = publicKeyProblems.get(key);
   if (cached !== undefined) return cached;
@@ -158,8 +157,7 @@ export function ed25519PublicKeyProblem(pub: Uint8Array, hex?: string): string |
 
 /** Why a signature is unacceptable on its own (length, R canonical, S < L), or null. */
 export function ed25519SignatureProblem(sig: Uint8Array): string | null {
-  if (!isBytes(sig) || sig.byteLength !== ED25519_SIGNATURE_BYTES)
-    return `signature must be ${ED25519_SIGNATURE_BYTES} bytes`;
+  if (!isBytes(sig) || sig.byteLength !== ED25519_SIGNATURE_BYTES) return `signature must be ${ED25519_SIGNATURE_BYTES} bytes`;
   if (!lessThan(sig, 0, P_BYTES, 0x7f)) return 'signature R is not a canonical encoding';
   if (!lessThan(sig, 32, L_BYTES)) return 'signature S is not below the group order L';
   return null;
@@ -199,26 +197,14 @@ function remember(cache: Map<string, KeyObject>, key: string, value: KeyObject):
 }
 
 function publicKeyObject(pub: Uint8Array, hex: string): KeyObject {
-  return (
-    publicKeyObjects.get(hex) ??
-    remember(
-      publicKeyObjects,
-      hex,
-      createPublicKey({ key: Buffer.concat([SPKI_PREFIX, pub]), format: 'der', type: 'spki' }),
-    )
-  );
+  return publicKeyObjects.get(hex) ?? remember(publicKeyObjects, hex, createPublicKey({ key: Buffer.concat([SPKI_PREFIX, pub]), format: 'der', type: 'spki' }));
 }
 
 function privateKeyObject(seed: Uint8Array): KeyObject {
   // Cached under a hash of the seed, so the cache's keys do not spell the secret out.
   const id = createHash('sha256').update('assay ed25519 key cache\n').update(seed).digest('hex');
   return (
-    privateKeyObjects.get(id) ??
-    remember(
-      privateKeyObjects,
-      id,
-      createPrivateKey({ key: Buffer.concat([PKCS8_PREFIX, seed]), format: 'der', type: 'pkcs8' }),
-    )
+    privateKeyObjects.get(id) ?? remember(privateKeyObjects, id, createPrivateKey({ key: Buffer.concat([PKCS8_PREFIX, seed]), format: 'der', type: 'pkcs8' }))
   );
 }
 

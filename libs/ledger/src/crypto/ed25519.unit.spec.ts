@@ -1,11 +1,6 @@
 import { createPublicKey, randomBytes, verify as rawNodeVerify } from 'node:crypto';
 import nacl from 'tweetnacl';
-import {
-  ed25519Problem,
-  ed25519PublicKeyProblem,
-  nodeEd25519,
-  type Ed25519,
-} from './ed25519';
+import { ed25519Problem, ed25519PublicKeyProblem, nodeEd25519, type Ed25519 } from './ed25519';
 import { naclEd25519 } from '../../../../tests/support/nacl-ed25519';
 
 const h = (s: string): Buffer => Buffer.from(s, 'hex');
@@ -39,8 +34,7 @@ const RFC8032 = [
     name: 'TEST SHA(abc)',
     seed: '833fe62409237b9d62ec77587520911e9a759cec1d19755b7da901b96dca3d42',
     pub: 'ec172b93ad5e563bf4932c70e1245034c35467ef2efd4d64ebf819683467e2bf',
-    msg:
-      'ddaf35a193617abacc417349ae20413112e6fa4e89a97ea20a9eeee64b55d39a2192992a274fc1a836ba3c23a3feebbd454d4423643ce80e2a9ac94fa54ca49f',
+    msg: 'ddaf35a193617abacc417349ae20413112e6fa4e89a97ea20a9eeee64b55d39a2192992a274fc1a836ba3c23a3feebbd454d4423643ce80e2a9ac94fa54ca49f',
     sig: 'dc2a4459e7369633a52b1bf277839a00201009a3efbf3ecb69bea2186c26b58909351fc9ac90b3ecfdfbc7c66431e0303dca179c138ac17ad9bef1177331a704',
   },
 ];
@@ -164,9 +158,7 @@ describe('strict verification, identical in both implementations', () => {
     expect(ed25519PublicKeyProblem(le32(P + 1n))).toBe('public key is not a canonical encoding'); // y = p + 1 (= 1)
     expect(ed25519PublicKeyProblem(le32(2n ** 255n - 1n))).toBe('public key is not a canonical encoding');
     // y = 1, x = 0 with the sign bit set: x = 0 cannot be negative (RFC 8032 5.1.3 step 4).
-    expect(ed25519PublicKeyProblem(h('0100000000000000000000000000000000000000000000000000000000000080'))).toBe(
-      'public key is not a canonical encoding',
-    );
+    expect(ed25519PublicKeyProblem(h('0100000000000000000000000000000000000000000000000000000000000080'))).toBe('public key is not a canonical encoding');
     // y = 2 is not on the curve.
     expect(ed25519PublicKeyProblem(le32(2n))).toBe('public key is not a point on the curve');
     expect(ed25519PublicKeyProblem(Buffer.alloc(31))).toBe('public key must be 32 bytes');

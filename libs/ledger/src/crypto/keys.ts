@@ -78,13 +78,7 @@ export interface KeyPair extends PrivateKey {
 /** Random bytes source, injectable for tests. */
 export type RandomBytes = (n: number) => Uint8Array;
 
-function keyError(
-  code: string,
-  message: string,
-  details: Record<string, unknown> = {},
-  kind: ErrorKind = 'invalid_input',
-  cause?: unknown,
-): AssayError {
+function keyError(code: string, message: string, details: Record<string, unknown> = {}, kind: ErrorKind = 'invalid_input', cause?: unknown): AssayError {
   return new AssayError(code, kind, message, cause === undefined ? { details } : { details, cause });
 }
 
@@ -159,14 +153,15 @@ export function parseVerifierKey(text: string): VerifierKey {
   if (!raw) throw keyError('KEY_TEXT_MALFORMED', `${what} ${name}: the key is not canonical standard base64`);
   const type = raw[0];
   if (type !== SIG_TYPE_ED25519 && type !== SIG_TYPE_COSIGNATURE_ED25519)
-    throw keyError('KEY_UNSUPPORTED_TYPE', `${what} ${name}: signature type ${type === undefined ? 'missing' : `0x${type.toString(16).padStart(2, '0')}`} is not supported (0x01 Ed25519 or 0x04 Ed25519 cosignature)`);
-  if (raw.byteLength !== 33)
-    throw keyError('KEY_BAD_LENGTH', `${what} ${name}: an Ed25519 key is 1 type byte and 32 key bytes, got ${raw.byteLength} bytes`);
+    throw keyError(
+      'KEY_UNSUPPORTED_TYPE',
+      `${what} ${name}: signature type ${type === undefined ? 'missing' : `0x${type.toString(16).padStart(2, '0')}`} is not supported (0x01 Ed25519 or 0x04 Ed25519 cosignature)`,
+    );
+  if (raw.byteLength !== 33) throw keyError('KEY_BAD_LENGTH', `${what} ${name}: an Ed25519 key is 1 type byte and 32 key bytes, got ${raw.byteLength} bytes`);
   const publicKey = Buffer.from(raw.subarray(1));
   checkPublicKey(publicKey, `${what} ${name}`);
   const keyId = keyIdOf(name, publicKey, type);
-  if (toHex(keyId) !== idHex)
-    throw keyError('KEY_ID_MISMATCH', `${what} ${name}: key id ${idHex} does not match the key (expected ${toHex(keyId)})`);
+  if (toHex(keyId) !== idHex) throw keyError('KEY_ID_MISMATCH', `${what} ${name}: key id ${idHex} does not match the key (expected ${toHex(keyId)})`);
   return { name, type, keyId, keyIdHex: idHex, signer: `${name}+${idHex}`, publicKey, text };
 }
 
@@ -188,16 +183,14 @@ export function parsePrivateKey(text: string, impl: Ed25519 = nodeEd25519): Priv
   const { name, idHex, b64 } = splitKeyText(text.slice(PRIVATE_KEY_PREFIX.length), what);
   const raw = decodeBase64Strict(b64);
   if (!raw) throw keyError('KEY_TEXT_MALFORMED', `${what} ${name}: the key is not canonical standard base64`);
-  if (raw[0] !== SIG_TYPE_ED25519)
-    throw keyError('KEY_UNSUPPORTED_TYPE', `${what} ${name}: signature type must be 0x01 (Ed25519)`);
+  if (raw[0] !== SIG_TYPE_ED25519) throw keyError('KEY_UNSUPPORTED_TYPE', `${what} ${name}: signature type must be 0x01 (Ed25519)`);
   if (raw.byteLength !== 33)
     throw keyError('KEY_BAD_LENGTH', `${what} ${name}: an Ed25519 private key is 1 type byte and a 32-byte seed, got ${raw.byteLength} bytes`);
   const seed = Buffer.from(raw.subarray(1));
   raw.fill(0);
   const publicKey = Buffer.from(impl.publicKeyFromSeed(seed));
   const keyId = keyIdOf(name, publicKey);
-  if (toHex(keyId) !== idHex)
-    throw keyError('KEY_ID_MISMATCH', `${what} ${name}: key id ${idHex} does not match the key (expected ${toHex(keyId)})`);
+  if (toHex(keyId) !== idHex) throw keyError('KEY_ID_MISMATCH', `${what} ${name}: key id ${idHex} does not match the key (expected ${toHex(keyId)})`);
   return { name, keyId, keyIdHex: idHex, signer: `${name}+${idHex}`, seed, publicKey };
 }
 
@@ -238,8 +231,7 @@ export function noteSignerOf(key: PrivateKey, impl: Ed25519 = nodeEd25519): Note
 
 /** The note verifier of a verifier key (type 0x01 only; use cosignatureVerifier for 0x04 keys). */
 export function noteVerifierOf(key: VerifierKey, impl: Ed25519 = nodeEd25519): NoteVerifier {
-  if (key.type !== SIG_TYPE_ED25519)
-    throw keyError('KEY_UNSUPPORTED_TYPE', `verifier key ${key.signer} is a cosignature key (type 0x04), not a note key`);
+  if (key.type !== SIG_TYPE_ED25519) throw keyError('KEY_UNSUPPORTED_TYPE', `verifier key ${key.signer} is a cosignature key (type 0x04), not a note key`);
   return ed25519NoteVerifier(key.name, key.publicKey, impl);
 }
 
@@ -262,10 +254,15 @@ export function toSigningKey(pair: KeyPair, impl: Ed25519 = nodeEd25519): Signin
 function fsError(e: unknown, file: string, action: string): AssayError {
   const code = (e as NodeJS.ErrnoException)?.code;
   if (code === 'ENOENT') return keyError('KEY_FILE_NOT_FOUND', `${file} does not exist`, { path: file }, 'not_found', e);
-  if (code === 'EEXIST')
-    return keyError('KEY_FILE_EXISTS', `${file} already exists; refusing to overwrite a key file`, { path: file }, 'conflict', e);
+  if (code === 'EEXIST') return keyError('KEY_FILE_EXISTS', `${file} already exists; refusing to overwrite a key file`, { path: file }, 'conflict', e);
   if (code === 'ELOOP')
-    return keyError('KEY_FILE_SYMLINK', `${file} is a symbolic link; refusing to ${action} a key through a link (give the real path)`, { path: file }, 'refused', e);
+    return keyError(
+      'KEY_FILE_SYMLINK',
+      `${file} is a symbolic link; refusing to ${action} a key through a link (give the real path)`,
+      { path: file },
+      'refused',
+      e,
+    );
   if (code === 'EACCES' || code === 'EPERM')
     return keyError('KEY_FILE_UNREADABLE', `cannot ${action} ${file}: permission denied`, { path: file }, 'refused', e);
   return keyError('KEY_FILE_IO', `cannot ${action} ${file}: ${(e as Error)?.message ?? String(e)}`, { path: file }, 'unavailable', e);
@@ -350,8 +347,7 @@ function readKeyFile(file: string): { text: string; mode: number } {
         const n = readSync(fd, buf, len, buf.byteLength - len, null);
         if (n === 0) break;
         len += n;
-        if (len > MAX_KEY_FILE_BYTES)
-          throw keyError('KEY_FILE_MALFORMED', `${file} is larger than ${MAX_KEY_FILE_BYTES} bytes`, { path: file });
+        if (len > MAX_KEY_FILE_BYTES) throw keyError('KEY_FILE_MALFORMED', `${file} is larger than ${MAX_KEY_FILE_BYTES} bytes`, { path: file });
       }
       let text: string;
       try {
@@ -413,8 +409,7 @@ export function readPrivateKey(file: string, impl: Ed25519 = nodeEd25519): KeyPa
   const rec = obj as Record<string, unknown>;
   const fields = ['format', 'name', 'privateKey', 'role'];
   const keys = Object.keys(rec).sort();
-  if (keys.join() !== fields.join())
-    malformed(`must have exactly the fields ${fields.join(', ')}; it has ${keys.join(', ') || 'none'}`);
+  if (keys.join() !== fields.join()) malformed(`must have exactly the fields ${fields.join(', ')}; it has ${keys.join(', ') || 'none'}`);
   if (rec.format !== KEY_FILE_FORMAT) malformed(`format must be "${KEY_FILE_FORMAT}"`);
   if (!isRole(rec.role)) malformed(`role ${JSON.stringify(rec.role)} is not one of ${ROLES.join(', ')}`);
   if (typeof rec.privateKey !== 'string') malformed('privateKey must be a string');
@@ -422,8 +417,7 @@ export function readPrivateKey(file: string, impl: Ed25519 = nodeEd25519): KeyPa
   try {
     priv = parsePrivateKey(rec.privateKey as string, impl);
   } catch (e) {
-    if (e instanceof AssayError)
-      throw new AssayError(e.code, e.kind, `${file}: ${e.message}`, { details: { ...e.details, path: file }, cause: e });
+    if (e instanceof AssayError) throw new AssayError(e.code, e.kind, `${file}: ${e.message}`, { details: { ...e.details, path: file }, cause: e });
     throw e;
   }
   if (rec.name !== priv.name) malformed(`name ${JSON.stringify(rec.name)} does not match the key's name ${JSON.stringify(priv.name)}`);
@@ -439,8 +433,7 @@ export function readPublicKey(file: string): VerifierKey {
   try {
     return parseVerifierKey(trimmed);
   } catch (e) {
-    if (e instanceof AssayError)
-      throw new AssayError(e.code, e.kind, `${file}: ${e.message}`, { details: { ...e.details, path: file }, cause: e });
+    if (e instanceof AssayError) throw new AssayError(e.code, e.kind, `${file}: ${e.message}`, { details: { ...e.details, path: file }, cause: e });
     throw e;
   }
 }

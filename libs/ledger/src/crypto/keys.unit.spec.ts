@@ -48,9 +48,7 @@ describe('key texts (C2SP signed-note / golang.org/x/mod/sumdb/note)', () => {
     expect(pub.type).toBe(1);
     const text = "If you think cryptography is the answer to your problem,\nthen you don't know what your problem is.\n";
     const note = signNote(text, [noteSignerOf(priv)]);
-    expect(note).toBe(
-      `${text}\n— PeterNeumann x08go/ZJkuBS9UG/SffcvIAQxVBtiFupLLr8pAcElZInNIuGUgYN1FFYC2pZSNXgKvqfqdngotpRZb6KE6RyyBwJnAM=\n`,
-    );
+    expect(note).toBe(`${text}\n— PeterNeumann x08go/ZJkuBS9UG/SffcvIAQxVBtiFupLLr8pAcElZInNIuGUgYN1FFYC2pZSNXgKvqfqdngotpRZb6KE6RyyBwJnAM=\n`);
     expect(verifyNote(note, [noteVerifierOf(pub, naclEd25519)]).map((k) => k.name)).toEqual(['PeterNeumann']);
   });
 
@@ -186,9 +184,7 @@ describe('key files', () => {
     const pair = generateKeyPair('judge');
     writeKeyPair(dir, pair);
     const before = readFileSync(path.join(dir, `${pair.name}.key`), 'utf8');
-    expect(() => writeKeyPair(dir, { ...pair, role: 'controller' })).toThrow(
-      expect.objectContaining({ code: 'KEY_FILE_EXISTS', kind: 'conflict' }),
-    );
+    expect(() => writeKeyPair(dir, { ...pair, role: 'controller' })).toThrow(expect.objectContaining({ code: 'KEY_FILE_EXISTS', kind: 'conflict' }));
     expect(readFileSync(path.join(dir, `${pair.name}.key`), 'utf8')).toBe(before);
   });
 
@@ -266,12 +262,33 @@ describe('key files', () => {
     ['too large', `{"x":"${'a'.repeat(5000)}"}`, 'KEY_FILE_MALFORMED'],
     ['empty', '', 'KEY_FILE_MALFORMED'],
     ['a bare private key text', `${formatPrivateKey('n', seed1)}\n`, 'KEY_FILE_MALFORMED'],
-    ['an extra field', JSON.stringify({ format: 'assay-signing-key/v1', role: 'judge', name: 'n', privateKey: formatPrivateKey('n', seed1), x: 1 }), 'KEY_FILE_MALFORMED'],
+    [
+      'an extra field',
+      JSON.stringify({ format: 'assay-signing-key/v1', role: 'judge', name: 'n', privateKey: formatPrivateKey('n', seed1), x: 1 }),
+      'KEY_FILE_MALFORMED',
+    ],
     ['a missing role', JSON.stringify({ format: 'assay-signing-key/v1', name: 'n', privateKey: formatPrivateKey('n', seed1) }), 'KEY_FILE_MALFORMED'],
-    ['an unknown role', JSON.stringify({ format: 'assay-signing-key/v1', role: 'root', name: 'n', privateKey: formatPrivateKey('n', seed1) }), 'KEY_FILE_MALFORMED'],
+    [
+      'an unknown role',
+      JSON.stringify({ format: 'assay-signing-key/v1', role: 'root', name: 'n', privateKey: formatPrivateKey('n', seed1) }),
+      'KEY_FILE_MALFORMED',
+    ],
     ['a wrong format', JSON.stringify({ format: 'v2', role: 'judge', name: 'n', privateKey: formatPrivateKey('n', seed1) }), 'KEY_FILE_MALFORMED'],
-    ['a name that differs from the key', JSON.stringify({ format: 'assay-signing-key/v1', role: 'judge', name: 'm', privateKey: formatPrivateKey('n', seed1) }), 'KEY_FILE_MALFORMED'],
-    ['a tampered key id', JSON.stringify({ format: 'assay-signing-key/v1', role: 'judge', name: 'n', privateKey: formatPrivateKey('n', seed1).replace(/\+[0-9a-f]{8}\+/, '+00000000+') }), 'KEY_ID_MISMATCH'],
+    [
+      'a name that differs from the key',
+      JSON.stringify({ format: 'assay-signing-key/v1', role: 'judge', name: 'm', privateKey: formatPrivateKey('n', seed1) }),
+      'KEY_FILE_MALFORMED',
+    ],
+    [
+      'a tampered key id',
+      JSON.stringify({
+        format: 'assay-signing-key/v1',
+        role: 'judge',
+        name: 'n',
+        privateKey: formatPrivateKey('n', seed1).replace(/\+[0-9a-f]{8}\+/, '+00000000+'),
+      }),
+      'KEY_ID_MISMATCH',
+    ],
   ])('refuses a private key file holding %s', (_what, content, c) => {
     const p = writePrivate('k.key', content);
     expect(() => readPrivateKey(p)).toThrow(expect.objectContaining({ code: c, message: expect.stringContaining(p) }));

@@ -24,7 +24,12 @@ const same = (a: Uint8Array, b: Uint8Array): boolean => Buffer.from(a.buffer, a.
  * (`signed`: the latest one; null when none was signed, then every leaf is hashed from the events). `leavesAfter(c,
  * s)` gives the RFC 9162 leaf hashes of the stored events c..s-1, in order.
  */
-export function anchoredRoot(signed: SignedTreeHead | null, size: number, node: NodeSource, leavesAfter: (from: number, to: number) => Iterable<Uint8Array>): Uint8Array | null {
+export function anchoredRoot(
+  signed: SignedTreeHead | null,
+  size: number,
+  node: NodeSource,
+  leavesAfter: (from: number, to: number) => Iterable<Uint8Array>,
+): Uint8Array | null {
   const c = signed?.treeSize ?? 0;
   const signedRoot = signed?.rootHash ?? emptyRoot();
   if (size === 0) return emptyRoot();

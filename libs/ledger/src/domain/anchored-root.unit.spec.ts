@@ -10,11 +10,13 @@ function table(n: number): Map<string, Uint8Array> {
   for (const x of newNodesForAppend(0, leaves.slice(0, n), (l, i) => m.get(`${l}/${i}`) as Uint8Array)) m.set(`${x.level}/${x.index}`, x.hash);
   return m;
 }
-const source = (m: Map<string, Uint8Array>): NodeSource => (l, i) => {
-  const h = m.get(`${l}/${i}`);
-  if (!h) throw new Error(`no node ${l}/${i}`);
-  return h;
-};
+const source =
+  (m: Map<string, Uint8Array>): NodeSource =>
+  (l, i) => {
+    const h = m.get(`${l}/${i}`);
+    if (!h) throw new Error(`no node ${l}/${i}`);
+    return h;
+  };
 const after = (from: number, to: number): Uint8Array[] => leaves.slice(from, to);
 
 describe('anchoredRoot: roots from stored nodes, trusted only as far as a signed checkpoint vouches', () => {
@@ -24,7 +26,8 @@ describe('anchoredRoot: roots from stored nodes, trusted only as far as a signed
   it('gives the true root at every size, below, at and above the signed size, and with no checkpoint at all', () => {
     for (const c of [1, 2, 7, 16, 33]) {
       const signed = { treeSize: c, rootHash: rootAt(c, honest) };
-      for (let size = 0; size <= 45; size++) expect(Buffer.from(anchoredRoot(signed, size, honest, after) as Uint8Array)).toEqual(Buffer.from(size === 0 ? emptyRoot() : rootAt(size, honest)));
+      for (let size = 0; size <= 45; size++)
+        expect(Buffer.from(anchoredRoot(signed, size, honest, after) as Uint8Array)).toEqual(Buffer.from(size === 0 ? emptyRoot() : rootAt(size, honest)));
     }
     expect(Buffer.from(anchoredRoot(null, 45, honest, after) as Uint8Array)).toEqual(Buffer.from(rootAt(45, honest)));
   });
@@ -38,7 +41,8 @@ describe('anchoredRoot: roots from stored nodes, trusted only as far as a signed
       for (const size of [5, 32, 33, 40, 45]) {
         const r = anchoredRoot(signed, size, node, after);
         // Either the damage is caught, or the answer is still the true root (the node was not needed).
-        if (r !== null) expect({ key, size, root: Buffer.from(r).toString('hex') }).toEqual({ key, size, root: Buffer.from(rootAt(size, honest)).toString('hex') });
+        if (r !== null)
+          expect({ key, size, root: Buffer.from(r).toString('hex') }).toEqual({ key, size, root: Buffer.from(rootAt(size, honest)).toString('hex') });
       }
       // Damage inside the signed tree's own perfect subtrees is always caught above the signed size.
       const [level, index] = key.split('/').map(Number) as [number, number];
@@ -47,7 +51,7 @@ describe('anchoredRoot: roots from stored nodes, trusted only as far as a signed
     }
   });
 
-  it('gives null when the signed root is not the stored tree\'s', () => {
+  it("gives null when the signed root is not the stored tree's", () => {
     expect(anchoredRoot({ treeSize: 20, rootHash: Buffer.alloc(32, 1) }, 10, honest, after)).toBeNull();
     expect(anchoredRoot({ treeSize: 20, rootHash: Buffer.alloc(32, 1) }, 20, honest, after)).toBeNull();
     expect(anchoredRoot({ treeSize: 20, rootHash: Buffer.alloc(32, 1) }, 30, honest, after)).toBeNull();

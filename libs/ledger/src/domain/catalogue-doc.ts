@@ -50,7 +50,10 @@ export function renderCatalogueMarkdown(): string {
   ];
   for (const s of CATALOGUE.values()) out.push(`| [\`${s.type}\`](#${s.type.toLowerCase()}) | ${s.roles.join(', ')} | ${s.summary} |`);
   for (const s of CATALOGUE.values()) {
-    const writer = s.onlyWrittenBy === null ? 'Generic appends (`assay ledger append`, `POST /ledger/events`) may write it.' : `Written only by ${s.onlyWrittenBy}; generic appends refuse it.`;
+    const writer =
+      s.onlyWrittenBy === null
+        ? 'Generic appends (`assay ledger append`, `POST /ledger/events`) may write it.'
+        : `Written only by ${s.onlyWrittenBy}; generic appends refuse it.`;
     out.push('', `## ${s.type}`, '', `${s.summary} Signed by: ${s.roles.join(' or ')}. ${writer} Data at most ${s.maxDataBytes} bytes (canonical JSON).`, '');
     out.push('| field | type | required |', '|---|---|---|');
     for (const [name, f] of Object.entries(s.schema)) out.push(`| \`${name}\` | ${typeOf(f)} | ${f.optional ? 'no' : 'yes'} |`);

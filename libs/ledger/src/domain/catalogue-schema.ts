@@ -142,7 +142,12 @@ function envelopeSchema(): JsonSchema {
         description: 'UTC with milliseconds; writers use the real time, readers accept day 01-31 in every month and 24:00:00.000',
       },
       prev: { type: 'string', pattern: pattern(HASH_HEX_RE), description: 'hex SHA-256 of the previous envelope of the stream; 64 zeros at revision 0' },
-      signer: { type: 'string', pattern: pattern(SIGNER_RE), 'x-assay-maxUtf8Bytes': MAX_SIGNER_BYTES, description: '<key name>+<8 hex key id>; the key name is at most 128 UTF-16 code units and 128 UTF-8 bytes' },
+      signer: {
+        type: 'string',
+        pattern: pattern(SIGNER_RE),
+        'x-assay-maxUtf8Bytes': MAX_SIGNER_BYTES,
+        description: '<key name>+<8 hex key id>; the key name is at most 128 UTF-16 code units and 128 UTF-8 bytes',
+      },
       sig: { type: 'string', pattern: ENVELOPE_SIG_PATTERN, description: 'standard base64 (padded, unused bits zero) of the 64-byte Ed25519 signature' },
     },
     required: ['type', 'data', 'stream', 'revision', 'position', 'id', 'time', 'prev', 'signer', 'sig'],
@@ -168,7 +173,7 @@ export function renderCatalogueJsonSchema(): JsonSchema {
       '(x-assay-maxUtf16; maxLength counts code points, so it is looser for characters above U+FFFF), patterns are ' +
       'ECMAScript regular expressions evaluated without the u flag, x-assay-maxUtf8Bytes bounds the UTF-8 bytes of a ' +
       'string, x-assay-maxDataBytes those of the canonical JSON of data, x-assay-maxEnvelopeBytes those of the whole envelope, x-assay-roles names the roles ' +
-      'whose keys may sign the type, and any other x-assay-<name> is the catalogue entry\'s property <name>. Integers are safe integers (|n| <= 2^53 - 1), numbers finite.',
+      "whose keys may sign the type, and any other x-assay-<name> is the catalogue entry's property <name>. Integers are safe integers (|n| <= 2^53 - 1), numbers finite.",
     $ref: '#/$defs/envelope',
     $defs: defs,
   };

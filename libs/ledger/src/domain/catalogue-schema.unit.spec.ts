@@ -48,7 +48,10 @@ function annotations(v: unknown, out = new Set<string>()): Set<string> {
 
 function makeAjv(): Ajv2020 {
   const warnings: unknown[] = [];
-  const ajv = new Ajv2020({ strict: true, logger: { log: () => undefined, warn: (...a: unknown[]) => warnings.push(a), error: (...a: unknown[]) => warnings.push(a) } });
+  const ajv = new Ajv2020({
+    strict: true,
+    logger: { log: () => undefined, warn: (...a: unknown[]) => warnings.push(a), error: (...a: unknown[]) => warnings.push(a) },
+  });
   const schema = renderCatalogueJsonSchema();
   ajv.addVocabulary([...annotations(schema)]);
   ajv.addSchema(schema);
@@ -62,7 +65,6 @@ function validator(ajv: Ajv2020, ref: string): ValidateFunction {
   if (!v) throw new Error(`no schema ${ref}`);
   return v;
 }
-
 
 // ---- values per field spec -------------------------------------------------------------------------------------------
 
@@ -172,12 +174,20 @@ function validValues(spec: FieldSpec): JsonValue[] {
       const v = validValues(spec.values)[0] as JsonValue;
       const keys = ['a', 'a'.repeat(64), 'loss.val_1:x-y'].filter((k) => !spec.keyPattern || spec.keyPattern.test(k));
       out.push({}, Object.fromEntries(keys.map((k) => [k, v])));
-      out.push(Object.fromEntries(Array.from({ length: spec.maxKeys }, (_, i) => [`m${i}`, validValues(spec.values)[i % validValues(spec.values).length] as JsonValue])));
+      out.push(
+        Object.fromEntries(
+          Array.from({ length: spec.maxKeys }, (_, i) => [`m${i}`, validValues(spec.values)[i % validValues(spec.values).length] as JsonValue]),
+        ),
+      );
       break;
     }
     case 'array': {
       const items = validValues(spec.of);
-      out.push([], [items[0] as JsonValue], Array.from({ length: spec.max }, (_, i) => items[i % items.length] as JsonValue));
+      out.push(
+        [],
+        [items[0] as JsonValue],
+        Array.from({ length: spec.max }, (_, i) => items[i % items.length] as JsonValue),
+      );
       break;
     }
   }
@@ -432,7 +442,14 @@ describe('the event catalogue as JSON Schema', () => {
     it('quotes the exact time pattern, the empty root, and RFC 8785 number spellings', () => {
       expect(formats).toContain(`\n${ENVELOPE_TIME_PATTERN}\n`);
       expect(formats).toContain(emptyRoot().toString('base64'));
-      for (const [n, text] of [[1e21, '1e+21'], [1e-7, '1e-7'], [0.002, '0.002'], [1e20, '100000000000000000000'], [5e-324, '5e-324'], [-0, '0']] as const) {
+      for (const [n, text] of [
+        [1e21, '1e+21'],
+        [1e-7, '1e-7'],
+        [0.002, '0.002'],
+        [1e20, '100000000000000000000'],
+        [5e-324, '5e-324'],
+        [-0, '0'],
+      ] as const) {
         expect(canonicalJson(n)).toBe(text);
         expect(formats).toContain(`\`${text}\``);
       }
@@ -445,7 +462,7 @@ describe('the event catalogue as JSON Schema', () => {
       for (let c = 0; c <= 0xffff; c++) if (/\s/.test(String.fromCharCode(c))) cps.push(c);
       const u = (c: number): string => `U+${c.toString(16).toUpperCase().padStart(4, '0')}`;
       const parts: string[] = [];
-      for (let i = 0; i < cps.length; ) {
+      for (let i = 0; i < cps.length;) {
         let j = i;
         while (j + 1 < cps.length && (cps[j + 1] as number) === (cps[j] as number) + 1) j++;
         if (j - i >= 2) parts.push(`${u(cps[i] as number)} to ${u(cps[j] as number)}`);
@@ -484,14 +501,76 @@ describe('the event catalogue as JSON Schema', () => {
       const alternatives: Record<string, JsonValue[]> = {
         type: ['Note', 'Nope', 'note', '', `N${'a'.repeat(63)}`, `N${'a'.repeat(64)}`, 'KeyRegistered', 1, null],
         data: [{ text: 'x' }, {}, { text: 'x', extra: 1 }, [], 'x', null],
-        stream: ['note-demo', 'a-b', `${'a'.repeat(32)}-x`, `${'a'.repeat(33)}-x`, 'note-', `note-${'x'.repeat(128)}`, `note-${'x'.repeat(129)}`, 'Note-x', 'note-x-y', 'note-.x', 'n0te-A:b.c_d', 'note_x', 'note-é', 1],
+        stream: [
+          'note-demo',
+          'a-b',
+          `${'a'.repeat(32)}-x`,
+          `${'a'.repeat(33)}-x`,
+          'note-',
+          `note-${'x'.repeat(128)}`,
+          `note-${'x'.repeat(129)}`,
+          'Note-x',
+          'note-x-y',
+          'note-.x',
+          'n0te-A:b.c_d',
+          'note_x',
+          'note-é',
+          1,
+        ],
         revision: [0, 1, MAX_SAFE, MAX_SAFE + 1, -1, 1.5, -0, '1', null, 1e21],
         position: [0, 3, MAX_SAFE, 2 ** 53, -1, 0.5, -0, '3', null],
-        id: ['00000000-0000-0000-0000-000000000000', 'ffffffff-ffff-1fff-0fff-ffffffffffff', '00000000-0000-4000-8000-00000000000A', '0000000000004000800000000000000a', '{00000000-0000-4000-8000-000000000001}', 'g0000000-0000-4000-8000-000000000001', 7],
-        time: ['2026-02-30T00:00:00.000Z', '2026-01-01T24:00:00.000Z', '2026-01-01T24:00:00.001Z', '2026-12-02t10:00:00.000Z', '2026-12-02T10:00:00.000+00:00', '2026-12-02T10:00:00Z', '2026-12-02T10:00:00.0000Z', '+002026-12-02T10:00:00.000Z', '2026-12-02 10:00:00.000Z', '٢٠٢٦-12-02T10:00:00.000Z', 0],
+        id: [
+          '00000000-0000-0000-0000-000000000000',
+          'ffffffff-ffff-1fff-0fff-ffffffffffff',
+          '00000000-0000-4000-8000-00000000000A',
+          '0000000000004000800000000000000a',
+          '{00000000-0000-4000-8000-000000000001}',
+          'g0000000-0000-4000-8000-000000000001',
+          7,
+        ],
+        time: [
+          '2026-02-30T00:00:00.000Z',
+          '2026-01-01T24:00:00.000Z',
+          '2026-01-01T24:00:00.001Z',
+          '2026-12-02t10:00:00.000Z',
+          '2026-12-02T10:00:00.000+00:00',
+          '2026-12-02T10:00:00Z',
+          '2026-12-02T10:00:00.0000Z',
+          '+002026-12-02T10:00:00.000Z',
+          '2026-12-02 10:00:00.000Z',
+          '٢٠٢٦-12-02T10:00:00.000Z',
+          0,
+        ],
         prev: ['f'.repeat(64), 'F'.repeat(64), '0'.repeat(63), '0'.repeat(65), `${'0'.repeat(63)}g`, null],
-        signer: ['a+0123abcd', `${'a'.repeat(128)}+0123abcd`, `${'a'.repeat(129)}+0123abcd`, 'a b+0123abcd', '\u00a0+0123abcd', '\u0085+0123abcd', '\u0001+0123abcd', 'é+0123abcd', `${ASTRAL.repeat(64)}+0123abcd`, `${ASTRAL.repeat(65)}+0123abcd`, 'a+0123ABCD', 'a+0123abc', '+0123abcd', 'a+b+0123abcd', 'a\u3000+0123abcd', 'a\ufeff+0123abcd'],
-        sig: ['A'.repeat(86) + '==', 'A'.repeat(85) + 'B==', 'A'.repeat(85) + 'w==', 'A'.repeat(86) + '=', 'A'.repeat(87) + '=', 'A'.repeat(88), '-'.repeat(86) + '==', 'A'.repeat(84) + '==A=', ''],
+        signer: [
+          'a+0123abcd',
+          `${'a'.repeat(128)}+0123abcd`,
+          `${'a'.repeat(129)}+0123abcd`,
+          'a b+0123abcd',
+          '\u00a0+0123abcd',
+          '\u0085+0123abcd',
+          '\u0001+0123abcd',
+          'é+0123abcd',
+          `${ASTRAL.repeat(64)}+0123abcd`,
+          `${ASTRAL.repeat(65)}+0123abcd`,
+          'a+0123ABCD',
+          'a+0123abc',
+          '+0123abcd',
+          'a+b+0123abcd',
+          'a\u3000+0123abcd',
+          'a\ufeff+0123abcd',
+        ],
+        sig: [
+          'A'.repeat(86) + '==',
+          'A'.repeat(85) + 'B==',
+          'A'.repeat(85) + 'w==',
+          'A'.repeat(86) + '=',
+          'A'.repeat(87) + '=',
+          'A'.repeat(88),
+          '-'.repeat(86) + '==',
+          'A'.repeat(84) + '==A=',
+          '',
+        ],
       };
       check(example);
       for (const [field, values] of Object.entries(alternatives)) for (const v of values) check({ ...example, [field]: v });
@@ -540,7 +619,13 @@ describe('the event catalogue as JSON Schema', () => {
       expect(accepted).toBeGreaterThan(10_000);
       expect(disagreements).toBe(0);
       // The lenient cases, spelled out.
-      for (const s of ['2026-02-30T00:00:00.000Z', '2026-02-31T12:00:00.000Z', '2025-04-31T00:00:00.000Z', '2026-01-01T24:00:00.000Z', '0000-01-01T00:00:00.000Z'])
+      for (const s of [
+        '2026-02-30T00:00:00.000Z',
+        '2026-02-31T12:00:00.000Z',
+        '2025-04-31T00:00:00.000Z',
+        '2026-01-01T24:00:00.000Z',
+        '0000-01-01T00:00:00.000Z',
+      ])
         expect([s, time(s), TIME_RE.test(s) && !Number.isNaN(Date.parse(s))]).toEqual([s, true, true]);
       for (const s of ['2026-02-32T00:00:00.000Z', '2026-01-01T24:00:00.001Z', '2026-01-01T23:59:60.000Z', '2026-13-01T00:00:00.000Z'])
         expect([s, time(s), TIME_RE.test(s) && !Number.isNaN(Date.parse(s))]).toEqual([s, false, false]);

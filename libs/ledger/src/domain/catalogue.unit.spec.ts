@@ -10,7 +10,26 @@ describe('event catalogue', () => {
   });
 
   it('holds the design catalogue, each type with roles and a schema', () => {
-    for (const t of ['KeyRegistered', 'KeyRevoked', 'TaskRegistered', 'ImageBuilt', 'RunStarted', 'WorkStarted', 'WorkspaceEdited', 'SubmissionReceived', 'SubmissionRejected', 'SnapshotTaken', 'JudgeLaunched', 'JudgeCompleted', 'RewardRecorded', 'BudgetConsumed', 'RuleViolation', 'RunCompleted', 'RejudgeCompleted', 'Note']) {
+    for (const t of [
+      'KeyRegistered',
+      'KeyRevoked',
+      'TaskRegistered',
+      'ImageBuilt',
+      'RunStarted',
+      'WorkStarted',
+      'WorkspaceEdited',
+      'SubmissionReceived',
+      'SubmissionRejected',
+      'SnapshotTaken',
+      'JudgeLaunched',
+      'JudgeCompleted',
+      'RewardRecorded',
+      'BudgetConsumed',
+      'RuleViolation',
+      'RunCompleted',
+      'RejudgeCompleted',
+      'Note',
+    ]) {
       const spec = CATALOGUE.get(t);
       expect(spec?.roles.length).toBeGreaterThan(0);
       expect(Object.keys(spec?.schema ?? {}).length).toBeGreaterThan(0);
@@ -23,14 +42,26 @@ describe('event catalogue', () => {
     expect(eventDataProblem('Note', { text: 'x', extra: 1 })).toMatchObject({ message: expect.stringContaining('data.extra: is not a field') });
     // Names that every object inherits are still unknown fields.
     for (const name of ['constructor', 'toString', 'hasOwnProperty', '__proto__'])
-      expect(eventDataProblem('Note', JSON.parse(`{"text":"x","${name}":1}`))).toMatchObject({ message: `Note data.${name}: is not a field of this event type` });
+      expect(eventDataProblem('Note', JSON.parse(`{"text":"x","${name}":1}`))).toMatchObject({
+        message: `Note data.${name}: is not a field of this event type`,
+      });
     // Paths name nested fields and map entries.
-    expect(eventDataProblem('RewardRecorded', { run: 'r', round: 1, judge: 'j', rewards: { loss: 'low' }, primaryMetric: 'loss', primaryScore: 1 })).toMatchObject({ message: expect.stringContaining('data.rewards.loss: must be') });
+    expect(
+      eventDataProblem('RewardRecorded', { run: 'r', round: 1, judge: 'j', rewards: { loss: 'low' }, primaryMetric: 'loss', primaryScore: 1 }),
+    ).toMatchObject({ message: expect.stringContaining('data.rewards.loss: must be') });
     expect(eventDataProblem('Note', { text: 'x'.repeat(80_000) })).toMatchObject({ code: 'LEDGER_EVENT_TOO_LARGE' });
-    expect(eventDataProblem('RuleViolation', { rule: 'r', detail: 'd', score: 0.5 })).toMatchObject({ message: expect.stringContaining('data.score: must be exactly 0') });
-    expect(eventDataProblem('RewardRecorded', { judge: 'j', rewards: { loss: true }, primaryMetric: null, primaryScore: null })).toMatchObject({ message: expect.stringContaining('data.rewards.loss') });
-    expect(eventDataProblem('RunCompleted', { run: 'r', status: 'won', bestRound: null, bestScore: null, bestSnapshot: null })).toMatchObject({ message: expect.stringContaining('data.status: must be one of') });
-    expect(eventDataProblem('KeyRegistered', { keyId: 'k+00000000', publicKey: 'nope', role: 'controller' })).toMatchObject({ message: expect.stringContaining('data.publicKey') });
+    expect(eventDataProblem('RuleViolation', { rule: 'r', detail: 'd', score: 0.5 })).toMatchObject({
+      message: expect.stringContaining('data.score: must be exactly 0'),
+    });
+    expect(eventDataProblem('RewardRecorded', { judge: 'j', rewards: { loss: true }, primaryMetric: null, primaryScore: null })).toMatchObject({
+      message: expect.stringContaining('data.rewards.loss'),
+    });
+    expect(eventDataProblem('RunCompleted', { run: 'r', status: 'won', bestRound: null, bestScore: null, bestSnapshot: null })).toMatchObject({
+      message: expect.stringContaining('data.status: must be one of'),
+    });
+    expect(eventDataProblem('KeyRegistered', { keyId: 'k+00000000', publicKey: 'nope', role: 'controller' })).toMatchObject({
+      message: expect.stringContaining('data.publicKey'),
+    });
     expect(eventDataProblem('Note', { text: 'fine' })).toBeNull();
   });
 });

@@ -87,10 +87,12 @@ export function parseCheckpointBody(text: string): ParsedCheckpoint {
   const [originLine, sizeLine, rootLine, ...extensions] = lines as [string, string, string, ...string[]];
   const origin = checkOrigin(originLine);
   if (!TREE_SIZE_RE.test(sizeLine))
-    throw cpError('CHECKPOINT_BAD_TREE_SIZE', `checkpoint line 2 must be the tree size in decimal without leading zeros, got ${JSON.stringify(sizeLine.slice(0, 40))}`);
+    throw cpError(
+      'CHECKPOINT_BAD_TREE_SIZE',
+      `checkpoint line 2 must be the tree size in decimal without leading zeros, got ${JSON.stringify(sizeLine.slice(0, 40))}`,
+    );
   const treeSize = Number(sizeLine);
-  if (!Number.isSafeInteger(treeSize))
-    throw cpError('CHECKPOINT_BAD_TREE_SIZE', `checkpoint tree size ${sizeLine.slice(0, 40)} is above 2^53 - 1`);
+  if (!Number.isSafeInteger(treeSize)) throw cpError('CHECKPOINT_BAD_TREE_SIZE', `checkpoint tree size ${sizeLine.slice(0, 40)} is above 2^53 - 1`);
   const rootHash = rootLine.length === 44 ? decodeBase64Strict(rootLine) : null;
   if (!rootHash || rootHash.byteLength !== CHECKPOINT_HASH_BYTES)
     throw cpError('CHECKPOINT_BAD_ROOT_HASH', `checkpoint line 3 must be the standard base64 of a ${CHECKPOINT_HASH_BYTES}-byte root hash`);

@@ -154,12 +154,20 @@ export function verifyCosignature(
   const who = `${key.name}+${keyIdHex}`;
   if (!line) throw coError('COSIGNATURE_MISSING', 'integrity', `the checkpoint has no cosignature by ${who}`, { cosigner: who });
   if (line.signature.byteLength !== COSIGNATURE_BYTES)
-    throw coError('COSIGNATURE_MALFORMED', 'integrity', `the cosignature by ${who} is ${line.signature.byteLength + 4} bytes, expected ${COSIGNATURE_BYTES + 4}`, { cosigner: who });
+    throw coError(
+      'COSIGNATURE_MALFORMED',
+      'integrity',
+      `the cosignature by ${who} is ${line.signature.byteLength + 4} bytes, expected ${COSIGNATURE_BYTES + 4}`,
+      { cosigner: who },
+    );
   const timestamp = decodeTimestamp(line.signature);
   if (timestamp === null)
     throw coError('COSIGNATURE_BAD_TIMESTAMP', 'integrity', `the cosignature by ${who} has a timestamp above 2^53 - 1`, { cosigner: who });
   if (opts.notAfterSeconds !== undefined && timestamp > opts.notAfterSeconds)
-    throw coError('COSIGNATURE_BAD_TIMESTAMP', 'integrity', `the cosignature by ${who} is dated ${timestamp}, in the future (now ${opts.notAfterSeconds})`, { cosigner: who, timestamp });
+    throw coError('COSIGNATURE_BAD_TIMESTAMP', 'integrity', `the cosignature by ${who} is dated ${timestamp}, in the future (now ${opts.notAfterSeconds})`, {
+      cosigner: who,
+      timestamp,
+    });
   if (!verifier.verify(parsed.bodyBytes, line.signature))
     throw coError('COSIGNATURE_BAD_SIGNATURE', 'integrity', `the cosignature by ${who} does not verify`, { cosigner: who });
   return { name: key.name, keyIdHex, timestamp, checkpoint };

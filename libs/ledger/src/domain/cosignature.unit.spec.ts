@@ -4,15 +4,7 @@ import { nodeEd25519 } from '../crypto/ed25519';
 import { naclEd25519 } from '../../../../tests/support/nacl-ed25519';
 import { formatVerifierKey, parseVerifierKey } from '../crypto/keys';
 import { formatCheckpointBody, signCheckpoint } from './checkpoint';
-import {
-  cosign,
-  cosignatureKeyId,
-  cosignatureNoteSigner,
-  cosignatureVerifier,
-  cosignedMessage,
-  ed25519Cosigner,
-  verifyCosignature,
-} from './cosignature';
+import { cosign, cosignatureKeyId, cosignatureNoteSigner, cosignatureVerifier, cosignedMessage, ed25519Cosigner, verifyCosignature } from './cosignature';
 import { addSignatures, ed25519NoteSigner, ed25519NoteVerifier, parseNote, verifyNote } from './note';
 
 const code = (c: string) => expect.objectContaining({ code: c });
@@ -64,10 +56,7 @@ describe('tlog-cosignature v1.0.1 (Ed25519)', () => {
     // Through the generic note verifier, next to the log's own key; a cosignature is ignored by verifiers that
     // do not know the cosigner.
     const logVerifier = ed25519NoteVerifier('assay-controller-9d61b19d', nodeEd25519.publicKeyFromSeed(SEED_LOG));
-    expect(verifyNote(cosigned, [logVerifier, cosignatureVerifier(auditorKey)]).map((k) => k.name)).toEqual([
-      'assay-controller-9d61b19d',
-      AUDITOR,
-    ]);
+    expect(verifyNote(cosigned, [logVerifier, cosignatureVerifier(auditorKey)]).map((k) => k.name)).toEqual(['assay-controller-9d61b19d', AUDITOR]);
     expect(verifyNote(cosigned, [logVerifier])).toHaveLength(1);
     // addSignatures appends the same line.
     const appended = addSignatures(KNOWN_NOTE, [cosignatureNoteSigner(ed25519Cosigner(AUDITOR, SEED_AUDITOR), T)]);

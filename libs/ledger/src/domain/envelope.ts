@@ -76,7 +76,8 @@ export function sha256(bytes: Uint8Array): Buffer {
  */
 export function envelopeText(u: Omit<UnsignedEnvelope, 'data'>, dataJson: string, sig?: string): string {
   const q = (v: string): string => canonicalJson(v);
-  if (!Number.isSafeInteger(u.position) || !Number.isSafeInteger(u.revision)) throw new AssayError('ENVELOPE_MALFORMED', 'invalid_input', 'position and revision must be safe integers');
+  if (!Number.isSafeInteger(u.position) || !Number.isSafeInteger(u.revision))
+    throw new AssayError('ENVELOPE_MALFORMED', 'invalid_input', 'position and revision must be safe integers');
   return (
     `{"data":${dataJson},"id":${q(u.id)},"position":${u.position},"prev":${q(u.prev)},"revision":${u.revision},` +
     `${sig === undefined ? '' : `"sig":${q(sig)},`}"signer":${q(u.signer)},"stream":${q(u.stream)},"time":${q(u.time)},"type":${q(u.type)}}`
@@ -195,7 +196,6 @@ export function parseCommonCanonicalObject(text: string): JsonObject | null {
   }
   return isJsonObject(v) && namesSorted(v) && JSON.stringify(v) === text ? v : null;
 }
-
 
 /**
  * Parses stored or received wire bytes, hostile by default: size bound, strict UTF-8 JSON, exact field set and

@@ -27,7 +27,7 @@ describe('event envelope encoding', () => {
     expect(envelopeText(unsigned, canonicalJson(e.data))).toBe(canonicalJson(unsigned));
   });
 
-  it('canonicalEnvelopeText (the parser\'s fast canonical form) equals RFC 8785 of the whole envelope for every valid field value', () => {
+  it("canonicalEnvelopeText (the parser's fast canonical form) equals RFC 8785 of the whole envelope for every valid field value", () => {
     const variants: Array<Partial<Envelope>> = [
       {},
       { signer: 'we"ird\\name\u0001é😀+0badcafe' },
@@ -59,7 +59,9 @@ describe('event envelope encoding', () => {
     for (const [from, to] of swaps) {
       const text = base.replace(from, to);
       expect(text).not.toBe(base);
-      expect(() => parseEnvelope(Buffer.from(text))).toThrow(expect.objectContaining({ code: expect.stringMatching(/ENVELOPE_NOT_CANONICAL|ENVELOPE_MALFORMED/) }));
+      expect(() => parseEnvelope(Buffer.from(text))).toThrow(
+        expect.objectContaining({ code: expect.stringMatching(/ENVELOPE_NOT_CANONICAL|ENVELOPE_MALFORMED/) }),
+      );
     }
     // Integer-like names: JavaScript orders them numerically first, RFC 8785 by code units; canonical input still parses.
     const ints = wireBytes(envelope({ data: { '10': 'a', '9': 'b', x: { '2': 1, '11': 2 } } }));

@@ -17,13 +17,32 @@ describe('docs/formats.md worked example', () => {
   const pub = nodeEd25519.publicKeyFromSeed(seed);
   const vk = formatVerifierKey(name, pub);
   const signer = parseVerifierKey(vk).signer;
-  const unsigned = { type: 'Note', data: { text: 'hello' }, stream: 'note-demo', revision: 0, position: 3, id: '00000000-0000-4000-8000-000000000001', time: '2026-12-02T10:00:00.000Z', prev: ZERO_HASH, signer };
+  const unsigned = {
+    type: 'Note',
+    data: { text: 'hello' },
+    stream: 'note-demo',
+    revision: 0,
+    position: 3,
+    id: '00000000-0000-4000-8000-000000000001',
+    time: '2026-12-02T10:00:00.000Z',
+    prev: ZERO_HASH,
+    signer,
+  };
   const signing = signingBytes(unsigned);
   const sig = Buffer.from(nodeEd25519.sign(seed, signing));
   const wire = wireBytes({ ...unsigned, sig: sig.toString('base64') });
 
   it('quotes the verifier key, signing bytes, signature, wire bytes and hashes the code computes', () => {
-    for (const value of [vk, signing.toString('utf8'), signing.toString('hex'), sig.toString('hex'), sig.toString('base64'), wire.toString('utf8'), envelopeHash(wire).toString('hex'), leafHash(wire).toString('hex')])
+    for (const value of [
+      vk,
+      signing.toString('utf8'),
+      signing.toString('hex'),
+      sig.toString('hex'),
+      sig.toString('base64'),
+      wire.toString('utf8'),
+      envelopeHash(wire).toString('hex'),
+      leafHash(wire).toString('hex'),
+    ])
       expect(doc).toContain(value);
   });
 

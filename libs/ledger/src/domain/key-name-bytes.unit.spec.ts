@@ -15,7 +15,13 @@ const seed = Buffer.alloc(32, 7);
 const pub = nodeEd25519.publicKeyFromSeed(seed);
 /** The key id of a name without the name check (noteKeyId refuses it), to build texts only the name makes invalid. */
 const hex8 = (name: string): string =>
-  createHash('sha256').update(name, 'utf8').update(Buffer.from([0x0a, SIG_TYPE_ED25519])).update(pub).digest().subarray(0, 4).toString('hex');
+  createHash('sha256')
+    .update(name, 'utf8')
+    .update(Buffer.from([0x0a, SIG_TYPE_ED25519]))
+    .update(pub)
+    .digest()
+    .subarray(0, 4)
+    .toString('hex');
 const pubB64 = Buffer.concat([Buffer.from([SIG_TYPE_ED25519]), pub]).toString('base64');
 
 const cases: Array<[string, string]> = [
@@ -50,11 +56,24 @@ describe('key names: at most 128 UTF-8 bytes', () => {
       expect.objectContaining({ code: 'KEY_BAD_NAME' }),
     );
     const sigLine = `— ${name} ${Buffer.concat([Buffer.from(id, 'hex'), Buffer.alloc(64, 1)]).toString('base64')}\n`;
-    expect(() => parseNote(`origin\n1\n${Buffer.alloc(32).toString('base64')}\n\n${sigLine}`)).toThrow(expect.objectContaining({ code: 'NOTE_MALFORMED_SIGNATURE' }));
-    expect(eventDataProblem('KeyRegistered', { keyId: `${name}+${id}`, publicKey: `${name}+${id}+${pubB64}`, role: 'auditor' })).toMatchObject({ code: 'LEDGER_EVENT_INVALID' });
+    expect(() => parseNote(`origin\n1\n${Buffer.alloc(32).toString('base64')}\n\n${sigLine}`)).toThrow(
+      expect.objectContaining({ code: 'NOTE_MALFORMED_SIGNATURE' }),
+    );
+    expect(eventDataProblem('KeyRegistered', { keyId: `${name}+${id}`, publicKey: `${name}+${id}+${pubB64}`, role: 'auditor' })).toMatchObject({
+      code: 'LEDGER_EVENT_INVALID',
+    });
     expect(eventDataProblem('KeyRevoked', { keyId: `${name}+${id}`, reason: 'x' })).toMatchObject({ code: 'LEDGER_EVENT_INVALID' });
     // An envelope whose signer names such a key is malformed (whatever its signature).
-    const unsigned = { type: 'Note', stream: 'note-a', revision: 0, position: 1, id: '00000000-0000-4000-8000-000000000001', time: '2026-12-02T10:00:00.000Z', prev: '0'.repeat(64), signer: `${name}+${id}` };
+    const unsigned = {
+      type: 'Note',
+      stream: 'note-a',
+      revision: 0,
+      position: 1,
+      id: '00000000-0000-4000-8000-000000000001',
+      time: '2026-12-02T10:00:00.000Z',
+      prev: '0'.repeat(64),
+      signer: `${name}+${id}`,
+    };
     const wire = Buffer.from(envelopeText(unsigned, '{"text":"x"}', `${'A'.repeat(86)}==`), 'utf8');
     expect(() => parseEnvelope(wire, { position: 1 })).toThrow(expect.objectContaining({ code: 'ENVELOPE_MALFORMED' }));
   });

@@ -48,7 +48,10 @@ export class KeyRegistry {
   authorize(e: Pick<Envelope, 'type' | 'data' | 'signer' | 'position'>): Problem | null {
     if (e.position === 0) {
       if (e.type !== 'KeyRegistered' || e.data.role !== 'controller' || e.data.keyId !== e.signer)
-        return { code: 'VERIFY_BAD_GENESIS', message: 'position 0 must be a controller key registering itself (KeyRegistered, signed by the key it registers)' };
+        return {
+          code: 'VERIFY_BAD_GENESIS',
+          message: 'position 0 must be a controller key registering itself (KeyRegistered, signed by the key it registers)',
+        };
       return this.keyEventProblem(e);
     }
     const key = this.keys.get(e.signer);
@@ -77,8 +80,7 @@ export class KeyRegistry {
       } catch (err) {
         return { code: 'VERIFY_BAD_KEY_EVENT', message: `publicKey of ${keyId} is not a valid verifier key: ${(err as Error).message}` };
       }
-      if (decoded.keyId !== keyId)
-        return { code: 'VERIFY_BAD_KEY_EVENT', message: `publicKey is for ${decoded.keyId}, but keyId says ${keyId}` };
+      if (decoded.keyId !== keyId) return { code: 'VERIFY_BAD_KEY_EVENT', message: `publicKey is for ${decoded.keyId}, but keyId says ${keyId}` };
     } else if (e.type === 'KeyRevoked') {
       const { keyId } = e.data;
       const key = typeof keyId === 'string' ? this.keys.get(keyId) : undefined;

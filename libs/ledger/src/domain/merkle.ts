@@ -50,7 +50,9 @@ const scratch = Buffer.alloc(SCRATCH_BYTES + 1);
 function prefixed(prefix: number, a: Uint8Array, b?: Uint8Array): Buffer {
   const n = 1 + a.byteLength + (b?.byteLength ?? 0);
   if (n > scratch.byteLength) {
-    const h = createHash('sha256').update(prefix === 0 ? LEAF_PREFIX : NODE_PREFIX).update(a);
+    const h = createHash('sha256')
+      .update(prefix === 0 ? LEAF_PREFIX : NODE_PREFIX)
+      .update(a);
     return (b ? h.update(b) : h).digest();
   }
   scratch[0] = prefix;
@@ -81,8 +83,7 @@ function isCount(n: unknown): n is number {
 }
 
 function requireCount(n: unknown, field: string): number {
-  if (!isCount(n))
-    throw merkleError('MERKLE_BAD_SIZE', `${field} must be an integer in [0, 2^53), got ${String(n)}`, { field });
+  if (!isCount(n)) throw merkleError('MERKLE_BAD_SIZE', `${field} must be an integer in [0, 2^53), got ${String(n)}`, { field });
   return n;
 }
 
@@ -151,11 +152,7 @@ export function inclusionProof(leafIndex: number, treeSize: number, node: NodeSo
   requireCount(treeSize, 'tree size');
   requireCount(leafIndex, 'leaf index');
   if (leafIndex >= treeSize)
-    throw merkleError(
-      'MERKLE_LEAF_INDEX_OUT_OF_RANGE',
-      `leaf index ${leafIndex} is not below the tree size ${treeSize}`,
-      { leafIndex, treeSize },
-    );
+    throw merkleError('MERKLE_LEAF_INDEX_OUT_OF_RANGE', `leaf index ${leafIndex} is not below the tree size ${treeSize}`, { leafIndex, treeSize });
   const topDown: Uint8Array[] = [];
   let start = 0;
   let size = treeSize;
@@ -183,11 +180,7 @@ export function consistencyProof(size1: number, size2: number, node: NodeSource)
   requireCount(size1, 'first tree size');
   requireCount(size2, 'second tree size');
   if (size1 === 0 || size1 > size2)
-    throw merkleError(
-      'MERKLE_BAD_CONSISTENCY_RANGE',
-      `a consistency proof needs 0 < first size <= second size, got ${size1} and ${size2}`,
-      { size1, size2 },
-    );
+    throw merkleError('MERKLE_BAD_CONSISTENCY_RANGE', `a consistency proof needs 0 < first size <= second size, got ${size1} and ${size2}`, { size1, size2 });
   const topDown: Uint8Array[] = [];
   let head: Uint8Array | null = null;
   let start = 0;
@@ -227,13 +220,7 @@ function isProof(proof: unknown): proof is Uint8Array[] {
 }
 
 /** RFC 9162 2.1.3.2. True exactly when `proof` proves `leaf` (a leaf hash) at `leafIndex` in the tree `root`. */
-export function verifyInclusion(
-  leafIndex: number,
-  treeSize: number,
-  leaf: Uint8Array,
-  proof: readonly Uint8Array[],
-  root: Uint8Array,
-): boolean {
+export function verifyInclusion(leafIndex: number, treeSize: number, leaf: Uint8Array, proof: readonly Uint8Array[], root: Uint8Array): boolean {
   if (!isCount(leafIndex) || !isCount(treeSize) || !isHash(leaf) || !isHash(root) || !isProof(proof)) return false;
   // 1. leaf_index must be below tree_size.
   if (leafIndex >= treeSize) return false;
@@ -267,13 +254,7 @@ export function verifyInclusion(
  * byte; with nothing to prove, their length is not examined). size1 = 0 is refused: a proof from the empty tree says
  * nothing, and RFC 9162 defines verification only for 0 < first.
  */
-export function verifyConsistency(
-  size1: number,
-  size2: number,
-  proof: readonly Uint8Array[],
-  root1: Uint8Array,
-  root2: Uint8Array,
-): boolean {
+export function verifyConsistency(size1: number, size2: number, proof: readonly Uint8Array[], root1: Uint8Array, root2: Uint8Array): boolean {
   if (!isCount(size1) || !isCount(size2) || !Array.isArray(proof)) return false;
   if (!(root1 instanceof Uint8Array) || !(root2 instanceof Uint8Array)) return false;
   if (size1 === 0 || size1 > size2) return false;
@@ -322,25 +303,17 @@ export function verifyConsistency(
  * `node` is asked only for the existing right edge (one node per set bit of existingLeafCount); everything else is
  * carried in a local frontier, so a batch of n leaves costs n leaf copies and about n node hashes.
  */
-export function newNodesForAppend(
-  existingLeafCount: number,
-  newLeafHashes: readonly Uint8Array[],
-  node: NodeSource,
-): MerkleNode[] {
+export function newNodesForAppend(existingLeafCount: number, newLeafHashes: readonly Uint8Array[], node: NodeSource): MerkleNode[] {
   requireCount(existingLeafCount, 'existing leaf count');
-  if (!Array.isArray(newLeafHashes))
-    throw merkleError('MERKLE_BAD_HASH', 'new leaf hashes must be an array of 32-byte hashes', {});
+  if (!Array.isArray(newLeafHashes)) throw merkleError('MERKLE_BAD_HASH', 'new leaf hashes must be an array of 32-byte hashes', {});
   newLeafHashes.forEach((h, i) => {
-    if (!isHash(h))
-      throw merkleError('MERKLE_BAD_HASH', `new leaf hash [${i}] must be ${HASH_SIZE} bytes`, { position: i });
+    if (!isHash(h)) throw merkleError('MERKLE_BAD_HASH', `new leaf hash [${i}] must be ${HASH_SIZE} bytes`, { position: i });
   });
-  if (!Number.isSafeInteger(existingLeafCount + newLeafHashes.length))
-    throw merkleError('MERKLE_BAD_SIZE', 'the tree would exceed 2^53 - 1 leaves', {});
+  if (!Number.isSafeInteger(existingLeafCount + newLeafHashes.length)) throw merkleError('MERKLE_BAD_SIZE', 'the tree would exceed 2^53 - 1 leaves', {});
 
   // frontier[level]: the complete left child at that level still waiting for its right sibling.
   const frontier: Array<Uint8Array | undefined> = [];
-  for (let rest = existingLeafCount, level = 0; rest > 0; rest = half(rest), level++)
-    if (rest % 2 === 1) frontier[level] = lookup(node, level, rest - 1);
+  for (let rest = existingLeafCount, level = 0; rest > 0; rest = half(rest), level++) if (rest % 2 === 1) frontier[level] = lookup(node, level, rest - 1);
 
   const out: MerkleNode[] = [];
   for (let i = 0; i < newLeafHashes.length; i++) {

@@ -51,9 +51,7 @@ class Naive {
     const n = end - start;
     if (n <= 1) return [];
     const k = split(n);
-    return m < k
-      ? [...this.path(m, start, start + k), this.mth(start + k, end)]
-      : [...this.path(m - k, start + k, end), this.mth(start, start + k)];
+    return m < k ? [...this.path(m, start, start + k), this.mth(start + k, end)] : [...this.path(m - k, start + k, end), this.mth(start, start + k)];
   }
 
   /** SUBPROOF(m, D[start:end], b) */
@@ -168,7 +166,15 @@ describe('RFC 9162 hashing', () => {
     expect(hex(leafHash(Buffer.alloc(0)))).toBe('6e340b9cffb37a989ca544e6bb780a2c78901d3fb33738768511a30617afa01d');
     const a = leafHash(Buffer.from('a'));
     const b = leafHash(Buffer.from('b'));
-    expect(hex(nodeHash(a, b))).toBe(hex(createHash('sha256').update(Buffer.from([1])).update(a).update(b).digest()));
+    expect(hex(nodeHash(a, b))).toBe(
+      hex(
+        createHash('sha256')
+          .update(Buffer.from([1]))
+          .update(a)
+          .update(b)
+          .digest(),
+      ),
+    );
     expect(hex(nodeHash(a, b))).not.toBe(hex(nodeHash(b, a)));
   });
 
@@ -240,8 +246,7 @@ describe('proofs from a node store, every tree size 1..70', () => {
         const r1 = roots[m] as Buffer;
         const proof = consistencyProof(m, n, node);
         const at = `${m} -> ${n}`;
-        if (proof.map(hex).join() !== naive.subproof(m, 0, n, true).map(hex).join())
-          problems.push(`${at}: proof differs from PROOF`);
+        if (proof.map(hex).join() !== naive.subproof(m, 0, n, true).map(hex).join()) problems.push(`${at}: proof differs from PROOF`);
         if (!verifyConsistency(m, n, proof, r1, r2)) problems.push(`${at}: valid proof rejected`);
         const mustFail = (what: string, ok: boolean): void => {
           if (ok) problems.push(`${at}: accepted ${what}`);
@@ -295,7 +300,15 @@ describe('proofs from a node store, every tree size 1..70', () => {
     expect(verifyInclusion(2.5, 5, leaf, proof, r)).toBe(false);
     expect(verifyInclusion(2, Number.POSITIVE_INFINITY, leaf, proof, r)).toBe(false);
     expect(verifyInclusion(2, 5, leaf, null as unknown as Uint8Array[], r)).toBe(false);
-    expect(verifyInclusion(0, 1, leaf, Array.from({ length: 65 }, () => leaf), r)).toBe(false);
+    expect(
+      verifyInclusion(
+        0,
+        1,
+        leaf,
+        Array.from({ length: 65 }, () => leaf),
+        r,
+      ),
+    ).toBe(false);
     expect(verifyConsistency(3, 5, consistencyProof(3, 5, node), roots[3] as Buffer, r)).toBe(true);
     expect(verifyConsistency(3, 5, consistencyProof(3, 5, node), (roots[3] as Buffer).subarray(1), r)).toBe(false);
     expect(verifyConsistency(-1, 5, [], r, r)).toBe(false);
@@ -337,7 +350,20 @@ describe('newNodesForAppend and the memory node store', () => {
     // 5 = 101b: the right edge is leaf 4 (level 0) and the subtree over leaves 0..3 (level 2).
     expect(calls.sort()).toEqual(['0/4', '2/0']);
     expect(nodes.map((n) => `${n.level}/${n.index}`)).toEqual([
-      '0/5', '1/2', '0/6', '0/7', '1/3', '2/1', '3/0', '0/8', '0/9', '1/4', '0/10', '0/11', '1/5', '2/2',
+      '0/5',
+      '1/2',
+      '0/6',
+      '0/7',
+      '1/3',
+      '2/1',
+      '3/0',
+      '0/8',
+      '0/9',
+      '1/4',
+      '0/10',
+      '0/11',
+      '1/5',
+      '2/2',
     ]);
     const byKey = new Map(nodes.map((n) => [`${n.level}/${n.index}`, hex(n.hash)]));
     expect(byKey.get('3/0')).toBe(hex(naiveMth(leaves.slice(0, 8))));
@@ -414,7 +440,12 @@ describe('newNodesForAppend and the memory node store', () => {
     }
     calls = 0;
     newNodesForAppend(n, [leafHash(Buffer.from('z'))], fake);
-    expect(calls).toBe(n.toString(2).split('').filter((c) => c === '1').length);
+    expect(calls).toBe(
+      n
+        .toString(2)
+        .split('')
+        .filter((c) => c === '1').length,
+    );
   });
 
   it('is correct beyond 32-bit sizes (no bitwise arithmetic)', () => {

@@ -141,8 +141,7 @@ function utf8Text(input: string | Uint8Array, what: string): string {
     return input;
   }
   if (!(input instanceof Uint8Array)) throw noteError('NOTE_MALFORMED', `${what} must be a string or bytes`);
-  if (input.byteLength > MAX_NOTE_BYTES)
-    throw noteError('NOTE_TOO_LARGE', `${what} is ${input.byteLength} bytes, above the limit of ${MAX_NOTE_BYTES}`);
+  if (input.byteLength > MAX_NOTE_BYTES) throw noteError('NOTE_TOO_LARGE', `${what} is ${input.byteLength} bytes, above the limit of ${MAX_NOTE_BYTES}`);
   try {
     return new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(input);
   } catch {
@@ -171,11 +170,9 @@ function countLines(text: string): number {
 function checkBody(body: unknown, what: string): string {
   if (typeof body !== 'string') throw noteError('NOTE_MALFORMED', `${what} must be a string`);
   const text = utf8Text(body, what);
-  if (text.length === 0 || !text.endsWith('\n'))
-    throw noteError('NOTE_MISSING_FINAL_NEWLINE', `${what} must be non-empty and end with a newline`);
+  if (text.length === 0 || !text.endsWith('\n')) throw noteError('NOTE_MISSING_FINAL_NEWLINE', `${what} must be non-empty and end with a newline`);
   checkControl(text, what);
-  if (countLines(text) > MAX_NOTE_TEXT_LINES)
-    throw noteError('NOTE_TOO_MANY_LINES', `${what} has more than ${MAX_NOTE_TEXT_LINES} lines`);
+  if (countLines(text) > MAX_NOTE_TEXT_LINES) throw noteError('NOTE_TOO_MANY_LINES', `${what} has more than ${MAX_NOTE_TEXT_LINES} lines`);
   return text;
 }
 
@@ -183,8 +180,7 @@ function checkBody(body: unknown, what: string): string {
 
 export function formatSignatureLine(name: string, keyId: Uint8Array, signature: Uint8Array): string {
   assertKeyName(name, 'signer name');
-  if (!(keyId instanceof Uint8Array) || keyId.byteLength !== 4)
-    throw noteError('NOTE_BAD_KEY_ID', `key ID of ${name} must be 4 bytes`, { name });
+  if (!(keyId instanceof Uint8Array) || keyId.byteLength !== 4) throw noteError('NOTE_BAD_KEY_ID', `key ID of ${name} must be 4 bytes`, { name });
   if (!(signature instanceof Uint8Array) || signature.byteLength === 0 || signature.byteLength + 4 > MAX_NOTE_SIGNATURE_BYTES)
     throw noteError('NOTE_BAD_SIGNATURE_LENGTH', `signature by ${name} must be 1..${MAX_NOTE_SIGNATURE_BYTES - 4} bytes`, { name });
   return `${SIG_PREFIX}${name} ${Buffer.concat([keyId, signature]).toString('base64')}\n`;
@@ -194,8 +190,7 @@ export function formatSignatureLine(name: string, keyId: Uint8Array, signature: 
 export function signNote(body: string, signers: readonly NoteSigner[]): string {
   const text = checkBody(body, 'note text');
   if (!Array.isArray(signers) || signers.length === 0) throw noteError('NOTE_NO_SIGNATURES', 'a note needs at least one signer');
-  if (signers.length > MAX_NOTE_SIGNATURES)
-    throw noteError('NOTE_TOO_MANY_SIGNATURES', `a note takes at most ${MAX_NOTE_SIGNATURES} signatures`);
+  if (signers.length > MAX_NOTE_SIGNATURES) throw noteError('NOTE_TOO_MANY_SIGNATURES', `a note takes at most ${MAX_NOTE_SIGNATURES} signatures`);
   const bytes = Buffer.from(text, 'utf8');
   const seen = new Set<string>();
   const lines: string[] = [];
@@ -209,8 +204,7 @@ export function signNote(body: string, signers: readonly NoteSigner[]): string {
     lines.push(formatSignatureLine(s.name, s.keyId, s.sign(bytes)));
   }
   const note = `${text}\n${lines.join('')}`;
-  if (Buffer.byteLength(note, 'utf8') > MAX_NOTE_BYTES)
-    throw noteError('NOTE_TOO_LARGE', `the signed note would be larger than ${MAX_NOTE_BYTES} bytes`);
+  if (Buffer.byteLength(note, 'utf8') > MAX_NOTE_BYTES) throw noteError('NOTE_TOO_LARGE', `the signed note would be larger than ${MAX_NOTE_BYTES} bytes`);
   return note;
 }
 
@@ -230,15 +224,12 @@ export function parseNote(note: string | Uint8Array): ParsedNote {
   const text = utf8Text(note, 'note');
   checkControl(text, 'note');
   const split = text.lastIndexOf('\n\n');
-  if (split === -1)
-    throw noteError('NOTE_MISSING_BLANK_LINE', 'note has no blank line between the text and the signatures');
+  if (split === -1) throw noteError('NOTE_MISSING_BLANK_LINE', 'note has no blank line between the text and the signatures');
   const body = text.slice(0, split + 1);
   const sigBlock = text.slice(split + 2);
-  if (countLines(body) > MAX_NOTE_TEXT_LINES)
-    throw noteError('NOTE_TOO_MANY_LINES', `note text has more than ${MAX_NOTE_TEXT_LINES} lines`);
+  if (countLines(body) > MAX_NOTE_TEXT_LINES) throw noteError('NOTE_TOO_MANY_LINES', `note text has more than ${MAX_NOTE_TEXT_LINES} lines`);
   if (sigBlock.length === 0) throw noteError('NOTE_NO_SIGNATURES', 'note has no signature lines after the blank line');
-  if (!sigBlock.endsWith('\n'))
-    throw noteError('NOTE_MISSING_FINAL_NEWLINE', 'the last signature line of the note does not end with a newline');
+  if (!sigBlock.endsWith('\n')) throw noteError('NOTE_MISSING_FINAL_NEWLINE', 'the last signature line of the note does not end with a newline');
   const lines = sigBlock.slice(0, -1).split('\n');
   if (lines.length > MAX_NOTE_SIGNATURES)
     throw noteError('NOTE_TOO_MANY_SIGNATURES', `note has ${lines.length} signature lines, more than ${MAX_NOTE_SIGNATURES}`);
@@ -265,8 +256,7 @@ export function parseNote(note: string | Uint8Array): ParsedNote {
     const keyId = Buffer.from(bytes.subarray(0, 4));
     const keyIdHex = keyId.toString('hex');
     const id = `${name}+${keyIdHex}`;
-    if (seen.has(id))
-      throw noteError('NOTE_DUPLICATE_SIGNATURE', `${where}: key ${id} signs the note more than once`, { line: i + 1, signer: id });
+    if (seen.has(id)) throw noteError('NOTE_DUPLICATE_SIGNATURE', `${where}: key ${id} signs the note more than once`, { line: i + 1, signer: id });
     seen.add(id);
     signatures.push({ name, keyId, keyIdHex, signature: Buffer.from(bytes.subarray(4)) });
   });

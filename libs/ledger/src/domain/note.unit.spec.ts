@@ -118,7 +118,12 @@ describe('signed-note: verification rules', () => {
   });
 
   it('treats a verifier that throws as a failed signature', () => {
-    const throwing = { ...verifierA, verify: (): boolean => { throw new Error('boom'); } };
+    const throwing = {
+      ...verifierA,
+      verify: (): boolean => {
+        throw new Error('boom');
+      },
+    };
     expect(() => verifyNote(note, [throwing])).toThrow(code('NOTE_BAD_SIGNATURE'));
   });
 
@@ -159,7 +164,11 @@ describe('signed-note: strict parsing', () => {
     ['trailing space', `${body}\n${sigLine} \n`, 'NOTE_MALFORMED_SIGNATURE'],
     ['bad base64', `${body}\n\u2014 alice.example/key ${sigB64.slice(1)}\n`, 'NOTE_MALFORMED_SIGNATURE'],
     ['url-safe base64', `${body}\n\u2014 alice.example/key ${Buffer.from(sigB64, 'base64').toString('base64url')}==\n`, 'NOTE_MALFORMED_SIGNATURE'],
-    ['non-canonical base64 padding bits', `${body}\n\u2014 alice.example/key ${sigB64.slice(0, -2)}${String.fromCharCode(sigB64.charCodeAt(sigB64.length - 2) + 1)}=\n`, 'NOTE_MALFORMED_SIGNATURE'],
+    [
+      'non-canonical base64 padding bits',
+      `${body}\n\u2014 alice.example/key ${sigB64.slice(0, -2)}${String.fromCharCode(sigB64.charCodeAt(sigB64.length - 2) + 1)}=\n`,
+      'NOTE_MALFORMED_SIGNATURE',
+    ],
     ['signature shorter than 5 bytes', `${body}\n\u2014 alice.example/key AQIDBA==\n`, 'NOTE_MALFORMED_SIGNATURE'],
     ['duplicate signature line', `${good}${sigLine}\n`, 'NOTE_DUPLICATE_SIGNATURE'],
     ['carriage returns', good.replace(/\n/g, '\r\n'), 'NOTE_CONTROL_CHARACTER'],

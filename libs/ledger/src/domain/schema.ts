@@ -70,7 +70,13 @@ function check(spec: FieldSpec, v: JsonValue | undefined, parent: string, key: s
         return `${path()}: must be ${describe(spec)}`;
       return null;
     case 'number':
-      if (typeof v !== 'number' || !Number.isFinite(v) || (spec.exactly !== undefined && v !== spec.exactly) || (spec.min !== undefined && v < spec.min) || (spec.max !== undefined && v > spec.max))
+      if (
+        typeof v !== 'number' ||
+        !Number.isFinite(v) ||
+        (spec.exactly !== undefined && v !== spec.exactly) ||
+        (spec.min !== undefined && v < spec.min) ||
+        (spec.max !== undefined && v > spec.max)
+      )
         return `${path()}: must be ${describe(spec)}`;
       return null;
     case 'boolean':

@@ -55,7 +55,14 @@ export interface InitResult {
 export function homePaths(home: string): HomePaths {
   const h = resolve(home);
   const ledgerDir = join(h, 'ledger');
-  return { home: h, keys: join(h, 'keys'), ledgerDir, db: join(ledgerDir, 'ledger.db'), config: join(ledgerDir, 'ledger.json'), witness: join(ledgerDir, 'checkpoint.last') };
+  return {
+    home: h,
+    keys: join(h, 'keys'),
+    ledgerDir,
+    db: join(ledgerDir, 'ledger.db'),
+    config: join(ledgerDir, 'ledger.json'),
+    witness: join(ledgerDir, 'checkpoint.last'),
+  };
 }
 
 /**
@@ -112,7 +119,11 @@ export class FileCheckpointWitness implements CheckpointWitness {
     try {
       v = JSON.parse(readFileSync(this.path, 'utf8'));
     } catch (e) {
-      throw new AssayError('LEDGER_WITNESS_CORRUPT', 'integrity', `${this.path} is not valid JSON (${(e as Error).message}); it records the last signed checkpoint and must not be edited`);
+      throw new AssayError(
+        'LEDGER_WITNESS_CORRUPT',
+        'integrity',
+        `${this.path} is not valid JSON (${(e as Error).message}); it records the last signed checkpoint and must not be edited`,
+      );
     }
     const w = v as Partial<WitnessedCheckpoint>;
     if (typeof w.treeSize !== 'number' || typeof w.rootHash !== 'string' || typeof w.note !== 'string')
@@ -126,7 +137,11 @@ export class FileCheckpointWitness implements CheckpointWitness {
 
 function readConfig(p: HomePaths): LedgerConfig {
   if (!existsSync(p.config))
-    throw new AssayError('LEDGER_NOT_INITIALIZED', 'not_found', `no ledger in ${p.home} (missing ${p.config}); run \`assay ledger init\` (ASSAY_HOME selects the directory)`);
+    throw new AssayError(
+      'LEDGER_NOT_INITIALIZED',
+      'not_found',
+      `no ledger in ${p.home} (missing ${p.config}); run \`assay ledger init\` (ASSAY_HOME selects the directory)`,
+    );
   let v: unknown;
   try {
     v = JSON.parse(readFileSync(p.config, 'utf8'));
@@ -281,7 +296,17 @@ export class LedgerHome {
     const origin = o.origin ?? `assay.ledger/${randomBytes(8).toString('hex')}`;
     const db = SqliteLedgerDatabase.open(p.db, { clock: o.clock });
     try {
-      const ledger = new Ledger({ store: db.events, merkle: db.merkleNodes, checkpoints: db.checkpoints, lock: db.lock, witness: new FileCheckpointWitness(p.witness), keys, clock: o.clock, ids: o.ids, origin });
+      const ledger = new Ledger({
+        store: db.events,
+        merkle: db.merkleNodes,
+        checkpoints: db.checkpoints,
+        lock: db.lock,
+        witness: new FileCheckpointWitness(p.witness),
+        keys,
+        clock: o.clock,
+        ids: o.ids,
+        origin,
+      });
       await ledger.genesis();
       for (const k of keys) if (k !== controller) await ledger.registerKey(k);
       const config: LedgerConfig = { format: 1, origin, rootKey: controller.publicKeyText, createdAt: o.clock.now().toISOString() };
@@ -305,7 +330,17 @@ export class LedgerHome {
       throw new AssayError('LEDGER_DB_MISSING', 'not_found', `the ledger database ${p.db} is missing, but ${p.config} says a ledger was created here`);
     const keys = o.readOnly ? [] : loadKeys(p.keys);
     const db = SqliteLedgerDatabase.open(p.db, { clock: o.clock, ...(o.readOnly ? { readOnly: true } : {}) });
-    const ledger = new Ledger({ store: db.events, merkle: db.merkleNodes, checkpoints: db.checkpoints, lock: db.lock, witness: new FileCheckpointWitness(p.witness), keys, clock: o.clock, ids: o.ids, origin: config.origin });
+    const ledger = new Ledger({
+      store: db.events,
+      merkle: db.merkleNodes,
+      checkpoints: db.checkpoints,
+      lock: db.lock,
+      witness: new FileCheckpointWitness(p.witness),
+      keys,
+      clock: o.clock,
+      ids: o.ids,
+      origin: config.origin,
+    });
     return new LedgerHome(p, config, db, ledger, keys);
   }
 
@@ -337,7 +372,11 @@ export class LedgerHome {
     if (o.stream !== undefined) {
       for await (const e of this.db.events.readStream(o.stream, { fromRevision: o.from ?? 0, maxCount: limit })) if (!take(e)) break;
     } else {
-      outer: for await (const batch of this.db.events.readAll({ fromPosition: o.from ?? 0, toPosition: (o.from ?? 0) + limit, batchSize: Math.min(limit, 1000) }))
+      outer: for await (const batch of this.db.events.readAll({
+        fromPosition: o.from ?? 0,
+        toPosition: (o.from ?? 0) + limit,
+        batchSize: Math.min(limit, 1000),
+      }))
         for (const e of batch) if (!take(e)) break outer;
     }
     return out;

@@ -39,7 +39,12 @@ export function createOperatorToken(home: string, o: { clock: Clock; rotate?: bo
   const path = operatorTokenPath(home);
   const exists = existsSync(path);
   if (exists && !o.rotate)
-    throw new AssayError('API_TOKEN_EXISTS', 'conflict', `an operator token already exists (${path}); \`assay api token create --rotate\` replaces it (the old token stops working at once)`, { details: { path } });
+    throw new AssayError(
+      'API_TOKEN_EXISTS',
+      'conflict',
+      `an operator token already exists (${path}); \`assay api token create --rotate\` replaces it (the old token stops working at once)`,
+      { details: { path } },
+    );
   const dir = join(resolve(home), 'api');
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   chmodSync(dir, 0o700);
@@ -65,7 +70,11 @@ export function loadOperatorTokenHash(home: string, env: NodeJS.ProcessEnv = pro
   const fromEnv = env[OPERATOR_TOKEN_ENV];
   if (fromEnv !== undefined && fromEnv !== '') {
     if (!HEX64.test(fromEnv))
-      throw new AssayError('API_TOKEN_CONFIG_INVALID', 'unavailable', `${OPERATOR_TOKEN_ENV} must be the SHA-256 of the operator token as 64 lowercase hex digits`);
+      throw new AssayError(
+        'API_TOKEN_CONFIG_INVALID',
+        'unavailable',
+        `${OPERATOR_TOKEN_ENV} must be the SHA-256 of the operator token as 64 lowercase hex digits`,
+      );
     return Buffer.from(fromEnv, 'hex');
   }
   const path = operatorTokenPath(home);
@@ -77,7 +86,12 @@ export function loadOperatorTokenHash(home: string, env: NodeJS.ProcessEnv = pro
     throw new AssayError('API_TOKEN_CONFIG_INVALID', 'unavailable', `cannot read ${path}: ${(e as Error).message}`);
   }
   if (!st.isFile() || (st.mode & 0o077) !== 0)
-    throw new AssayError('API_TOKEN_UNSAFE_PERMISSIONS', 'refused', `${path} must be a regular file readable and writable by its owner only (mode 0600); recreate it with \`assay api token create --rotate\``, { details: { path } });
+    throw new AssayError(
+      'API_TOKEN_UNSAFE_PERMISSIONS',
+      'refused',
+      `${path} must be a regular file readable and writable by its owner only (mode 0600); recreate it with \`assay api token create --rotate\``,
+      { details: { path } },
+    );
   let v: { format?: unknown; sha256?: unknown };
   try {
     v = JSON.parse(readFileSync(path, 'utf8')) as typeof v;
@@ -85,7 +99,9 @@ export function loadOperatorTokenHash(home: string, env: NodeJS.ProcessEnv = pro
     throw new AssayError('API_TOKEN_CONFIG_INVALID', 'unavailable', `${path} is not valid JSON: ${(e as Error).message}`, { details: { path } });
   }
   if (v === null || typeof v !== 'object' || v.format !== OPERATOR_TOKEN_FORMAT || typeof v.sha256 !== 'string' || !HEX64.test(v.sha256))
-    throw new AssayError('API_TOKEN_CONFIG_INVALID', 'unavailable', `${path} must hold {format: "${OPERATOR_TOKEN_FORMAT}", sha256: <64 hex>, createdAt}`, { details: { path } });
+    throw new AssayError('API_TOKEN_CONFIG_INVALID', 'unavailable', `${path} must hold {format: "${OPERATOR_TOKEN_FORMAT}", sha256: <64 hex>, createdAt}`, {
+      details: { path },
+    });
   return Buffer.from(v.sha256, 'hex');
 }
 

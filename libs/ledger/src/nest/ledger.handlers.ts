@@ -71,7 +71,11 @@ export class AppendEventsHandler implements ICommandHandler<AppendEventsCommand>
 export class RegisterKeyHandler implements ICommandHandler<RegisterKeyCommand> {
   constructor(private readonly p: LedgerHomeProvider) {}
   async execute(c: RegisterKeyCommand) {
-    return (await this.p.get()).ledger.append(Ledger.keyStream(c.key.name), [{ type: 'KeyRegistered', data: { keyId: c.key.signer, publicKey: c.key.publicKeyText, role: c.role } }], 'no_stream');
+    return (await this.p.get()).ledger.append(
+      Ledger.keyStream(c.key.name),
+      [{ type: 'KeyRegistered', data: { keyId: c.key.signer, publicKey: c.key.publicKeyText, role: c.role } }],
+      'no_stream',
+    );
   }
 }
 

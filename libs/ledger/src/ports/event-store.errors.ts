@@ -25,12 +25,9 @@ function describeExpected(e: ExpectedRevision): string {
 /** The stream is not where the writer expected it (also: a retry that only partly matches stored events). */
 export function wrongExpectedRevision(stream: string, expected: ExpectedRevision, actual: number | null): AssayError {
   const now = actual === null ? 'does not exist' : `is at revision ${actual}`;
-  return new AssayError(
-    LEDGER_WRONG_EXPECTED_REVISION,
-    'conflict',
-    `stream ${stream}: expected ${describeExpected(expected)}, but the stream ${now}`,
-    { details: { stream, expected, actual } },
-  );
+  return new AssayError(LEDGER_WRONG_EXPECTED_REVISION, 'conflict', `stream ${stream}: expected ${describeExpected(expected)}, but the stream ${now}`, {
+    details: { stream, expected, actual },
+  });
 }
 
 /** An event id (the idempotency key) is already stored in a different stream. */
@@ -53,11 +50,7 @@ export function storeClosed(what: string): AssayError {
 }
 
 export function subscriptionStopped(): AssayError {
-  return new AssayError(
-    LEDGER_SUBSCRIPTION_STOPPED,
-    'unavailable',
-    'the subscription was stopped before it caught up',
-  );
+  return new AssayError(LEDGER_SUBSCRIPTION_STOPPED, 'unavailable', 'the subscription was stopped before it caught up');
 }
 
 export function invalidCheckpoint(message: string, details: Record<string, unknown>): AssayError {
@@ -85,10 +78,7 @@ export function lockReentered(): AssayError {
 }
 
 export function merkleNodeMissing(level: number, index: number, leafCount: number): AssayError {
-  return new AssayError(
-    MERKLE_NODE_MISSING,
-    'not_found',
-    `Merkle node (level ${level}, index ${index}) is not complete: the tree has ${leafCount} leaves`,
-    { details: { level, index, leafCount } },
-  );
+  return new AssayError(MERKLE_NODE_MISSING, 'not_found', `Merkle node (level ${level}, index ${index}) is not complete: the tree has ${leafCount} leaves`, {
+    details: { level, index, leafCount },
+  });
 }

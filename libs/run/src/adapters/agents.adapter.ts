@@ -13,9 +13,7 @@
  */
 import { AssayError } from '@assay/core';
 
-export type AgentNetworkRule =
-  | { readonly mode: 'none' }
-  | { readonly mode: 'allowlist'; readonly hosts: readonly string[]; readonly ports: readonly number[] };
+export type AgentNetworkRule = { readonly mode: 'none' } | { readonly mode: 'allowlist'; readonly hosts: readonly string[]; readonly ports: readonly number[] };
 
 export interface AgentLaunchSpec {
   /** Recorded in RunStarted.agent. */
@@ -69,7 +67,15 @@ export class ReferenceAgent implements Agent {
   readonly kind = 'reference' as const;
   constructor(private readonly dir: string) {}
   launch(_ctx: AgentContext): AgentLaunchSpec {
-    return { name: 'reference-agent', model: null, argv: ['bash', `${AGENT_MOUNT}/agent.sh`], env: {}, secretEnv: [], network: { mode: 'none' }, mountDir: this.dir };
+    return {
+      name: 'reference-agent',
+      model: null,
+      argv: ['bash', `${AGENT_MOUNT}/agent.sh`],
+      env: {},
+      secretEnv: [],
+      network: { mode: 'none' },
+      mountDir: this.dir,
+    };
   }
 }
 

@@ -60,7 +60,16 @@ export interface EgressProxyOptions {
 }
 
 const MAX_KEYS = 200;
-const STATUS_TEXT: Record<number, string> = { 400: 'Bad Request', 403: 'Forbidden', 405: 'Method Not Allowed', 408: 'Request Timeout', 431: 'Request Header Fields Too Large', 502: 'Bad Gateway', 503: 'Service Unavailable', 504: 'Gateway Timeout' };
+const STATUS_TEXT: Record<number, string> = {
+  400: 'Bad Request',
+  403: 'Forbidden',
+  405: 'Method Not Allowed',
+  408: 'Request Timeout',
+  431: 'Request Header Fields Too Large',
+  502: 'Bad Gateway',
+  503: 'Service Unavailable',
+  504: 'Gateway Timeout',
+};
 
 export const systemLookup: EgressLookup = async (host) => {
   const r = await dns.promises.lookup(host, { all: true, verbatim: true });
@@ -94,7 +103,14 @@ export class EgressProxy {
 
   stats(): EgressStats {
     const obj = (m: Map<string, number>) => Object.fromEntries([...m.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
-    return { allowed: obj(this.counts.allowed), refused: obj(this.counts.refused), failed: obj(this.counts.failed), bytesToUpstream: this.up, bytesFromUpstream: this.down, maxConcurrent: this.peak };
+    return {
+      allowed: obj(this.counts.allowed),
+      refused: obj(this.counts.refused),
+      failed: obj(this.counts.failed),
+      bytesToUpstream: this.up,
+      bytesFromUpstream: this.down,
+      maxConcurrent: this.peak,
+    };
   }
 
   /** Stops accepting, closes every tunnel, removes the socket file; returns the final counts. */
@@ -235,12 +251,15 @@ export class EgressProxy {
         this.down += c.length;
         touch();
       });
-      const check = setInterval(() => {
-        if (Date.now() - last >= idle) {
-          client.destroy();
-          upstream.destroy();
-        }
-      }, Math.min(idle, 10_000));
+      const check = setInterval(
+        () => {
+          if (Date.now() - last >= idle) {
+            client.destroy();
+            upstream.destroy();
+          }
+        },
+        Math.min(idle, 10_000),
+      );
       const stop = () => clearInterval(check);
       client.once('close', stop);
       upstream.once('close', () => {
@@ -269,6 +288,9 @@ function reply(client: net.Socket, status: number, body: string): void {
 
 /** One line for the run log: counts per target (untrusted names are already cleaned by the policy). */
 export function egressSummary(s: EgressStats): string {
-  const part = (m: Record<string, number>) => Object.entries(m).map(([k, v]) => `${showUntrusted(k)} ×${v}`).join(', ') || 'none';
+  const part = (m: Record<string, number>) =>
+    Object.entries(m)
+      .map(([k, v]) => `${showUntrusted(k)} ×${v}`)
+      .join(', ') || 'none';
   return `egress: allowed ${part(s.allowed)}; refused ${part(s.refused)}; failed ${part(s.failed)}; ${s.bytesToUpstream} B out, ${s.bytesFromUpstream} B in`;
 }

@@ -59,8 +59,19 @@ export class FakeJudge implements JudgePort {
     if ('throws' in b) throw b.throws;
     const judge = `fake-${this.n}-r${req.round}`;
     const stream = `judge-${judge}`;
-    const ev = (type: string, data: Record<string, unknown>): ForeignEvent => ({ type, data: { run: req.run, round: req.round, ...data }, id: this.ids.next() });
-    const launched = ev('JudgeLaunched', { judge, image: `sha256:${'1'.repeat(64)}`, snapshot: req.snapshot, testsDigest: `sha256:${'2'.repeat(64)}`, limits: {}, network: 'none' });
+    const ev = (type: string, data: Record<string, unknown>): ForeignEvent => ({
+      type,
+      data: { run: req.run, round: req.round, ...data },
+      id: this.ids.next(),
+    });
+    const launched = ev('JudgeLaunched', {
+      judge,
+      image: `sha256:${'1'.repeat(64)}`,
+      snapshot: req.snapshot,
+      testsDigest: `sha256:${'2'.repeat(64)}`,
+      limits: {},
+      network: 'none',
+    });
     let status: JudgeStatus;
     let detail: string | null = null;
     let rewards: Readonly<Record<string, number>> | null = null;
@@ -75,7 +86,11 @@ export class FakeJudge implements JudgePort {
       });
       status = 'infrastructure_error';
       detail = 'the Judge was stopped (run cancelled)';
-      await this.write(stream, [ev('JudgeCompleted', { judge, status, exitCode: null, durationMs: 1, outputDigest: EMPTY_OUTPUT_DIGEST, outputBytes: 0, detail })], 'any').catch(() => undefined);
+      await this.write(
+        stream,
+        [ev('JudgeCompleted', { judge, status, exitCode: null, durationMs: 1, outputDigest: EMPTY_OUTPUT_DIGEST, outputBytes: 0, detail })],
+        'any',
+      ).catch(() => undefined);
       return { judge, status, rewards: null, primaryScore: null, detail, log: null, gpuSeconds: 0 };
     }
     if (b.dieAfterLaunch) {
@@ -87,7 +102,18 @@ export class FakeJudge implements JudgePort {
     rewards = status === 'completed' ? (b.rewards ?? { reward: 1 }) : null;
     rule = status === 'submission_error' ? (b.rule ?? { rule: 'snapshot.path_not_allowed', detail: 'x: not allowed' }) : null;
     gpuSeconds = b.gpuSeconds ?? 0;
-    const events = [launched, ev('JudgeCompleted', { judge, status, exitCode: status === 'completed' ? 0 : null, durationMs: 5, outputDigest: EMPTY_OUTPUT_DIGEST, outputBytes: 0, ...(detail ? { detail } : {}) })];
+    const events = [
+      launched,
+      ev('JudgeCompleted', {
+        judge,
+        status,
+        exitCode: status === 'completed' ? 0 : null,
+        durationMs: 5,
+        outputDigest: EMPTY_OUTPUT_DIGEST,
+        outputBytes: 0,
+        ...(detail ? { detail } : {}),
+      }),
+    ];
     const keys = rewards ? Object.keys(rewards) : [];
     const primaryMetric = rewards ? (rewards.reward !== undefined ? 'reward' : keys.length === 1 ? (keys[0] as string) : null) : null;
     const primaryScore = rewards && primaryMetric !== null ? (rewards[primaryMetric] as number) : null;

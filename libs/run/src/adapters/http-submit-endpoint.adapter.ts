@@ -33,9 +33,12 @@ export class SubmitEndpoint {
   ) {}
 
   static async listen(o: SubmitEndpointOptions): Promise<SubmitEndpoint> {
-    const server = http.createServer({ maxHeaderSize: 8192, requestTimeout: 15_000, headersTimeout: 10_000, keepAliveTimeout: 1000, joinDuplicateHeaders: false }, (req, res) => {
-      void handle(o, req, res);
-    });
+    const server = http.createServer(
+      { maxHeaderSize: 8192, requestTimeout: 15_000, headersTimeout: 10_000, keepAliveTimeout: 1000, joinDuplicateHeaders: false },
+      (req, res) => {
+        void handle(o, req, res);
+      },
+    );
     server.maxConnections = o.maxConnections ?? 64;
     server.maxRequestsPerSocket = 1;
     // A reply may wait for a Judge for a long time: no socket inactivity timeout once the request is in.

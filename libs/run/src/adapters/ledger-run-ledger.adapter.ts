@@ -48,7 +48,11 @@ export class LedgerRunLedger implements RunLedger {
 
   /** Appends to any stream (the Judge's recorder in tests, tooling). */
   async appendTo(stream: string, events: ReadonlyArray<ForeignEvent>, expected: Expected = 'any'): Promise<RunEventRecord[]> {
-    const r = await this.ledger.append(stream, events.map((e) => ({ type: e.type, data: e.data as JsonObject, id: e.id })), expected);
+    const r = await this.ledger.append(
+      stream,
+      events.map((e) => ({ type: e.type, data: e.data as JsonObject, id: e.id })),
+      expected,
+    );
     return r.events.map(recordOf);
   }
 }

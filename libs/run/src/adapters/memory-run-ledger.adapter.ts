@@ -33,7 +33,9 @@ export class MemoryRunLedger implements RunLedger {
   async read(run: string, fromPosition = 0): Promise<RunEventRecord[]> {
     const stream = runStream(run);
     return this.log.filter(
-      (e) => e.position >= fromPosition && (e.stream === stream || (isJudgeStream(e.stream) && (JUDGE_EVENT_TYPES as readonly string[]).includes(e.type) && e.data.run === run)),
+      (e) =>
+        e.position >= fromPosition &&
+        (e.stream === stream || (isJudgeStream(e.stream) && (JUDGE_EVENT_TYPES as readonly string[]).includes(e.type) && e.data.run === run)),
     );
   }
 
@@ -56,7 +58,8 @@ export class MemoryRunLedger implements RunLedger {
     }
     for (const [i, k] of known.entries()) if (k && k.stream !== stream) throw duplicateEventId(events[i]?.id ?? '', stream, k.stream);
     if (known.some((k) => k !== undefined)) throw wrongExpectedRevision(stream, expected, current);
-    if (expected === 'no_stream' ? current !== null : typeof expected === 'number' ? current !== expected : false) throw wrongExpectedRevision(stream, expected, current);
+    if (expected === 'no_stream' ? current !== null : typeof expected === 'number' ? current !== expected : false)
+      throw wrongExpectedRevision(stream, expected, current);
     if (this.failNextAppend) {
       const e = this.failNextAppend;
       this.failNextAppend = null;

@@ -28,7 +28,8 @@ export async function clearStaleSocket(path: string): Promise<void> {
     throw e;
   }
   if (!st.isSocket()) throw runError(RUN_ERROR_CODES.SOCKET_IN_USE, 'refused', `${path} exists and is not a socket; refusing to replace it`, { path });
-  if (await canConnect(path)) throw runError(RUN_ERROR_CODES.SOCKET_IN_USE, 'conflict', `${path} is in use by a live server (another controller of this run?)`, { path });
+  if (await canConnect(path))
+    throw runError(RUN_ERROR_CODES.SOCKET_IN_USE, 'conflict', `${path} is in use by a live server (another controller of this run?)`, { path });
   fs.unlinkSync(path);
 }
 

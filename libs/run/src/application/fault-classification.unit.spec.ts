@@ -11,13 +11,22 @@ import { WORK_FREEZE_REFUSED } from '../ports/work-control.port';
 import { foldRun } from '../domain/run-state';
 import { SubmissionService } from './submission-service';
 
-const snapErr = (code: string, message: string, details: Record<string, unknown> = {}) => new AssayError(code, code === 'SNAPSHOT_IO' ? 'unavailable' : 'refused', message, { details });
+const snapErr = (code: string, message: string, details: Record<string, unknown> = {}) =>
+  new AssayError(code, code === 'SNAPSHOT_IO' ? 'unavailable' : 'refused', message, { details });
 
 // What libs/snapshots raises for what a hostile agent leaves in the workspace (as seen on the current code).
 const AGENT_CAUSED: Array<[string, AssayError, string]> = [
   ['a fifo', snapErr('SNAPSHOT_SPECIAL_FILE', 'pipe: a fifo is not a file, directory or symlink', { path: 'pipe' }), 'snapshot.refused'],
-  ['a non-UTF-8 name', snapErr('SNAPSHOT_NAME_NOT_UTF8', 'x\\xff: the name is not valid UTF-8; such names are refused', { path: 'x\\xff' }), 'snapshot.refused'],
-  ['a path over PATH_MAX', snapErr('SNAPSHOT_IO', 'listing a/a/a failed: ENAMETOOLONG: name too long', { path: 'a/a/a', errno: 'ENAMETOOLONG' }), 'snapshot.refused'],
+  [
+    'a non-UTF-8 name',
+    snapErr('SNAPSHOT_NAME_NOT_UTF8', 'x\\xff: the name is not valid UTF-8; such names are refused', { path: 'x\\xff' }),
+    'snapshot.refused',
+  ],
+  [
+    'a path over PATH_MAX',
+    snapErr('SNAPSHOT_IO', 'listing a/a/a failed: ENAMETOOLONG: name too long', { path: 'a/a/a', errno: 'ENAMETOOLONG' }),
+    'snapshot.refused',
+  ],
   ['a symlink loop', snapErr('SNAPSHOT_IO', 'readlink l failed: ELOOP', { path: 'l', errno: 'ELOOP' }), 'snapshot.refused'],
   ['an unreadable file (hashing worker)', snapErr('SNAPSHOT_IO', "hashing worker failed: EACCES: permission denied, open '/w/secret'"), 'snapshot.refused'],
   ['too many files', snapErr('SNAPSHOT_TOO_MANY_FILES', 'more than 100000 files'), 'snapshot.limits'],
@@ -31,15 +40,19 @@ const HOST_CAUSED: Array<[string, AssayError]> = [
 ];
 
 describe('classifySnapshotFailure', () => {
-  it.each(AGENT_CAUSED)('%s is the agent\'s doing', (_what, e, rule) => {
+  it.each(AGENT_CAUSED)("%s is the agent's doing", (_what, e, rule) => {
     expect(classifySnapshotFailure(e)).toMatchObject({ by: 'agent', rule });
   });
-  it.each(HOST_CAUSED)('%s is the infrastructure\'s', (_what, e) => {
+  it.each(HOST_CAUSED)("%s is the infrastructure's", (_what, e) => {
     expect(classifySnapshotFailure(e)).toMatchObject({ by: 'infrastructure' });
   });
 });
 
-const types = (w: Wiring) => w.ledger.all().filter((e) => e.stream === 'run-r1').map((e) => e.type);
+const types = (w: Wiring) =>
+  w.ledger
+    .all()
+    .filter((e) => e.stream === 'run-r1')
+    .map((e) => e.type);
 
 async function started(o: { maxSubmissions?: number | null; work?: { freeze(): Promise<void>; thaw(): Promise<void> } } = {}) {
   const w = wiring({ script: Array.from({ length: 40 }, () => ({ status: 'completed' as const, rewards: { reward: 0.5 } })) });
@@ -79,7 +92,12 @@ describe('snapshot failures the agent causes count against it', () => {
 
   it('Work that cannot be frozen because of its own I/O: the round counts (work.freeze_failed); other freeze failures refund', async () => {
     let fail: Error | null = new AssayError(WORK_FREEZE_REFUSED, 'refused', 'docker pause failed 5 times (unable to freeze)');
-    const work = { freeze: async () => { if (fail) throw fail; }, thaw: async () => undefined };
+    const work = {
+      freeze: async () => {
+        if (fail) throw fail;
+      },
+      thaw: async () => undefined,
+    };
     const { w, svc } = await started({ work });
     const a = await svc.submit(submitReq());
     expect(a).toMatchObject({ httpStatus: 200, status: 'rule_violation' });

@@ -42,7 +42,9 @@ export function checkBearer(header: string | readonly string[] | undefined, expe
   if (v.length > MAX_AUTH_CHARS) return 'malformed';
   const m = /^Bearer +([\x21-\x7e]+) *$/i.exec(v);
   if (!m) return 'malformed';
-  const presented = createHash('sha256').update(m[1] as string, 'utf8').digest();
+  const presented = createHash('sha256')
+    .update(m[1] as string, 'utf8')
+    .digest();
   const expected = Buffer.from(expectedSha256, 'hex');
   return timingSafeEqual(presented, expected) ? 'ok' : 'wrong';
 }

@@ -115,7 +115,11 @@ export class SubmissionService implements SubmissionGateway {
   private constructor(private readonly d: SubmissionServiceDeps) {
     this.state = initialRunState(d.run);
     this.work = d.work ?? NO_WORK_CONTROL;
-    this.o = { maxWaiting: d.options?.maxWaiting ?? 8, keepWorkPausedDuringJudge: d.options?.keepWorkPausedDuringJudge ?? false, logPathOf: d.options?.logPathOf };
+    this.o = {
+      maxWaiting: d.options?.maxWaiting ?? 8,
+      keepWorkPausedDuringJudge: d.options?.keepWorkPausedDuringJudge ?? false,
+      logPathOf: d.options?.logPathOf,
+    };
   }
 
   /** Loads the run from the ledger (nothing is appended). */
@@ -196,7 +200,9 @@ export class SubmissionService implements SubmissionGateway {
           await this.d.ledger.append(this.d.run, drafts, expected);
         } catch (e) {
           if (isAssayError(e) && e.code === 'LEDGER_WRONG_EXPECTED_REVISION') {
-            throw runError(RUN_ERROR_CODES.CONCURRENT_WRITER, 'conflict', `run ${this.d.run} was written by another controller meanwhile; stop this one`, { run: this.d.run });
+            throw runError(RUN_ERROR_CODES.CONCURRENT_WRITER, 'conflict', `run ${this.d.run} was written by another controller meanwhile; stop this one`, {
+              run: this.d.run,
+            });
           }
           // One retry with the same ids: idempotent if the first attempt was stored after all.
           await this.d.ledger.append(this.d.run, drafts, expected);
@@ -225,7 +231,15 @@ export class SubmissionService implements SubmissionGateway {
 
   private roundReply(round: number): SubmitReply {
     const f = roundFooter(this.state, round, this.d.clock.now(), this.logOf(round));
-    return { httpStatus: f.httpStatus, text: f.text, round, status: f.view.status, code: f.httpStatus === 503 ? 'SUBMIT_REFUNDED' : null, retryAfterSec: null, view: f.view };
+    return {
+      httpStatus: f.httpStatus,
+      text: f.text,
+      round,
+      status: f.view.status,
+      code: f.httpStatus === 503 ? 'SUBMIT_REFUNDED' : null,
+      retryAfterSec: null,
+      view: f.view,
+    };
   }
 
   private tokenHash(): string {
@@ -264,7 +278,11 @@ export class SubmissionService implements SubmissionGateway {
     if (auth !== 'ok') {
       const d = decide(this.state, { kind: 'submit', auth, hasBody: false, hasQuery: false }, this.d.clock.now());
       const r = d.rejection as Rejection;
-      return { httpStatus: 401, contentType: 'text/plain; charset=utf-8', body: rejectionFooter(this.state, this.d.clock.now(), 401, r.code, r.reason.replace('; nothing was judged', '')) };
+      return {
+        httpStatus: 401,
+        contentType: 'text/plain; charset=utf-8',
+        body: rejectionFooter(this.state, this.d.clock.now(), 401, r.code, r.reason.replace('; nothing was judged', '')),
+      };
     }
     await this.locked(() => this.sync());
     const now = this.d.clock.now();
@@ -308,7 +326,11 @@ export class SubmissionService implements SubmissionGateway {
       } catch (e) {
         // Work's own processes kept the freezer from finishing (heavy I/O): the agent's doing, never a refund.
         if (isAssayError(e) && e.code === WORK_FREEZE_REFUSED)
-          return void (await this.apply({ kind: 'settle', round, violation: { rule: RUN_RULES.workFreezeFailed, detail: `Work could not be frozen for the round's snapshot: ${describe(e)}` } }));
+          return void (await this.apply({
+            kind: 'settle',
+            round,
+            violation: { rule: RUN_RULES.workFreezeFailed, detail: `Work could not be frozen for the round's snapshot: ${describe(e)}` },
+          }));
         throw e;
       }
       frozen = true;

@@ -2,7 +2,11 @@ import { AssayError } from '@assay/core';
 import { BEARER, startInput, submitReq, wiring, type Wiring } from '../../../../tests/run/support/run-fixtures';
 import { SubmissionService } from './submission-service';
 
-const types = (w: Wiring, stream?: string) => w.ledger.all().filter((e) => stream === undefined || e.stream === stream).map((e) => e.type);
+const types = (w: Wiring, stream?: string) =>
+  w.ledger
+    .all()
+    .filter((e) => stream === undefined || e.stream === stream)
+    .map((e) => e.type);
 const tick = () => new Promise((r) => setImmediate(r));
 
 async function started(o: Parameters<typeof wiring>[0] & { start?: Parameters<typeof startInput>[1] } = {}) {
@@ -19,7 +23,9 @@ describe('SubmissionService', () => {
     expect(r.text).toContain('round: 1\nstatus: completed\ncode: 200\nreward: reward=0.75\nscore: 0.75 (reward, maximize)\n');
     expect(r.text).toContain('log: /logs/assay/round-1.log\n');
     expect(types(w)).toEqual(['RunStarted', 'SubmissionReceived', 'SnapshotTaken', 'JudgeLaunched', 'JudgeCompleted', 'RewardRecorded', 'BudgetConsumed']);
-    expect(w.judge.calls).toEqual([{ run: 'r1', round: 1, snapshot: w.snapshotter.calls.length ? expect.stringMatching(/^f[0-9a-f]{64}$/) : '', signal: expect.any(Object) }]);
+    expect(w.judge.calls).toEqual([
+      { run: 'r1', round: 1, snapshot: w.snapshotter.calls.length ? expect.stringMatching(/^f[0-9a-f]{64}$/) : '', signal: expect.any(Object) },
+    ]);
     expect(w.snapshotter.calls).toEqual([{ run: 'r1', round: 1 }]);
   });
 
@@ -57,7 +63,10 @@ describe('SubmissionService', () => {
   });
 
   it('refunds an infrastructure failure: no submission used, no cooldown', async () => {
-    const { w, svc } = await started({ script: [{ throws: new Error('docker: connection refused') }, { dieAfterLaunch: true, status: 'completed' }, { status: 'completed' }], start: { settings: { cooldownSec: 600, maxSubmissions: 1 } } });
+    const { w, svc } = await started({
+      script: [{ throws: new Error('docker: connection refused') }, { dieAfterLaunch: true, status: 'completed' }, { status: 'completed' }],
+      start: { settings: { cooldownSec: 600, maxSubmissions: 1 } },
+    });
     const a = await svc.submit(submitReq());
     expect(a).toMatchObject({ httpStatus: 503, status: 'refunded', code: 'SUBMIT_REFUNDED', round: 1 });
     expect(a.text).toContain('docker: connection refused');
@@ -83,7 +92,10 @@ describe('SubmissionService', () => {
     expect(r.text).toContain('score: 0 (rule violation: workspace.not_editable)');
     expect(r.text).toContain('added "numpy.py"');
     expect(w.judge.calls.map((c) => c.round)).toEqual([1]);
-    const edited = w.ledger.all().filter((e) => e.type === 'WorkspaceEdited').map((e) => e.data);
+    const edited = w.ledger
+      .all()
+      .filter((e) => e.type === 'WorkspaceEdited')
+      .map((e) => e.data);
     expect(edited).toEqual([
       expect.objectContaining({ changed: 1, added: 0, paths: { added: [], removed: [], changed: ['optimizer.py'] }, truncated: false }),
       expect.objectContaining({ added: 1, bytesAdded: 17, paths: { added: ['numpy.py'], removed: [], changed: [] } }),
@@ -118,7 +130,10 @@ describe('SubmissionService', () => {
     for (const keep of [false, true]) {
       const log: string[] = [];
       const w = wiring({ options: { keepWorkPausedDuringJudge: keep } });
-      const svc = await SubmissionService.start({ ...w.deps, work: { freeze: async () => void log.push('freeze'), thaw: async () => void log.push('thaw') } }, startInput());
+      const svc = await SubmissionService.start(
+        { ...w.deps, work: { freeze: async () => void log.push('freeze'), thaw: async () => void log.push('thaw') } },
+        startInput(),
+      );
       w.judge.onJudge = () => void log.push('judge');
       await svc.submit(submitReq());
       expect(log).toEqual(keep ? ['freeze', 'judge', 'thaw'] : ['freeze', 'thaw', 'judge']);

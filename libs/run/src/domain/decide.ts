@@ -132,7 +132,13 @@ export type RunCommand =
       /** The round could not be judged for a reason that is not the candidate's: refund it. */
       readonly infrastructure?: string | null;
     }
-  | { readonly kind: 'consume'; readonly budget: Exclude<BudgetKind, 'submissions'>; readonly amount: number; readonly round?: number | null; readonly gpu?: GpuHolding | null }
+  | {
+      readonly kind: 'consume';
+      readonly budget: Exclude<BudgetKind, 'submissions'>;
+      readonly amount: number;
+      readonly round?: number | null;
+      readonly gpu?: GpuHolding | null;
+    }
   | { readonly kind: 'tick' }
   | { readonly kind: 'recover' }
   | { readonly kind: 'complete'; readonly status?: 'cancelled' | 'failed'; readonly reason?: string };
@@ -154,7 +160,10 @@ export const MAX_RECORDED_REJECTIONS = 1000;
 export const BUDGET_EPSILON = 1e-6;
 
 const ok = (events: RunEventDraft[]): Decision => ({ events, rejection: null });
-const misuse = (code: string, reason: string): Decision => ({ events: [], rejection: { code, status: code === RUN_ERROR_CODES.INVALID_INPUT ? 422 : 409, reason, retryAfterSec: null } });
+const misuse = (code: string, reason: string): Decision => ({
+  events: [],
+  rejection: { code, status: code === RUN_ERROR_CODES.INVALID_INPUT ? 422 : 409, reason, retryAfterSec: null },
+});
 
 /** A task name (`org/name`) as an id the catalogue accepts in RunStarted.task: `/` becomes `:`. */
 export function taskIdOf(name: string): string {
@@ -256,11 +265,15 @@ function decideSubmit(s: RunState, c: Extract<RunCommand, { kind: 'submit' }>, n
 
 function decideStart(s: RunState, i: RunStartInput): Decision {
   if (s.started) return misuse(RUN_ERROR_CODES.CONFLICT, `run ${s.run} was already started`);
-  if (i.run !== s.run || !RUN_ID_RE.test(i.run)) return misuse(RUN_ERROR_CODES.INVALID_INPUT, `run id ${JSON.stringify(i.run)} must match ${RUN_ID_RE} and be the run being started`);
+  if (i.run !== s.run || !RUN_ID_RE.test(i.run))
+    return misuse(RUN_ERROR_CODES.INVALID_INPUT, `run id ${JSON.stringify(i.run)} must match ${RUN_ID_RE} and be the run being started`);
   if (!RUN_ID_RE.test(i.task)) return misuse(RUN_ERROR_CODES.INVALID_INPUT, `task ${JSON.stringify(i.task)} must match ${RUN_ID_RE} (see taskIdOf)`);
-  if (!DIGEST_RE.test(i.taskDigest) || !DIGEST_RE.test(i.fingerprint)) return misuse(RUN_ERROR_CODES.INVALID_INPUT, 'taskDigest and fingerprint must be digests (printable, no spaces, at most 256 characters)');
-  if (typeof i.agent !== 'string' || i.agent.length === 0 || i.agent.length > 256) return misuse(RUN_ERROR_CODES.INVALID_INPUT, 'agent must be 1 to 256 characters');
-  if (i.model !== undefined && i.model !== null && (typeof i.model !== 'string' || i.model.length > 256)) return misuse(RUN_ERROR_CODES.INVALID_INPUT, 'model must be at most 256 characters');
+  if (!DIGEST_RE.test(i.taskDigest) || !DIGEST_RE.test(i.fingerprint))
+    return misuse(RUN_ERROR_CODES.INVALID_INPUT, 'taskDigest and fingerprint must be digests (printable, no spaces, at most 256 characters)');
+  if (typeof i.agent !== 'string' || i.agent.length === 0 || i.agent.length > 256)
+    return misuse(RUN_ERROR_CODES.INVALID_INPUT, 'agent must be 1 to 256 characters');
+  if (i.model !== undefined && i.model !== null && (typeof i.model !== 'string' || i.model.length > 256))
+    return misuse(RUN_ERROR_CODES.INVALID_INPUT, 'model must be at most 256 characters');
   const protocol = protocolJson(i.protocol);
   const selection = selectionJson(i.selection);
   const why = runProtocolProblem(protocol) ?? selectionRuleProblem(selection);
@@ -270,7 +283,14 @@ function decideStart(s: RunState, i: RunStartInput): Decision {
   return ok([{ type: 'RunStarted', data }]);
 }
 
-function budgetEvent(s: RunState, kind: BudgetKind, amount: number, consumedBefore: number, round: number | null, gpu: GpuHolding | null = null): RunEventDraft {
+function budgetEvent(
+  s: RunState,
+  kind: BudgetKind,
+  amount: number,
+  consumedBefore: number,
+  round: number | null,
+  gpu: GpuHolding | null = null,
+): RunEventDraft {
   const limit = s.started?.protocol.budgets[kind] ?? null;
   const data: JsonObject = { run: s.run, budget: kind, amount, remaining: limit === null ? null : limit - (consumedBefore + amount) };
   if (round !== null) data.round = round;
@@ -295,7 +315,10 @@ const refund = (s: RunState, round: number, reason: string): RunEventDraft => ({
 
 const completedEvent = (s: RunState, status: RunEndStatus): RunEventDraft => {
   const best = bestRound(s);
-  return { type: 'RunCompleted', data: { run: s.run, status, bestRound: best?.round ?? null, bestScore: best?.score ?? null, bestSnapshot: best?.snapshot ?? null } };
+  return {
+    type: 'RunCompleted',
+    data: { run: s.run, status, bestRound: best?.round ?? null, bestScore: best?.score ?? null, bestSnapshot: best?.snapshot ?? null },
+  };
 };
 
 /** A refund of the open round; the one that reaches MAX_REFUNDED_ROUNDS also ends the run (`failed`). */
@@ -321,13 +344,17 @@ function countRound(s: RunState, r: RoundState, gpuSeconds: number, broken: Rule
   if (gpuSeconds > 0) {
     events.push(budgetEvent(s, 'gpu_seconds', gpuSeconds, s.consumed.gpu_seconds, r.round, gpu));
     if (over(s, 'gpu_seconds', s.consumed.gpu_seconds + gpuSeconds))
-      addViolation(RUN_RULES.budget('gpu_seconds'), `round ${r.round}'s Judge brought GPU use to ${fmt(s.consumed.gpu_seconds + gpuSeconds)} s, over the budget of ${fmt(s.started?.protocol.budgets.gpu_seconds ?? 0)} s`);
+      addViolation(
+        RUN_RULES.budget('gpu_seconds'),
+        `round ${r.round}'s Judge brought GPU use to ${fmt(s.consumed.gpu_seconds + gpuSeconds)} s, over the budget of ${fmt(s.started?.protocol.budgets.gpu_seconds ?? 0)} s`,
+      );
   }
   if (broken && r.violation === null) addViolation(broken.rule, broken.detail);
   if (!hasViolation && r.judge?.status === 'submission_error')
     addViolation(RUN_RULES.submissionError, r.judge.detail ?? 'the Judge refused the submission before running the tests');
   const after = s.consumed.submissions + 1;
-  if (over(s, 'submissions', after)) addViolation(RUN_RULES.budget('submissions'), `round ${r.round} is submission ${after}, over the budget of ${s.started?.protocol.budgets.submissions}`);
+  if (over(s, 'submissions', after))
+    addViolation(RUN_RULES.budget('submissions'), `round ${r.round} is submission ${after}, over the budget of ${s.started?.protocol.budgets.submissions}`);
   events.push(budgetEvent(s, 'submissions', 1, s.consumed.submissions, r.round));
   return events;
 }
@@ -339,19 +366,31 @@ function decideSettle(s: RunState, c: Extract<RunCommand, { kind: 'settle' }>): 
   if (!Number.isFinite(gpu) || gpu < 0) return misuse(RUN_ERROR_CODES.INVALID_INPUT, 'gpuSeconds must be a finite number >= 0');
   const holdingWhy = c.gpu ? gpuHoldingProblem(c.gpu) : null;
   if (holdingWhy) return misuse(RUN_ERROR_CODES.INVALID_INPUT, holdingWhy);
-  if (c.infrastructure) return ok(refundRound(s, r.round, `infrastructure failure: ${c.infrastructure}; the round is refunded (no submission used, no cooldown)`));
+  if (c.infrastructure)
+    return ok(refundRound(s, r.round, `infrastructure failure: ${c.infrastructure}; the round is refunded (no submission used, no cooldown)`));
   const broken = c.violation ?? null;
   if (!broken && r.violation === null) {
     if (r.judge === null) return ok(refundRound(s, r.round, 'no Judge result was recorded for the round; it is refunded (no submission used, no cooldown)'));
     if (r.judge.status === 'infrastructure_error')
-      return ok(refundRound(s, r.round, `the Judge failed for reasons outside the submission (infrastructure_error${r.judge.detail ? `: ${r.judge.detail}` : ''}); the round is refunded (no submission used, no cooldown)`));
+      return ok(
+        refundRound(
+          s,
+          r.round,
+          `the Judge failed for reasons outside the submission (infrastructure_error${r.judge.detail ? `: ${r.judge.detail}` : ''}); the round is refunded (no submission used, no cooldown)`,
+        ),
+      );
   }
   return ok(countRound(s, r, gpu, broken, c.gpu ?? null));
 }
 
 function gpuHoldingProblem(h: GpuHolding): string | null {
   if (h.holder !== 'work' && h.holder !== 'judge') return 'gpu.holder must be "work" or "judge"';
-  if (!Array.isArray(h.devices) || h.devices.length === 0 || h.devices.length > 64 || h.devices.some((d) => typeof d !== 'string' || d.length === 0 || d.length > 128))
+  if (
+    !Array.isArray(h.devices) ||
+    h.devices.length === 0 ||
+    h.devices.length > 64 ||
+    h.devices.some((d) => typeof d !== 'string' || d.length === 0 || d.length > 128)
+  )
     return 'gpu.devices must be 1 to 64 device ids';
   if (typeof h.heldSec !== 'number' || !Number.isFinite(h.heldSec) || h.heldSec < 0) return 'gpu.heldSec must be a finite number >= 0';
   return null;
@@ -360,18 +399,34 @@ function gpuHoldingProblem(h: GpuHolding): string | null {
 function decideConsume(s: RunState, c: Extract<RunCommand, { kind: 'consume' }>): Decision {
   if (!s.started) return misuse(RUN_ERROR_CODES.NOT_STARTED, 'the run has not started');
   if (s.completed) return misuse(RUN_ERROR_CODES.CONFLICT, 'the run already completed');
-  if (!(['wall_time', 'agent_time', 'gpu_seconds'] as const).includes(c.budget)) return misuse(RUN_ERROR_CODES.INVALID_INPUT, `budget ${JSON.stringify(c.budget)} cannot be consumed directly (submissions are counted when a round settles)`);
-  if (typeof c.amount !== 'number' || !Number.isFinite(c.amount) || c.amount < 0) return misuse(RUN_ERROR_CODES.INVALID_INPUT, 'amount must be a finite number >= 0');
+  if (!(['wall_time', 'agent_time', 'gpu_seconds'] as const).includes(c.budget))
+    return misuse(
+      RUN_ERROR_CODES.INVALID_INPUT,
+      `budget ${JSON.stringify(c.budget)} cannot be consumed directly (submissions are counted when a round settles)`,
+    );
+  if (typeof c.amount !== 'number' || !Number.isFinite(c.amount) || c.amount < 0)
+    return misuse(RUN_ERROR_CODES.INVALID_INPUT, 'amount must be a finite number >= 0');
   const round = c.round ?? null;
   if (round !== null && !roundOf(s, round)) return misuse(RUN_ERROR_CODES.CONFLICT, `round ${round} does not exist`);
-  if (c.gpu && (c.budget !== 'gpu_seconds' || gpuHoldingProblem(c.gpu))) return misuse(RUN_ERROR_CODES.INVALID_INPUT, c.budget !== 'gpu_seconds' ? 'a GPU holding goes with the gpu_seconds budget only' : (gpuHoldingProblem(c.gpu) as string));
+  if (c.gpu && (c.budget !== 'gpu_seconds' || gpuHoldingProblem(c.gpu)))
+    return misuse(
+      RUN_ERROR_CODES.INVALID_INPUT,
+      c.budget !== 'gpu_seconds' ? 'a GPU holding goes with the gpu_seconds budget only' : (gpuHoldingProblem(c.gpu) as string),
+    );
   if (c.amount === 0) return ok([]);
   const events = [budgetEvent(s, c.budget, c.amount, s.consumed[c.budget], round, c.gpu ?? null)];
   const after = s.consumed[c.budget] + c.amount;
   const rule = RUN_RULES.budget(c.budget);
   if (over(s, c.budget, after) && (round !== null || !s.violations.some((v) => v.rule === rule && v.round === null))) {
     const limit = s.started.protocol.budgets[c.budget] as number;
-    events.push(violationEvent(s, round, rule, `${BUDGET_LABEL[c.budget]} use reached ${fmt(after)} s, over the budget of ${fmt(limit)} s${round !== null ? ` (during round ${round})` : ''}; submissions are closed`));
+    events.push(
+      violationEvent(
+        s,
+        round,
+        rule,
+        `${BUDGET_LABEL[c.budget]} use reached ${fmt(after)} s, over the budget of ${fmt(limit)} s${round !== null ? ` (during round ${round})` : ''}; submissions are closed`,
+      ),
+    );
   }
   return ok(events);
 }
@@ -422,7 +477,11 @@ function decideSnapshot(s: RunState, c: Extract<RunCommand, { kind: 'record_snap
   const snap = c.snapshot;
   if (!CID_RE.test(snap.root)) return misuse(RUN_ERROR_CODES.INVALID_INPUT, `snapshot root ${JSON.stringify(snap.root)} is not a CID`);
   if (!DIGEST_RE.test(snap.policyDigest)) return misuse(RUN_ERROR_CODES.INVALID_INPUT, 'policyDigest must be a digest');
-  for (const [k, v] of [['files', snap.files], ['bytes', snap.bytes], ['durationMs', snap.durationMs]] as const)
+  for (const [k, v] of [
+    ['files', snap.files],
+    ['bytes', snap.bytes],
+    ['durationMs', snap.durationMs],
+  ] as const)
     if (!Number.isSafeInteger(v) || v < 0) return misuse(RUN_ERROR_CODES.INVALID_INPUT, `snapshot ${k} must be an integer >= 0`);
   if (c.round !== null) {
     const r = openRound(s);
@@ -437,7 +496,8 @@ function decideSnapshot(s: RunState, c: Extract<RunCommand, { kind: 'record_snap
   const e = c.edit;
   if (e && e.from !== e.to) {
     if (!CID_RE.test(e.from) || !CID_RE.test(e.to)) return misuse(RUN_ERROR_CODES.INVALID_INPUT, 'edit from/to must be CIDs');
-    for (const v of [e.added, e.removed, e.changed, e.bytesAdded, e.bytesRemoved]) if (!Number.isSafeInteger(v) || v < 0) return misuse(RUN_ERROR_CODES.INVALID_INPUT, 'edit counts must be integers >= 0');
+    for (const v of [e.added, e.removed, e.changed, e.bytesAdded, e.bytesRemoved])
+      if (!Number.isSafeInteger(v) || v < 0) return misuse(RUN_ERROR_CODES.INVALID_INPUT, 'edit counts must be integers >= 0');
     const clip = (xs: readonly string[]) => xs.slice(0, 100).map((p) => clipText(p, 1024));
     events.push({
       type: 'WorkspaceEdited',

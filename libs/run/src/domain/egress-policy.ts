@@ -25,9 +25,7 @@ export interface EgressPolicy {
 }
 
 export type EgressHost =
-  | { readonly kind: 'name'; readonly host: string }
-  | { readonly kind: 'ipv4'; readonly host: string }
-  | { readonly kind: 'ipv6'; readonly host: string };
+  { readonly kind: 'name'; readonly host: string } | { readonly kind: 'ipv4'; readonly host: string } | { readonly kind: 'ipv6'; readonly host: string };
 
 export interface EgressTarget {
   readonly host: EgressHost;
@@ -111,7 +109,7 @@ export function parseIpv6(s: string): number[] | null {
 export function formatIpv6(g: readonly number[]): string {
   let best = -1;
   let bestLen = 0;
-  for (let i = 0; i < 8; ) {
+  for (let i = 0; i < 8;) {
     if (g[i] !== 0) {
       i++;
       continue;
@@ -203,9 +201,11 @@ export function decideConnect(policy: EgressPolicy, requestLine: string): Egress
   if (parts.length !== 3 || !PRINTABLE.test(parts.join(''))) return { allow: false, status: 400, reason: 'malformed request line', shown };
   const [method, target, version] = parts as [string, string, string];
   if (version !== 'HTTP/1.1' && version !== 'HTTP/1.0') return { allow: false, status: 400, reason: 'not HTTP/1.x', shown };
-  if (method !== 'CONNECT') return { allow: false, status: 405, reason: 'only CONNECT host:port is served (HTTPS through a tunnel)', shown: showUntrusted(`${method} ${target}`) };
+  if (method !== 'CONNECT')
+    return { allow: false, status: 405, reason: 'only CONNECT host:port is served (HTTPS through a tunnel)', shown: showUntrusted(`${method} ${target}`) };
   const t = parseAuthority(target);
-  if (!t) return { allow: false, status: 400, reason: 'the CONNECT target must be host:port (no userinfo, path or IP shorthand)', shown: showUntrusted(target) };
+  if (!t)
+    return { allow: false, status: 400, reason: 'the CONNECT target must be host:port (no userinfo, path or IP shorthand)', shown: showUntrusted(target) };
   if (!allows(policy, t)) return { allow: false, status: 403, reason: `${t.key} is not on this run's egress allowlist`, shown: t.key };
   return { allow: true, target: t };
 }

@@ -1,5 +1,16 @@
 /** The egress allowlist: host normalisation, authority parsing and CONNECT decisions (pure). */
-import { allows, decideConnect, egressPolicy, formatIpv6, isPublicAddress, normaliseHost, parseAuthority, parseIpv4, parseIpv6, showUntrusted } from './egress-policy';
+import {
+  allows,
+  decideConnect,
+  egressPolicy,
+  formatIpv6,
+  isPublicAddress,
+  normaliseHost,
+  parseAuthority,
+  parseIpv4,
+  parseIpv6,
+  showUntrusted,
+} from './egress-policy';
 
 const openai = egressPolicy(['api.openai.com'], [443]);
 const decide = (line: string, policy = openai) => decideConnect(policy, line);
@@ -72,7 +83,8 @@ describe('IP parsing', () => {
     expect(formatIpv6(parseIpv6('1::')!)).toBe('1::');
     expect(parseIpv6('::1.2.3.4')).toEqual([0, 0, 0, 0, 0, 0, 0x0102, 0x0304]);
     expect(parseIpv6('1:2:3:4:5:6:1.2.3.4')).toEqual([1, 2, 3, 4, 5, 6, 0x0102, 0x0304]);
-    for (const bad of ['1:2:3:4:5:6:7', '1:2:3:4:5:6:7:8::', '1:2:3:4:5:6::1.2.3.4', ':::', '1:::2', 'g::1', '::1.2.3', '1:2:3:4:5:6:7:8:1.2.3.4']) expect(parseIpv6(bad)).toBeNull();
+    for (const bad of ['1:2:3:4:5:6:7', '1:2:3:4:5:6:7:8::', '1:2:3:4:5:6::1.2.3.4', ':::', '1:::2', 'g::1', '::1.2.3', '1:2:3:4:5:6:7:8:1.2.3.4'])
+      expect(parseIpv6(bad)).toBeNull();
   });
 });
 
@@ -111,7 +123,10 @@ describe('parseAuthority', () => {
 
 describe('egressPolicy', () => {
   it('normalises and deduplicates entries', () => {
-    expect(egressPolicy(['API.OpenAI.com.', 'api.openai.com', '[::1]', '127.0.0.1'], [443, 443, 8443])).toEqual({ hosts: ['api.openai.com', '::1', '127.0.0.1'], ports: [443, 8443] });
+    expect(egressPolicy(['API.OpenAI.com.', 'api.openai.com', '[::1]', '127.0.0.1'], [443, 443, 8443])).toEqual({
+      hosts: ['api.openai.com', '::1', '127.0.0.1'],
+      ports: [443, 8443],
+    });
   });
   it('refuses bad entries (operator input) with the entry named', () => {
     expect(() => egressPolicy(['*.openai.com'], [443])).toThrow(/"\*\.openai\.com" is not a host name/);
@@ -162,7 +177,12 @@ describe('decideConnect', () => {
   });
 
   it('only CONNECT in authority form: absolute-form and origin-form requests are 405', () => {
-    for (const line of ['GET http://api.openai.com/v1/models HTTP/1.1', 'GET / HTTP/1.1', 'POST https://api.openai.com:443/ HTTP/1.1', 'connect api.openai.com:443 HTTP/1.1']) {
+    for (const line of [
+      'GET http://api.openai.com/v1/models HTTP/1.1',
+      'GET / HTTP/1.1',
+      'POST https://api.openai.com:443/ HTTP/1.1',
+      'connect api.openai.com:443 HTTP/1.1',
+    ]) {
       const d = decide(line);
       expect(d).toMatchObject({ allow: false, status: 405 });
     }
@@ -202,7 +222,32 @@ describe('decideConnect', () => {
 });
 
 describe('isPublicAddress', () => {
-  it.each(['0.0.0.0', '10.1.2.3', '100.64.0.1', '127.0.0.1', '127.255.255.254', '169.254.169.254', '172.16.0.1', '172.31.255.255', '192.168.1.1', '192.0.0.8', '198.18.0.1', '224.0.0.1', '255.255.255.255', '::', '::1', 'fc00::1', 'fd12::1', 'fe80::1', 'ff02::1', '::ffff:127.0.0.1', '::ffff:10.0.0.1', '64:ff9b::a00:1', '2001:db8::1', 'not-an-ip'])('%s is not public', (a) => {
+  it.each([
+    '0.0.0.0',
+    '10.1.2.3',
+    '100.64.0.1',
+    '127.0.0.1',
+    '127.255.255.254',
+    '169.254.169.254',
+    '172.16.0.1',
+    '172.31.255.255',
+    '192.168.1.1',
+    '192.0.0.8',
+    '198.18.0.1',
+    '224.0.0.1',
+    '255.255.255.255',
+    '::',
+    '::1',
+    'fc00::1',
+    'fd12::1',
+    'fe80::1',
+    'ff02::1',
+    '::ffff:127.0.0.1',
+    '::ffff:10.0.0.1',
+    '64:ff9b::a00:1',
+    '2001:db8::1',
+    'not-an-ip',
+  ])('%s is not public', (a) => {
     expect(isPublicAddress(a)).toBe(false);
   });
   it.each(['1.1.1.1', '162.159.140.245', '172.32.0.1', '100.128.0.1', '2606:4700::6810:1', '::ffff:8.8.8.8', '64:ff9b::808:808'])('%s is public', (a) => {

@@ -33,7 +33,9 @@ describe('footer', () => {
     s.snapshot(2, 'bafy2');
     s.ok({ kind: 'settle', round: 2, violation: { rule: 'workspace.not_editable', detail: 'added "numpy.py"\nand more' } });
     const v = roundFooter(s.state, 2, s.date, null);
-    expect(v.text).toContain('status: rule_violation\ncode: 200\nreward: -\nscore: 0 (rule violation: workspace.not_editable) (reward, maximize)\nbest: round 1, score 0.5\n');
+    expect(v.text).toContain(
+      'status: rule_violation\ncode: 200\nreward: -\nscore: 0 (rule violation: workspace.not_editable) (reward, maximize)\nbest: round 1, score 0.5\n',
+    );
     expect(v.text).toContain('detail: added "numpy.py" and more\n');
     s.submit();
     s.ok({ kind: 'settle', round: 3, infrastructure: 'docker died' });
@@ -50,7 +52,21 @@ describe('footer', () => {
   it('one line per value: control characters and long details cannot break the format', () => {
     expect(oneLine('a\r\nb\u0000c\u2028d')).toBe('a b c d');
     expect(oneLine('x'.repeat(500))).toHaveLength(300);
-    const text = formatFooter({ round: 1, status: 'completed', httpStatus: 200, code: null, rewards: { 'bad key\n': 1, ok: 2 }, score: 2, rule: null, metric: null, direction: null, best: null, remaining: { submissions: null, wall_time: 5.9, agent_time: null, gpu_seconds: 0 }, log: '/x\n/y', detail: 'line1\nline2' });
+    const text = formatFooter({
+      round: 1,
+      status: 'completed',
+      httpStatus: 200,
+      code: null,
+      rewards: { 'bad key\n': 1, ok: 2 },
+      score: 2,
+      rule: null,
+      metric: null,
+      direction: null,
+      best: null,
+      remaining: { submissions: null, wall_time: 5.9, agent_time: null, gpu_seconds: 0 },
+      log: '/x\n/y',
+      detail: 'line1\nline2',
+    });
     expect(text.split('\n')).toHaveLength(12);
     expect(text).toContain('reward: ok=2\n');
     expect(text).toContain('remaining: submissions=unlimited wall_time_s=5 agent_time_s=unlimited gpu_seconds=0\n');

@@ -11,7 +11,12 @@ describe('start', () => {
     const s = new Sim();
     expect(types(s)).toEqual(['RunStarted']);
     const d = s.records[0]?.data as Record<string, unknown>;
-    expect(d).toMatchObject({ run: 'r1', task: 'assay:test-task', agent: 'reference', selection: { scheme: 'assay.selection/1', metric: null, direction: 'maximize', tieBreak: 'earliest_round' } });
+    expect(d).toMatchObject({
+      run: 'r1',
+      task: 'assay:test-task',
+      agent: 'reference',
+      selection: { scheme: 'assay.selection/1', metric: null, direction: 'maximize', tieBreak: 'earliest_round' },
+    });
     expect((d.protocol as Record<string, unknown>).submission).toEqual({ endpoint: 'unix-socket', tokenSha256: expect.stringMatching(/^[0-9a-f]{64}$/) });
     expect(d).not.toHaveProperty('model');
     expect(s.state.started?.startedAt).toBe(T0);
@@ -35,7 +40,8 @@ describe('start', () => {
 
   it('nothing but start works before RunStarted', () => {
     const s = new Sim('r1', null);
-    for (const cmd of [{ kind: 'complete' }, { kind: 'tick' }, { kind: 'consume', budget: 'agent_time', amount: 1 }] as const) expect(s.do(cmd).rejection?.code).toBe('RUN_NOT_STARTED');
+    for (const cmd of [{ kind: 'complete' }, { kind: 'tick' }, { kind: 'consume', budget: 'agent_time', amount: 1 }] as const)
+      expect(s.do(cmd).rejection?.code).toBe('RUN_NOT_STARTED');
     expect(s.do({ kind: 'submit', auth: 'ok', hasBody: false, hasQuery: false }).rejection?.code).toBe('RUN_NOT_STARTED');
   });
 });
@@ -43,7 +49,11 @@ describe('start', () => {
 describe('submit', () => {
   it('401 for a missing, malformed or wrong token: recorded, no round, nothing judged', () => {
     const s = new Sim();
-    for (const [auth, code] of [['missing', 'SUBMIT_NO_TOKEN'], ['malformed', 'SUBMIT_MALFORMED_TOKEN'], ['wrong', 'SUBMIT_WRONG_TOKEN']] as const) {
+    for (const [auth, code] of [
+      ['missing', 'SUBMIT_NO_TOKEN'],
+      ['malformed', 'SUBMIT_MALFORMED_TOKEN'],
+      ['wrong', 'SUBMIT_WRONG_TOKEN'],
+    ] as const) {
       const d = s.do({ kind: 'submit', auth, hasBody: true, hasQuery: true });
       expect(d.rejection).toMatchObject({ code, status: 401 });
       expect(d.rejection?.reason).toMatch(/nothing was judged/);
@@ -56,7 +66,11 @@ describe('submit', () => {
 
   it('422 for a body, a query or both, using no round', () => {
     const s = new Sim();
-    for (const [hasBody, hasQuery, what] of [[true, false, 'a body'], [false, true, 'a query string'], [true, true, 'a body and a query string']] as const) {
+    for (const [hasBody, hasQuery, what] of [
+      [true, false, 'a body'],
+      [false, true, 'a query string'],
+      [true, true, 'a body and a query string'],
+    ] as const) {
       const d = s.do({ kind: 'submit', auth: 'ok', hasBody, hasQuery });
       expect(d.rejection).toMatchObject({ code: 'SUBMIT_BAD_REQUEST', status: 422 });
       expect(d.rejection?.reason).toContain(what);
@@ -117,7 +131,10 @@ describe('submit', () => {
   it('429 when the run is closed, closing, or the queue is full', () => {
     const s = new Sim();
     expect(s.do({ kind: 'submit', auth: 'ok', hasBody: false, hasQuery: false, queueFull: true }).rejection?.code).toBe('SUBMIT_QUEUE_FULL');
-    expect(s.do({ kind: 'submit', auth: 'ok', hasBody: false, hasQuery: false, closing: 'cancelled by the operator' }).rejection).toMatchObject({ code: 'SUBMIT_RUN_CLOSED', reason: 'run closed: cancelled by the operator' });
+    expect(s.do({ kind: 'submit', auth: 'ok', hasBody: false, hasQuery: false, closing: 'cancelled by the operator' }).rejection).toMatchObject({
+      code: 'SUBMIT_RUN_CLOSED',
+      reason: 'run closed: cancelled by the operator',
+    });
     s.ok({ kind: 'complete' });
     const d = s.submit();
     expect(d.rejection).toMatchObject({ code: 'SUBMIT_RUN_CLOSED', status: 429, reason: 'run closed: the run ended (no_valid_submission)' });
@@ -160,7 +177,10 @@ describe('settle', () => {
     s.snapshot(1, 'bafy1');
     s.judge(1, 'infrastructure_error');
     s.ok({ kind: 'settle', round: 1 });
-    expect(last(s)).toMatchObject({ type: 'SubmissionRejected', data: { round: 1, status: 503, reason: expect.stringMatching(/^SUBMIT_REFUNDED: the Judge failed/) } });
+    expect(last(s)).toMatchObject({
+      type: 'SubmissionRejected',
+      data: { round: 1, status: 503, reason: expect.stringMatching(/^SUBMIT_REFUNDED: the Judge failed/) },
+    });
     s.submit();
     s.ok({ kind: 'settle', round: 2 });
     expect(last(s).data.reason).toMatch(/no Judge result was recorded/);
@@ -286,7 +306,12 @@ describe('recover (resume after a restart)', () => {
       s.ok({ kind: 'recover' });
       expect(last(s)).toMatchObject({ type: 'SubmissionRejected', data: { round: 1, status: 503 } });
       expect(String(last(s).data.reason)).toMatch(
-        { received: /before the workspace was snapshotted/, snapshot: /before the Judge recorded a result/, launched: /Judge j1 was launched/, infra: /infrastructure_error/ }[stage],
+        {
+          received: /before the workspace was snapshotted/,
+          snapshot: /before the Judge recorded a result/,
+          launched: /Judge j1 was launched/,
+          infra: /infrastructure_error/,
+        }[stage],
       );
       expect(openRound(s.state)).toBeNull();
       expect(s.ok({ kind: 'recover' }).events).toEqual([]);
@@ -362,7 +387,9 @@ describe('evolve', () => {
     expect(() => evolve(s, rec(1, 'SubmissionReceived', { run: 'r2', round: 1 }))).toThrow(/names run/);
     const two = evolve(s, rec(1, 'SubmissionReceived', { run: 'r1', round: 1 }));
     expect(() => evolve(two, rec(2, 'SubmissionReceived', { run: 'r1', round: 2 }))).toThrow(/while round 1 is open/);
-    expect(() => evolve(two, rec(2, 'RunCompleted', { run: 'r1', status: 'completed', bestRound: null, bestScore: null, bestSnapshot: null }))).toThrow(/still open/);
+    expect(() => evolve(two, rec(2, 'RunCompleted', { run: 'r1', status: 'completed', bestRound: null, bestScore: null, bestSnapshot: null }))).toThrow(
+      /still open/,
+    );
     const bad = new Sim().records.map((r) => ({ ...r, data: { ...r.data, protocol: { scheme: 'nope' } } }));
     expect(() => foldRun('r1', bad)).toThrow(/protocol.scheme/);
   });
@@ -374,7 +401,12 @@ describe('evolve', () => {
     const before = s.state;
     s.judge(1, 'completed', { reward: 100 });
     expect(s.state.rounds).toEqual(before.rounds);
-    expect(() => evolve(s.state, rec(s.records.length, 'BudgetConsumed', { run: 'r1', budget: 'wall_time', amount: 1, remaining: null }, { revision: (s.state.revision ?? 0) + 1 }))).toThrow(/already completed/);
+    expect(() =>
+      evolve(
+        s.state,
+        rec(s.records.length, 'BudgetConsumed', { run: 'r1', budget: 'wall_time', amount: 1, remaining: null }, { revision: (s.state.revision ?? 0) + 1 }),
+      ),
+    ).toThrow(/already completed/);
   });
 
   it("ignores other runs' Judge events and the Judge's news about a settled round; the first Judge result stands", () => {
@@ -396,7 +428,9 @@ describe('evolve', () => {
     const s = new Sim();
     s.submit();
     s.judge(1, 'completed', null);
-    s.append('judge-other', [{ type: 'RewardRecorded', data: { run: 'r1', round: 1, judge: 'other', rewards: { reward: 5 }, primaryMetric: null, primaryScore: 5 } }]);
+    s.append('judge-other', [
+      { type: 'RewardRecorded', data: { run: 'r1', round: 1, judge: 'other', rewards: { reward: 5 }, primaryMetric: null, primaryScore: 5 } },
+    ]);
     s.append('note-x', [{ type: 'Note', data: { text: 'hi' } }]);
     expect(s.state.rounds[0]?.rewards).toBeNull();
     expect(s.state.lastPosition).toBe(s.records.length - 1);
@@ -409,14 +443,24 @@ describe('evolve', () => {
     expect(s.state).toMatchObject({ baselineRoot: 'bafybase', lastRoot: 'bafyedit' });
     s.ok({ kind: 'work_started', container: 'c1', image: 'sha256:w', limits: { cpus: 1 } });
     expect(s.state.work).toEqual({ container: 'c1', image: 'sha256:w' });
-    const d = decide(s.state, { kind: 'record_snapshot', round: 3, snapshot: { root: 'bafy', files: 0, bytes: 0, durationMs: 0, policyDigest: 'p' }, edit: null }, s.date);
+    const d = decide(
+      s.state,
+      { kind: 'record_snapshot', round: 3, snapshot: { root: 'bafy', files: 0, bytes: 0, durationMs: 0, policyDigest: 'p' }, edit: null },
+      s.date,
+    );
     expect(d.rejection?.code).toBe('RUN_CONFLICT');
-    expect(decide(s.state, { kind: 'record_snapshot', round: null, snapshot: { root: 'NOT A CID', files: 0, bytes: 0, durationMs: 0, policyDigest: 'p' }, edit: null }, s.date).rejection?.code).toBe('RUN_INVALID_INPUT');
+    expect(
+      decide(
+        s.state,
+        { kind: 'record_snapshot', round: null, snapshot: { root: 'NOT A CID', files: 0, bytes: 0, durationMs: 0, policyDigest: 'p' }, edit: null },
+        s.date,
+      ).rejection?.code,
+    ).toBe('RUN_INVALID_INPUT');
   });
 });
 
 describe('GPU-seconds with who held which GPUs', () => {
-  it('records holder, devices and holding time; Work use exhausts the budget (429) and over it is the run\'s violation, once; a fold of the events alone gives the same use', () => {
+  it("records holder, devices and holding time; Work use exhausts the budget (429) and over it is the run's violation, once; a fold of the events alone gives the same use", () => {
     const s = new Sim('r1', { settings: { gpuBudgetSec: 100 } });
     s.ok({ kind: 'consume', budget: 'gpu_seconds', amount: 60, gpu: { holder: 'work', devices: ['0', '1'], heldSec: 30 } });
     expect(last(s).data).toEqual({ run: 'r1', budget: 'gpu_seconds', amount: 60, remaining: 40, holder: 'work', gpus: ['0', '1'], heldSec: 30 });
@@ -449,7 +493,9 @@ describe('GPU-seconds with who held which GPUs', () => {
       { holder: 'work', devices: ['0'], heldSec: Number.POSITIVE_INFINITY },
     ] as const;
     for (const gpu of bad) expect(s.do({ kind: 'consume', budget: 'gpu_seconds', amount: 1, gpu: gpu as never }).rejection?.code).toBe('RUN_INVALID_INPUT');
-    expect(s.do({ kind: 'consume', budget: 'agent_time', amount: 1, gpu: { holder: 'work', devices: ['0'], heldSec: 1 } }).rejection?.code).toBe('RUN_INVALID_INPUT');
+    expect(s.do({ kind: 'consume', budget: 'agent_time', amount: 1, gpu: { holder: 'work', devices: ['0'], heldSec: 1 } }).rejection?.code).toBe(
+      'RUN_INVALID_INPUT',
+    );
     expect(s.records).toHaveLength(1);
   });
 });

@@ -142,8 +142,10 @@ class RunClaimChecker implements ClaimChecker {
     const inJudge = isJudgeStream(e.stream);
     if (RUN_ONLY.has(e.type) && !inRun) return this.problem('claims.stream', `${e.type} is written by the run controller in the run's stream run-<id> only`);
     if (JUDGE_ONLY.has(e.type) && !inJudge) return this.problem('claims.stream', `${e.type} is written by the Judge in its stream judge-<id> only`);
-    if (e.type === 'RuleViolation' && !inRun && !inJudge) return this.problem('claims.stream', 'RuleViolation is written by the run controller (run-<id>) or a Judge (judge-<id>) only');
-    if (inJudge && !JUDGE_ONLY.has(e.type) && e.type !== 'RuleViolation') return this.problem('claims.stream', `a Judge stream holds JudgeLaunched, JudgeCompleted, RewardRecorded and RuleViolation only, not ${e.type}`);
+    if (e.type === 'RuleViolation' && !inRun && !inJudge)
+      return this.problem('claims.stream', 'RuleViolation is written by the run controller (run-<id>) or a Judge (judge-<id>) only');
+    if (inJudge && !JUDGE_ONLY.has(e.type) && e.type !== 'RuleViolation')
+      return this.problem('claims.stream', `a Judge stream holds JudgeLaunched, JudgeCompleted, RewardRecorded and RuleViolation only, not ${e.type}`);
     if (inRun) return this.runEvent(e, e.stream.slice(RUN_PREFIX.length));
     if (inJudge) return this.judgeEvent(e);
     // SnapshotTaken / WorkspaceEdited of the snapshot commands: about no run.
@@ -157,7 +159,13 @@ class RunClaimChecker implements ClaimChecker {
     }
     for (const j of this.judges.values()) {
       if (j.violation !== null && j.completed === null)
-        return { code: CLAIM_RULES['judge.violation'], rule: 'judge.violation', stream: j.stream, position: null, message: `at the end of the log: the Judge's RuleViolation at position ${j.violation} has no JudgeCompleted (submission_error) with it` };
+        return {
+          code: CLAIM_RULES['judge.violation'],
+          rule: 'judge.violation',
+          stream: j.stream,
+          position: null,
+          message: `at the end of the log: the Judge's RuleViolation at position ${j.violation} has no JudgeCompleted (submission_error) with it`,
+        };
     }
     return null;
   }
@@ -193,7 +201,8 @@ class RunClaimChecker implements ClaimChecker {
       if (!settles) return this.owedProblem(r, e.stream, e.position);
       r.owed = null;
     }
-    if (!s.started && e.type !== 'RunStarted') return this.problem('run.started_first', `the run stream does not begin with RunStarted: ${e.type} claims a run that was never started`);
+    if (!s.started && e.type !== 'RunStarted')
+      return this.problem('run.started_first', `the run stream does not begin with RunStarted: ${e.type} claims a run that was never started`);
     if (s.completed) return this.problem('run.ended', `the run completed (${s.completed.status}); nothing follows RunCompleted in its stream`);
     if (e.type === 'RunStarted' && s.started) return this.problem('run.started_once', 'the run was already started');
     if ('run' in d && d.run !== run) return this.problem('run.own_run', `names run ${show(d.run)}, but the stream is run ${show(run)}`);
@@ -204,7 +213,15 @@ class RunClaimChecker implements ClaimChecker {
     const before = s;
     // Revisions were checked by the chains step; the fold counts only the claim types of the stream (a Note may sit
     // in between), so it is handed the revision it expects.
-    const rec: RunEventRecord = { position: e.position, stream: e.stream, revision: s.revision === null ? 0 : s.revision + 1, id: '', type: e.type, time: NO_TIME, data: d };
+    const rec: RunEventRecord = {
+      position: e.position,
+      stream: e.stream,
+      revision: s.revision === null ? 0 : s.revision + 1,
+      id: '',
+      type: e.type,
+      time: NO_TIME,
+      data: d,
+    };
     try {
       r.state = evolve(s, rec);
     } catch (err) {
@@ -226,36 +243,70 @@ class RunClaimChecker implements ClaimChecker {
         if (round !== s.rounds.length + 1) return this.problem('round.order', `opens round ${round}, but the next round is ${s.rounds.length + 1}`);
         const closed = closedByBudgets(s);
         if (closed) return this.problem('round.closed', `opens round ${round} while submissions are closed: ${closed}`);
-        if (refundedRounds(s) >= MAX_REFUNDED_ROUNDS) return this.problem('run.refund_cap', `opens round ${round} after ${refundedRounds(s)} refunded rounds: the refund that reached the cap (${MAX_REFUNDED_ROUNDS}) ended the run`);
+        if (refundedRounds(s) >= MAX_REFUNDED_ROUNDS)
+          return this.problem(
+            'run.refund_cap',
+            `opens round ${round} after ${refundedRounds(s)} refunded rounds: the refund that reached the cap (${MAX_REFUNDED_ROUNDS}) ended the run`,
+          );
         return null;
       }
       case 'SnapshotTaken':
         if (round === null) return null;
-        if (!open || open.round !== round) return this.problem('round.snapshot', `snapshots round ${round}, which is not the open round${open ? ` (${open.round})` : ''}`);
+        if (!open || open.round !== round)
+          return this.problem('round.snapshot', `snapshots round ${round}, which is not the open round${open ? ` (${open.round})` : ''}`);
         if (open.snapshot) return this.problem('round.snapshot', `round ${round} already has a snapshot (${open.snapshot.root})`);
         return null;
       case 'SubmissionRejected':
-        if (round === null) return REFUSAL_STATUSES.has(num(d.status) ?? 0) ? null : this.problem('run.rejection_status', `a refused request has status 401, 422 or 429, not ${show(d.status)}`);
-        if (!open || open.round !== round) return this.problem('round.settled_once', `refunds round ${round}, which is not open${roundOf(s, round) ? ' (it was settled before)' : ' (it was never received)'}`);
+        if (round === null)
+          return REFUSAL_STATUSES.has(num(d.status) ?? 0)
+            ? null
+            : this.problem('run.rejection_status', `a refused request has status 401, 422 or 429, not ${show(d.status)}`);
+        if (!open || open.round !== round)
+          return this.problem(
+            'round.settled_once',
+            `refunds round ${round}, which is not open${roundOf(s, round) ? ' (it was settled before)' : ' (it was never received)'}`,
+          );
         if (d.status !== 503) return this.problem('round.settled_once', `a refunded round has status 503, not ${show(d.status)}`);
-        if (refundedRounds(s) >= MAX_REFUNDED_ROUNDS) return this.problem('run.refund_cap', `refunds round ${round}, refund ${refundedRounds(s) + 1} of the run; at most ${MAX_REFUNDED_ROUNDS} are refunded`);
+        if (refundedRounds(s) >= MAX_REFUNDED_ROUNDS)
+          return this.problem(
+            'run.refund_cap',
+            `refunds round ${round}, refund ${refundedRounds(s) + 1} of the run; at most ${MAX_REFUNDED_ROUNDS} are refunded`,
+          );
         return null;
       case 'BudgetConsumed': {
         const kind = d.budget as BudgetKind;
         if (kind === 'submissions') {
-          if (round === null) return this.problem('round.settled_once', 'submissions are consumed only by settling a round: BudgetConsumed submissions names no round');
-          if (!open || open.round !== round) return this.problem('round.settled_once', `counts round ${round}, which is not open${roundOf(s, round) ? ' (it was settled before)' : ' (it was never received)'}`);
+          if (round === null)
+            return this.problem('round.settled_once', 'submissions are consumed only by settling a round: BudgetConsumed submissions names no round');
+          if (!open || open.round !== round)
+            return this.problem(
+              'round.settled_once',
+              `counts round ${round}, which is not open${roundOf(s, round) ? ' (it was settled before)' : ' (it was never received)'}`,
+            );
           if (d.amount !== 1) return this.problem('round.settled_once', `a counted round uses 1 submission, not ${show(d.amount)}`);
           if (open.violation === null) {
-            if (open.judge === null) return this.problem('round.judged', `counts round ${round}, which has neither a Judge result nor a RuleViolation (a round without a result is refunded)`);
-            if (open.judge.status === 'infrastructure_error') return this.problem('round.judged', `counts round ${round}, whose Judge failed (infrastructure_error) with no RuleViolation (such a round is refunded)`);
-            if (open.judge.status === 'submission_error') return this.problem('round.judged', `counts round ${round}, a submission_error, without a RuleViolation for the round (its score is 0)`);
+            if (open.judge === null)
+              return this.problem(
+                'round.judged',
+                `counts round ${round}, which has neither a Judge result nor a RuleViolation (a round without a result is refunded)`,
+              );
+            if (open.judge.status === 'infrastructure_error')
+              return this.problem(
+                'round.judged',
+                `counts round ${round}, whose Judge failed (infrastructure_error) with no RuleViolation (such a round is refunded)`,
+              );
+            if (open.judge.status === 'submission_error')
+              return this.problem('round.judged', `counts round ${round}, a submission_error, without a RuleViolation for the round (its score is 0)`);
           }
         } else if (round !== null && !roundOf(s, round)) return this.problem('round.exists', `names round ${round}, which was never received`);
         const limit = s.started?.protocol.budgets[kind] ?? null;
         const amount = num(d.amount) ?? 0;
         const want = limit === null ? null : limit - (s.consumed[kind] + amount);
-        if (d.remaining !== want) return this.problem('budget.remaining', `remaining is ${show(d.remaining)}, but the ${kind} limit ${limit === null ? 'is none (null)' : `${limit} minus ${s.consumed[kind] + amount} consumed is ${want}`}`);
+        if (d.remaining !== want)
+          return this.problem(
+            'budget.remaining',
+            `remaining is ${show(d.remaining)}, but the ${kind} limit ${limit === null ? 'is none (null)' : `${limit} minus ${s.consumed[kind] + amount} consumed is ${want}`}`,
+          );
         return null;
       }
       case 'RuleViolation':
@@ -271,7 +322,11 @@ class RunClaimChecker implements ClaimChecker {
   private completion(d: Data, s: RunState): ClaimProblem | null {
     const open = openRound(s);
     if (open) return this.problem('run.open_round', `round ${open.round} is still open (a round open at the end is refunded first)`);
-    if (refundedRounds(s) >= MAX_REFUNDED_ROUNDS && d.status !== 'failed') return this.problem('run.refund_cap', `ends ${show(d.status)} after ${refundedRounds(s)} refunded rounds; the refund that reaches the cap (${MAX_REFUNDED_ROUNDS}) ends the run failed`);
+    if (refundedRounds(s) >= MAX_REFUNDED_ROUNDS && d.status !== 'failed')
+      return this.problem(
+        'run.refund_cap',
+        `ends ${show(d.status)} after ${refundedRounds(s)} refunded rounds; the refund that reaches the cap (${MAX_REFUNDED_ROUNDS}) ends the run failed`,
+      );
     const best = bestRound(s);
     const want = { bestRound: best?.round ?? null, bestScore: best?.score ?? null, bestSnapshot: best?.snapshot ?? null };
     if (d.bestRound !== want.bestRound || d.bestScore !== want.bestScore || d.bestSnapshot !== want.bestSnapshot) {
@@ -308,23 +363,44 @@ class RunClaimChecker implements ClaimChecker {
     const d = e.data;
     let j = this.judges.get(e.stream);
     if (!j) {
-      j = { stream: e.stream, judge: e.stream.slice('judge-'.length), ref: null, events: 0, launched: false, completed: null, rewarded: false, violation: null };
+      j = {
+        stream: e.stream,
+        judge: e.stream.slice('judge-'.length),
+        ref: null,
+        events: 0,
+        launched: false,
+        completed: null,
+        rewarded: false,
+        violation: null,
+      };
       this.judges.set(e.stream, j);
     }
-    if (JUDGE_ONLY.has(e.type) && d.judge !== j.judge) return this.problem('judge.id', `names judge ${show(d.judge)}, but the stream is Judge ${show(j.judge)}`);
+    if (JUDGE_ONLY.has(e.type) && d.judge !== j.judge)
+      return this.problem('judge.id', `names judge ${show(d.judge)}, but the stream is Judge ${show(j.judge)}`);
 
     // the run and round the stream is about
     const run = str(d.run);
     const round = num(d.round);
-    if ((run === null) !== (round === null)) return this.problem('judge.run_ref', `names ${run === null ? `round ${round} but no run` : `run ${show(run)} but no round`}; a Judge event names both or neither`);
+    if ((run === null) !== (round === null))
+      return this.problem(
+        'judge.run_ref',
+        `names ${run === null ? `round ${round} but no run` : `run ${show(run)} but no round`}; a Judge event names both or neither`,
+      );
     if (j.events === 0) j.ref = run !== null && round !== null ? { run, round } : null;
     else if (run !== null && (j.ref === null || j.ref.run !== run || j.ref.round !== round))
-      return this.problem('judge.run_ref', `names run ${show(run)} round ${round}, but the stream's first event ${j.ref ? `names run ${show(j.ref.run)} round ${j.ref.round}` : 'names no run (a standalone Judge)'}`);
+      return this.problem(
+        'judge.run_ref',
+        `names run ${show(run)} round ${round}, but the stream's first event ${j.ref ? `names run ${show(j.ref.run)} round ${j.ref.round}` : 'names no run (a standalone Judge)'}`,
+      );
     const ref = run !== null && round !== null ? { run, round } : null;
     const target = ref ? this.runs.get(ref.run) : undefined;
     if (ref) {
       if (!target?.state.started) return this.problem('judge.run_started', `names run ${show(ref.run)}, which has no RunStarted before it`);
-      if (!roundOf(target.state, ref.round)) return this.problem('judge.round_exists', `names round ${ref.round} of run ${show(ref.run)}, which was never received (the run has ${target.state.rounds.length} rounds)`);
+      if (!roundOf(target.state, ref.round))
+        return this.problem(
+          'judge.round_exists',
+          `names round ${ref.round} of run ${show(ref.run)}, which was never received (the run has ${target.state.rounds.length} rounds)`,
+        );
     }
 
     const status = str(d.status) as JudgeStatus | null;
@@ -333,9 +409,15 @@ class RunClaimChecker implements ClaimChecker {
         if (j.events > 0) return this.problem('judge.order', 'JudgeLaunched is the first event of a Judge stream, and there is one');
         if (ref && target) {
           const open = openRound(target.state);
-          if (!open || open.round !== ref.round) return this.problem('judge.snapshot', `launches a Judge for round ${ref.round} of run ${show(ref.run)}, which is not open`);
-          if (!open.snapshot) return this.problem('judge.snapshot', `launches a Judge for round ${ref.round} of run ${show(ref.run)}, which has no snapshot yet`);
-          if (d.snapshot !== open.snapshot.root) return this.problem('judge.snapshot', `launches a Judge on snapshot ${show(d.snapshot)}, but round ${ref.round}'s snapshot is ${open.snapshot.root}`);
+          if (!open || open.round !== ref.round)
+            return this.problem('judge.snapshot', `launches a Judge for round ${ref.round} of run ${show(ref.run)}, which is not open`);
+          if (!open.snapshot)
+            return this.problem('judge.snapshot', `launches a Judge for round ${ref.round} of run ${show(ref.run)}, which has no snapshot yet`);
+          if (d.snapshot !== open.snapshot.root)
+            return this.problem(
+              'judge.snapshot',
+              `launches a Judge on snapshot ${show(d.snapshot)}, but round ${ref.round}'s snapshot is ${open.snapshot.root}`,
+            );
         }
         j.launched = true;
         break;
@@ -343,20 +425,37 @@ class RunClaimChecker implements ClaimChecker {
       case 'JudgeCompleted':
         if (j.completed !== null) return this.problem('judge.order', `a second JudgeCompleted (the first reported ${j.completed})`);
         if (!j.launched && !UNLAUNCHED_STATUSES.has(status ?? ''))
-          return this.problem('judge.launched', `reports ${show(status)}, but no Judge was launched in this stream (only infrastructure_error, or submission_error with its RuleViolation, come without a JudgeLaunched)`);
-        if (!j.launched && status === 'submission_error' && j.violation === null) return this.problem('judge.launched', 'reports submission_error without a JudgeLaunched and without the RuleViolation that says which rule was broken');
-        if (j.violation !== null && status !== 'submission_error') return this.problem('judge.violation', `reports ${show(status)} after the Judge's RuleViolation at position ${j.violation} (a broken rule is a submission_error)`);
+          return this.problem(
+            'judge.launched',
+            `reports ${show(status)}, but no Judge was launched in this stream (only infrastructure_error, or submission_error with its RuleViolation, come without a JudgeLaunched)`,
+          );
+        if (!j.launched && status === 'submission_error' && j.violation === null)
+          return this.problem(
+            'judge.launched',
+            'reports submission_error without a JudgeLaunched and without the RuleViolation that says which rule was broken',
+          );
+        if (j.violation !== null && status !== 'submission_error')
+          return this.problem(
+            'judge.violation',
+            `reports ${show(status)} after the Judge's RuleViolation at position ${j.violation} (a broken rule is a submission_error)`,
+          );
         j.completed = status;
         break;
       case 'RewardRecorded':
         if (j.rewarded) return this.problem('judge.reward', 'a second RewardRecorded for this Judge');
         if (j.completed !== 'completed')
-          return this.problem('judge.reward', j.completed === null ? 'RewardRecorded before any JudgeCompleted of this Judge: rewards come only from a completed Judge' : `RewardRecorded for a Judge that reported ${j.completed}, not completed`);
+          return this.problem(
+            'judge.reward',
+            j.completed === null
+              ? 'RewardRecorded before any JudgeCompleted of this Judge: rewards come only from a completed Judge'
+              : `RewardRecorded for a Judge that reported ${j.completed}, not completed`,
+          );
         j.rewarded = true;
         break;
       case 'RuleViolation':
         if (j.violation !== null) return this.problem('judge.violation', `a second RuleViolation by this Judge (the first is at position ${j.violation})`);
-        if (j.completed !== null && j.completed !== 'submission_error') return this.problem('judge.violation', `a RuleViolation after the Judge reported ${j.completed} (a broken rule is a submission_error)`);
+        if (j.completed !== null && j.completed !== 'submission_error')
+          return this.problem('judge.violation', `a RuleViolation after the Judge reported ${j.completed} (a broken rule is a submission_error)`);
         j.violation = e.position;
         break;
     }

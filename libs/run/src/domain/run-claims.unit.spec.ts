@@ -83,7 +83,10 @@ describe('genuine histories verify', () => {
     // what JudgeRunner writes when the snapshot breaks the task's rules: RuleViolation + JudgeCompleted, no launch
     s.append('judge-real1', [
       { type: 'RuleViolation', data: { run: 'r1', round: 1, rule: 'snapshot.path_not_allowed', detail: 'x', score: 0 } },
-      { type: 'JudgeCompleted', data: { run: 'r1', round: 1, judge: 'real1', status: 'submission_error', exitCode: null, durationMs: 1, outputDigest: 'sha256:o', outputBytes: 0 } },
+      {
+        type: 'JudgeCompleted',
+        data: { run: 'r1', round: 1, judge: 'real1', status: 'submission_error', exitCode: null, durationMs: 1, outputDigest: 'sha256:o', outputBytes: 0 },
+      },
     ]);
     s.ok({ kind: 'settle', round: 1 });
     s.round('submission_error', null); // launched, no RuleViolation: the run records judge.submission_error
@@ -100,7 +103,21 @@ describe('genuine histories verify', () => {
     const s = new Sim();
     s.submit();
     s.snapshot(1, 'bafy1');
-    s.append('judge-nolaunch', [{ type: 'JudgeCompleted', data: { run: 'r1', round: 1, judge: 'nolaunch', status: 'infrastructure_error', exitCode: null, durationMs: 1, outputDigest: 'sha256:o', outputBytes: 0 } }]);
+    s.append('judge-nolaunch', [
+      {
+        type: 'JudgeCompleted',
+        data: {
+          run: 'r1',
+          round: 1,
+          judge: 'nolaunch',
+          status: 'infrastructure_error',
+          exitCode: null,
+          durationMs: 1,
+          outputDigest: 'sha256:o',
+          outputBytes: 0,
+        },
+      },
+    ]);
     s.ok({ kind: 'settle', round: 1 }); // refunded
     s.submit();
     s.ok({ kind: 'settle', round: 2, violation: { rule: 'snapshot.limits', detail: 'too many files' } }); // no SnapshotTaken
@@ -141,7 +158,12 @@ describe('genuine histories verify', () => {
     s.judge(2, 'completed', null, { launchOnly: true }); // the Judge died with the controller
     s.ok({ kind: 'recover' }); // refunded
     // the Judge's sweep records the dead Judge's end later, without the run (its owner file has none)
-    s.append('judge-j2', [{ type: 'JudgeCompleted', data: { judge: 'j2', status: 'infrastructure_error', exitCode: null, durationMs: 5, outputDigest: 'sha256:o', outputBytes: 0 } }]);
+    s.append('judge-j2', [
+      {
+        type: 'JudgeCompleted',
+        data: { judge: 'j2', status: 'infrastructure_error', exitCode: null, durationMs: 5, outputDigest: 'sha256:o', outputBytes: 0 },
+      },
+    ]);
     s.ok({ kind: 'work_started', container: 'c2', image: 'sha256:w', limits: {} });
     s.round('completed', { reward: 0.7 });
     s.ok({ kind: 'complete' });
@@ -158,8 +180,22 @@ describe('genuine histories verify', () => {
     f.add('judge-solo', 'JudgeCompleted', { judge: 'solo', status: 'completed', exitCode: 0, durationMs: 1, outputDigest: 'sha256:o', outputBytes: 0 });
     f.add('judge-solo', 'RewardRecorded', { judge: 'solo', rewards: { reward: 1 }, primaryMetric: 'reward', primaryScore: 1 });
     f.add('judge-solo2', 'RuleViolation', { rule: 'snapshot.limits', detail: 'x', score: 0 });
-    f.add('judge-solo2', 'JudgeCompleted', { judge: 'solo2', status: 'submission_error', exitCode: null, durationMs: 1, outputDigest: 'sha256:o', outputBytes: 0 });
-    f.add('judge-solo3', 'JudgeCompleted', { judge: 'solo3', status: 'infrastructure_error', exitCode: null, durationMs: 1, outputDigest: 'sha256:o', outputBytes: 0 });
+    f.add('judge-solo2', 'JudgeCompleted', {
+      judge: 'solo2',
+      status: 'submission_error',
+      exitCode: null,
+      durationMs: 1,
+      outputDigest: 'sha256:o',
+      outputBytes: 0,
+    });
+    f.add('judge-solo3', 'JudgeCompleted', {
+      judge: 'solo3',
+      status: 'infrastructure_error',
+      exitCode: null,
+      durationMs: 1,
+      outputDigest: 'sha256:o',
+      outputBytes: 0,
+    });
     f.add('judge-solo4', 'JudgeLaunched', { judge: 'solo4', image: 'sha256:i', snapshot: 'bafyx', testsDigest: 'sha256:t', limits: {}, network: 'none' }); // still running
     f.add('snapshot-cli', 'SnapshotTaken', { root: 'bafyx', files: 1, bytes: 1, durationMs: 1, policyDigest: 'sha256:p' });
     f.add('snapshot-cli', 'WorkspaceEdited', { from: 'bafyx', to: 'bafyy', added: 1, removed: 0, changed: 0, bytesAdded: 1, bytesRemoved: 0 });
@@ -187,8 +223,22 @@ describe('genuine histories verify', () => {
         { status: 'completed', rewards: { reward: 0.6 } },
       ],
     });
-    const { protocol, selection } = buildRunRules({ settings: { primaryMetric: null, direction: 'maximize', maxSubmissions: 10, cooldownSec: 0, timeBudgetSec: null, gpuBudgetSec: null }, agentTimeoutSec: null, editablePaths: null, tokenSha256: TOKEN_SHA, fingerprintInput: null });
-    const svc = await SubmissionService.start(w.deps, { run: 'r1', task: 't', taskDigest: 'sha256:t', agent: 'a', fingerprint: 'sha256:f', protocol, selection });
+    const { protocol, selection } = buildRunRules({
+      settings: { primaryMetric: null, direction: 'maximize', maxSubmissions: 10, cooldownSec: 0, timeBudgetSec: null, gpuBudgetSec: null },
+      agentTimeoutSec: null,
+      editablePaths: null,
+      tokenSha256: TOKEN_SHA,
+      fingerprintInput: null,
+    });
+    const svc = await SubmissionService.start(w.deps, {
+      run: 'r1',
+      task: 't',
+      taskDigest: 'sha256:t',
+      agent: 'a',
+      fingerprint: 'sha256:f',
+      protocol,
+      selection,
+    });
     await svc.workStarted('c', 'sha256:w', {});
     await svc.recordWorkspace();
     for (let i = 0; i < 6; i++) {
@@ -215,14 +265,40 @@ describe('forgeries fail with the rule, the stream and the position', () => {
   it('a hand-written RewardRecorded: in a fresh Judge stream, twice, and for a Judge that did not complete', () => {
     const base = genuine().records;
     let f = new Forge(base);
-    let at = f.add('judge-forged', 'RewardRecorded', { run: 'r1', round: 2, judge: 'forged', rewards: { val_loss: 0.0001 }, primaryMetric: 'val_loss', primaryScore: 0.0001 });
+    let at = f.add('judge-forged', 'RewardRecorded', {
+      run: 'r1',
+      round: 2,
+      judge: 'forged',
+      rewards: { val_loss: 0.0001 },
+      primaryMetric: 'val_loss',
+      primaryScore: 0.0001,
+    });
     expectProblem(check(f.records), 'judge.reward', 'judge-forged', at);
     f = new Forge(base);
-    at = f.add('judge-j2', 'RewardRecorded', { run: 'r1', round: 2, judge: 'j2', rewards: { val_loss: 0.0001 }, primaryMetric: 'val_loss', primaryScore: 0.0001 });
+    at = f.add('judge-j2', 'RewardRecorded', {
+      run: 'r1',
+      round: 2,
+      judge: 'j2',
+      rewards: { val_loss: 0.0001 },
+      primaryMetric: 'val_loss',
+      primaryScore: 0.0001,
+    });
     expectProblem(check(f.records), 'judge.reward', 'judge-j2', at);
     f = new Forge(base);
-    at = f.add('judge-j3', 'RewardRecorded', { run: 'r1', round: 4, judge: 'j3', rewards: { val_loss: 0.0001 }, primaryMetric: 'val_loss', primaryScore: 0.0001 });
-    expect(check(f.records)).toMatchObject({ rule: 'judge.reward', stream: 'judge-j3', position: at, message: expect.stringMatching(/reported infrastructure_error/) });
+    at = f.add('judge-j3', 'RewardRecorded', {
+      run: 'r1',
+      round: 4,
+      judge: 'j3',
+      rewards: { val_loss: 0.0001 },
+      primaryMetric: 'val_loss',
+      primaryScore: 0.0001,
+    });
+    expect(check(f.records)).toMatchObject({
+      rule: 'judge.reward',
+      stream: 'judge-j3',
+      position: at,
+      message: expect.stringMatching(/reported infrastructure_error/),
+    });
   });
 
   it('a RunCompleted whose best is not what the recorded rounds give, or whose status does not fit', () => {
@@ -266,7 +342,16 @@ describe('forgeries fail with the rule, the stream and the position', () => {
     const at = f.add('note-x', 'BudgetConsumed', { run: 'r1', budget: 'submissions', amount: 1, remaining: null, round: 1 });
     expectProblem(check(f.records), 'claims.stream', 'note-x', at);
     const g = new Forge(new Sim().records);
-    const at2 = g.add(RUN, 'JudgeCompleted', { run: 'r1', round: 1, judge: 'x', status: 'completed', exitCode: 0, durationMs: 1, outputDigest: 'sha256:o', outputBytes: 0 });
+    const at2 = g.add(RUN, 'JudgeCompleted', {
+      run: 'r1',
+      round: 1,
+      judge: 'x',
+      status: 'completed',
+      exitCode: 0,
+      durationMs: 1,
+      outputDigest: 'sha256:o',
+      outputBytes: 0,
+    });
     expectProblem(check(g.records), 'claims.stream', RUN, at2);
     const h = new Forge(new Sim().records);
     const at3 = h.add('snapshot-cli', 'SnapshotTaken', { run: 'r1', round: 1, root: 'bafyx', files: 1, bytes: 1, durationMs: 1, policyDigest: 'sha256:p' });
@@ -386,8 +471,28 @@ describe('forgeries fail with the rule, the stream and the position', () => {
     const s = new Sim();
     s.submit();
     s.snapshot(1, 'bafy1');
-    const launched = (judge: string, o: Record<string, unknown> = {}) => ({ run: 'r1', round: 1, judge, image: 'sha256:i', snapshot: 'bafy1', testsDigest: 'sha256:t', limits: {}, network: 'none', ...o });
-    const completed = (judge: string, o: Record<string, unknown> = {}) => ({ run: 'r1', round: 1, judge, status: 'completed', exitCode: 0, durationMs: 1, outputDigest: 'sha256:o', outputBytes: 0, ...o });
+    const launched = (judge: string, o: Record<string, unknown> = {}) => ({
+      run: 'r1',
+      round: 1,
+      judge,
+      image: 'sha256:i',
+      snapshot: 'bafy1',
+      testsDigest: 'sha256:t',
+      limits: {},
+      network: 'none',
+      ...o,
+    });
+    const completed = (judge: string, o: Record<string, unknown> = {}) => ({
+      run: 'r1',
+      round: 1,
+      judge,
+      status: 'completed',
+      exitCode: 0,
+      durationMs: 1,
+      outputDigest: 'sha256:o',
+      outputBytes: 0,
+      ...o,
+    });
     let f = new Forge(s.records);
     let at = f.add('judge-a', 'JudgeLaunched', launched('a', { snapshot: 'bafyother' }));
     expectProblem(check(f.records), 'judge.snapshot', 'judge-a', at);
@@ -453,7 +558,16 @@ describe('forgeries fail with the rule, the stream and the position', () => {
     f.add('judge-a', 'RuleViolation', rv);
     expectProblem(check(f.records), 'judge.violation', 'judge-a', null);
     f = new Forge(s.records);
-    f.add('judge-a', 'JudgeLaunched', { run: 'r1', round: 1, judge: 'a', image: 'sha256:i', snapshot: 'bafy1', testsDigest: 'sha256:t', limits: {}, network: 'none' });
+    f.add('judge-a', 'JudgeLaunched', {
+      run: 'r1',
+      round: 1,
+      judge: 'a',
+      image: 'sha256:i',
+      snapshot: 'bafy1',
+      testsDigest: 'sha256:t',
+      limits: {},
+      network: 'none',
+    });
     f.add('judge-a', 'JudgeCompleted', done('verifier_error'));
     at = f.add('judge-a', 'RuleViolation', rv);
     expectProblem(check(f.records), 'judge.violation', 'judge-a', at);

@@ -77,7 +77,8 @@ export function runProtocolProblem(p: unknown): string | null {
   if (b) return `protocol.${b}`;
   if (typeof p.cooldownSec !== 'number' || !Number.isFinite(p.cooldownSec) || p.cooldownSec < 0) return 'protocol.cooldownSec must be a finite number >= 0';
   if (p.editablePaths !== null) {
-    if (!Array.isArray(p.editablePaths) || p.editablePaths.length === 0 || p.editablePaths.length > 1000) return 'protocol.editablePaths must be null or a list of 1 to 1000 paths';
+    if (!Array.isArray(p.editablePaths) || p.editablePaths.length === 0 || p.editablePaths.length > 1000)
+      return 'protocol.editablePaths must be null or a list of 1 to 1000 paths';
     for (const e of p.editablePaths) {
       const why = editablePathProblem(e);
       if (why) return `protocol.editablePaths: ${JSON.stringify(e)} ${why}`;
@@ -93,7 +94,8 @@ export function runProtocolProblem(p: unknown): string | null {
 export function selectionRuleProblem(s: unknown): string | null {
   if (!isObj(s)) return 'selection must be an object';
   if (s.scheme !== SELECTION_SCHEME) return `selection.scheme must be "${SELECTION_SCHEME}"`;
-  if (s.metric !== null && (typeof s.metric !== 'string' || s.metric.length === 0 || s.metric.length > 256)) return 'selection.metric must be null or 1 to 256 characters';
+  if (s.metric !== null && (typeof s.metric !== 'string' || s.metric.length === 0 || s.metric.length > 256))
+    return 'selection.metric must be null or 1 to 256 characters';
   if (s.direction !== 'maximize' && s.direction !== 'minimize') return 'selection.direction must be "maximize" or "minimize"';
   if (s.eligible !== 'counted_completed_without_violation') return 'selection.eligible must be "counted_completed_without_violation"';
   if (s.tieBreak !== 'earliest_round') return 'selection.tieBreak must be "earliest_round"';
@@ -176,7 +178,13 @@ export function buildRunRules(i: ProtocolInput): { protocol: RunProtocol; select
     submission: { endpoint: 'unix-socket', tokenSha256: i.tokenSha256 },
     fingerprintInput: i.fingerprintInput,
   };
-  const selection: SelectionRule = { scheme: SELECTION_SCHEME, metric: s.primaryMetric, direction: s.direction, eligible: 'counted_completed_without_violation', tieBreak: 'earliest_round' };
+  const selection: SelectionRule = {
+    scheme: SELECTION_SCHEME,
+    metric: s.primaryMetric,
+    direction: s.direction,
+    eligible: 'counted_completed_without_violation',
+    tieBreak: 'earliest_round',
+  };
   const why = runProtocolProblem(protocolJson(protocol)) ?? selectionRuleProblem(selectionJson(selection));
   if (why) throw runError(RUN_ERROR_CODES.INVALID_INPUT, 'invalid_input', why);
   return { protocol: parseRunProtocol(protocolJson(protocol)), selection: parseSelectionRule(selectionJson(selection)) };

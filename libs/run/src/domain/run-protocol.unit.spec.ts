@@ -6,10 +6,22 @@ const settings = { primaryMetric: 'val_loss', direction: 'minimize' as const, ma
 
 describe('run protocol', () => {
   it('is built from the merged run settings: GPU hours become seconds, the agent timeout is the agent-time budget', () => {
-    const { protocol, selection } = buildRunRules({ settings, agentTimeoutSec: 1800, editablePaths: ['optimizer.py'], tokenSha256: sha, fingerprintInput: { a: 1 } });
+    const { protocol, selection } = buildRunRules({
+      settings,
+      agentTimeoutSec: 1800,
+      editablePaths: ['optimizer.py'],
+      tokenSha256: sha,
+      fingerprintInput: { a: 1 },
+    });
     expect(protocol.budgets).toEqual({ submissions: 6, wall_time: 3600, agent_time: 1800, gpu_seconds: 1800 });
     expect(protocol).toMatchObject({ cooldownSec: 5, editablePaths: ['optimizer.py'], submission: { endpoint: 'unix-socket', tokenSha256: sha } });
-    expect(selection).toEqual({ scheme: 'assay.selection/1', metric: 'val_loss', direction: 'minimize', eligible: 'counted_completed_without_violation', tieBreak: 'earliest_round' });
+    expect(selection).toEqual({
+      scheme: 'assay.selection/1',
+      metric: 'val_loss',
+      direction: 'minimize',
+      eligible: 'counted_completed_without_violation',
+      tieBreak: 'earliest_round',
+    });
     expect(parseRunProtocol(JSON.parse(JSON.stringify(protocolJson(protocol))))).toEqual(protocol);
   });
 
@@ -27,7 +39,9 @@ describe('run protocol', () => {
       [{ ...ok, editablePaths: ['../x'] }, /normalised/],
     ];
     for (const [p, re] of bad) expect(runProtocolProblem(p)).toMatch(re);
-    expect(() => buildRunRules({ settings: { ...settings, cooldownSec: -1 }, agentTimeoutSec: null, editablePaths: null, tokenSha256: sha, fingerprintInput: null })).toThrow(/cooldownSec/);
+    expect(() =>
+      buildRunRules({ settings: { ...settings, cooldownSec: -1 }, agentTimeoutSec: null, editablePaths: null, tokenSha256: sha, fingerprintInput: null }),
+    ).toThrow(/cooldownSec/);
     expect(() => buildRunRules({ settings, agentTimeoutSec: null, editablePaths: null, tokenSha256: 'nope', fingerprintInput: null })).toThrow(/tokenSha256/);
   });
 });
@@ -53,7 +67,15 @@ describe('editable paths', () => {
     const e = ['optimizer.py', 'src/'];
     for (const p of ['optimizer.py', 'src', 'src/a.py', 'src/deep/b']) expect(isEditablePath(p, e)).toBe(true);
     for (const p of ['optimizer.pyc', 'numpy.py', 'srcx', 'x/optimizer.py', 'optimizer.py/x']) expect(isEditablePath(p, e)).toBe(false);
-    const bad = changesOutside([{ path: 'optimizer.py', change: 'changed' }, { path: 'numpy.py', change: 'added' }, { path: 'b', change: 'removed' }], e, 1);
+    const bad = changesOutside(
+      [
+        { path: 'optimizer.py', change: 'changed' },
+        { path: 'numpy.py', change: 'added' },
+        { path: 'b', change: 'removed' },
+      ],
+      e,
+      1,
+    );
     expect(bad).toEqual([{ path: 'numpy.py', change: 'added' }]);
     expect(notEditableDetail(bad, e)).toBe('the submission changes paths outside the editable ones ("optimizer.py", "src/"): added "numpy.py"');
   });

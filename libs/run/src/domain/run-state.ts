@@ -140,14 +140,16 @@ function int(d: Data, k: string, where: string, opts: { optional?: boolean; null
   const v = d[k];
   if (v === undefined && opts.optional) return null;
   if (v === null && opts.nullable) return null;
-  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < (opts.min ?? 0)) throw eventInvalid(`${where}: field "${k}" must be an integer >= ${opts.min ?? 0}`, { field: k });
+  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < (opts.min ?? 0))
+    throw eventInvalid(`${where}: field "${k}" must be an integer >= ${opts.min ?? 0}`, { field: k });
   return v;
 }
 
 function num(d: Data, k: string, where: string, opts: { nullable?: boolean; min?: number } = {}): number | null {
   const v = d[k];
   if (v === null && opts.nullable) return null;
-  if (typeof v !== 'number' || !Number.isFinite(v) || (opts.min !== undefined && v < opts.min)) throw eventInvalid(`${where}: field "${k}" must be a finite number`, { field: k });
+  if (typeof v !== 'number' || !Number.isFinite(v) || (opts.min !== undefined && v < opts.min))
+    throw eventInvalid(`${where}: field "${k}" must be a finite number`, { field: k });
   return v;
 }
 
@@ -157,7 +159,8 @@ function rewardsOf(v: unknown, where: string): Record<string, number> {
   const entries = Object.entries(v as Record<string, unknown>);
   if (entries.length > 64) throw eventInvalid(`${where}: more than 64 rewards`);
   for (const [k, x] of entries) {
-    if (!REWARD_KEY_RE.test(k) || typeof x !== 'number' || !Number.isFinite(x)) throw eventInvalid(`${where}: reward ${JSON.stringify(k)} must be a finite number under a plain key`);
+    if (!REWARD_KEY_RE.test(k) || typeof x !== 'number' || !Number.isFinite(x))
+      throw eventInvalid(`${where}: reward ${JSON.stringify(k)} must be a finite number under a plain key`);
     out[k] = x;
   }
   return out;
@@ -257,7 +260,17 @@ function evolveOwn(s: RunState, e: RunEventRecord): RunState {
       const round = int(d, 'round', where, { min: 1 }) as number;
       if (openRound(s)) throw eventInvalid(`${where}: round ${round} opened while round ${openRound(s)?.round} is open`, { position: e.position });
       if (round !== nextRoundNumber(s)) throw eventInvalid(`${where}: round ${round} out of order (next is ${nextRoundNumber(s)})`, { position: e.position });
-      const r: RoundState = { round, receivedAt: e.time, snapshot: null, judgesLaunched: [], judge: null, rewards: null, violation: null, outcome: 'open', refund: null };
+      const r: RoundState = {
+        round,
+        receivedAt: e.time,
+        snapshot: null,
+        judgesLaunched: [],
+        judge: null,
+        rewards: null,
+        violation: null,
+        outcome: 'open',
+        refund: null,
+      };
       return { ...s, rounds: [...s.rounds, r] };
     }
     case 'SubmissionRejected': {
@@ -369,7 +382,9 @@ export function evolve(s: RunState, e: RunEventRecord): RunState {
   let next: RunState;
   if (e.stream === runStream(s.run)) {
     if (e.revision !== (s.revision === null ? 0 : s.revision + 1))
-      throw eventInvalid(`${e.type} at position ${e.position}: revision ${e.revision} of ${e.stream} follows revision ${s.revision ?? 'none'}`, { position: e.position });
+      throw eventInvalid(`${e.type} at position ${e.position}: revision ${e.revision} of ${e.stream} follows revision ${s.revision ?? 'none'}`, {
+        position: e.position,
+      });
     next = { ...evolveOwn(s, e), revision: e.revision };
   } else if (isJudgeStream(e.stream)) next = evolveJudge(s, e);
   else next = s;

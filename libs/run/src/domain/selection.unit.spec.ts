@@ -4,7 +4,6 @@ import { bestRound } from './run-state';
 import { better, primaryScoreOf, selectBest, type RoundScore } from './selection';
 import { prng as rng } from '../../../../tests/support/prng';
 
-
 /** The naive reference: sort by score (direction), then by round, take the first. */
 function naive(c: RoundScore[], direction: 'maximize' | 'minimize'): RoundScore | null {
   const ok = c.filter((x) => Number.isFinite(x.score));
@@ -36,7 +35,15 @@ describe('selectBest', () => {
     expect(selectBest(c, 'minimize')).toEqual({ round: 2, score: 1, snapshot: 'b' });
     expect(selectBest([], 'maximize')).toBeNull();
     expect(better(1, 0, 'maximize') && better(0, 1, 'minimize') && !better(1, 1, 'maximize')).toBe(true);
-    expect(selectBest([{ round: 1, score: -0, snapshot: 'a' }, { round: 2, score: 0, snapshot: 'b' }], 'maximize')?.round).toBe(1);
+    expect(
+      selectBest(
+        [
+          { round: 1, score: -0, snapshot: 'a' },
+          { round: 2, score: 0, snapshot: 'b' },
+        ],
+        'maximize',
+      )?.round,
+    ).toBe(1);
   });
 
   for (const seed of [1, 2, 3, 42, 1234, 99991]) {
@@ -46,7 +53,11 @@ describe('selectBest', () => {
         const n = Math.floor(r() * 12);
         const pool = [0, 1, -1, 0.5, 1e-9, -1e300, 1e300];
         const rounds = Array.from({ length: n }, (_, i) => i + 1).sort(() => r() - 0.5);
-        const c = rounds.map((round) => ({ round, score: r() < 0.5 ? (pool[Math.floor(r() * pool.length)] as number) : Math.round(r() * 20) / 4 - 2, snapshot: `s${round}` }));
+        const c = rounds.map((round) => ({
+          round,
+          score: r() < 0.5 ? (pool[Math.floor(r() * pool.length)] as number) : Math.round(r() * 20) / 4 - 2,
+          snapshot: `s${round}`,
+        }));
         for (const dir of ['maximize', 'minimize'] as const) expect(selectBest(c, dir)).toEqual(naive(c, dir));
       }
     });
@@ -78,7 +89,11 @@ describe('selectBest', () => {
       expect(bestRound(s.state)).toEqual(naive(eligible, direction));
       s.ok({ kind: 'complete' });
       const best = naive(eligible, direction);
-      expect(s.state.completed).toMatchObject({ status: best ? 'completed' : 'no_valid_submission', bestRound: best?.round ?? null, bestScore: best?.score ?? null });
+      expect(s.state.completed).toMatchObject({
+        status: best ? 'completed' : 'no_valid_submission',
+        bestRound: best?.round ?? null,
+        bestScore: best?.score ?? null,
+      });
     }
   });
 });

@@ -37,7 +37,12 @@ export interface Snapshotter {
 }
 
 /** Snapshot error codes that are the candidate's doing: the task's limits. */
-export const SNAPSHOT_LIMIT_CODES: ReadonlySet<string> = new Set(['SNAPSHOT_TOO_MANY_FILES', 'SNAPSHOT_FILE_TOO_LARGE', 'SNAPSHOT_TOO_LARGE', 'SNAPSHOT_TOO_DEEP']);
+export const SNAPSHOT_LIMIT_CODES: ReadonlySet<string> = new Set([
+  'SNAPSHOT_TOO_MANY_FILES',
+  'SNAPSHOT_FILE_TOO_LARGE',
+  'SNAPSHOT_TOO_LARGE',
+  'SNAPSHOT_TOO_DEEP',
+]);
 
 /**
  * Snapshot error codes that name something the agent left in the workspace which snapshots refuse: a fifo, socket or
@@ -59,10 +64,23 @@ export const SNAPSHOT_REFUSED_CODES: ReadonlySet<string> = new Set([
  * symlink loop, a file or directory the agent made unreadable, a fifo opened for reading ...): the agent's doing.
  * Anything else (EIO, ENOSPC, EMFILE, ENOMEM, a path of the store) is the host's.
  */
-export const WORKSPACE_ERRNOS: ReadonlySet<string> = new Set(['ENAMETOOLONG', 'ELOOP', 'EACCES', 'EPERM', 'EOVERFLOW', 'EFBIG', 'ENXIO', 'EINVAL', 'EISDIR', 'ENOTDIR', 'ETXTBSY']);
+export const WORKSPACE_ERRNOS: ReadonlySet<string> = new Set([
+  'ENAMETOOLONG',
+  'ELOOP',
+  'EACCES',
+  'EPERM',
+  'EOVERFLOW',
+  'EFBIG',
+  'ENXIO',
+  'EINVAL',
+  'EISDIR',
+  'ENOTDIR',
+  'ETXTBSY',
+]);
 
 /** Who caused a failed snapshot: the agent (the round counts, with a RuleViolation) or the infrastructure (refund). */
-export type SnapshotFault = { readonly by: 'agent'; readonly rule: string; readonly detail: string } | { readonly by: 'infrastructure'; readonly detail: string };
+export type SnapshotFault =
+  { readonly by: 'agent'; readonly rule: string; readonly detail: string } | { readonly by: 'infrastructure'; readonly detail: string };
 
 const ERRNO_IN_MESSAGE = /\b(E[A-Z0-9]{2,15})\b/;
 
@@ -78,7 +96,8 @@ export function classifySnapshotFailure(e: unknown): SnapshotFault {
   const code = typeof err?.code === 'string' ? err.code : '';
   const message = typeof err?.message === 'string' ? err.message : String(e);
   const text = code ? `${code}: ${message}` : message;
-  if (SNAPSHOT_LIMIT_CODES.has(code)) return { by: 'agent', rule: 'snapshot.limits', detail: `the workspace could not be snapshotted within the task's limits: ${text}` };
+  if (SNAPSHOT_LIMIT_CODES.has(code))
+    return { by: 'agent', rule: 'snapshot.limits', detail: `the workspace could not be snapshotted within the task's limits: ${text}` };
   if (SNAPSHOT_REFUSED_CODES.has(code)) return { by: 'agent', rule: 'snapshot.refused', detail: `the workspace holds what snapshots refuse: ${text}` };
   if (code === 'SNAPSHOT_IO') {
     const path = err?.details?.path;

@@ -43,12 +43,7 @@ export interface ExportReport {
   readonly file: string;
 }
 
-export async function exportCar(
-  blocks: BlockGetter,
-  roots: readonly CID[],
-  out: string,
-  options: { progress?: Progress } = {},
-): Promise<ExportReport> {
+export async function exportCar(blocks: BlockGetter, roots: readonly CID[], out: string, options: { progress?: Progress } = {}): Promise<ExportReport> {
   if (roots.length === 0 || roots.length > MAX_CAR_ROOTS) {
     throw snapshotError('SNAPSHOT_CID_INVALID', `export needs 1 to ${MAX_CAR_ROOTS} root CIDs, got ${roots.length}`);
   }
@@ -58,7 +53,9 @@ export async function exportCar(
   const tmp = join(dirname(target), `.${basename(target)}.tmp-${randomBytes(6).toString('hex')}`);
   const dir = fs.statSync(dirname(target), { throwIfNoEntry: false });
   if (!dir?.isDirectory()) {
-    throw new AssayError('SNAPSHOT_OUTPUT_DIR_MISSING', 'not_found', `cannot write ${out}: the directory ${dirname(target)} does not exist (create it first)`, { details: { output: out } });
+    throw new AssayError('SNAPSHOT_OUTPUT_DIR_MISSING', 'not_found', `cannot write ${out}: the directory ${dirname(target)} does not exist (create it first)`, {
+      details: { output: out },
+    });
   }
   const { CarWriter } = await import('@ipld/car');
   const { writer, out: stream } = CarWriter.create([...roots]);
@@ -207,11 +204,7 @@ export interface ImportReport {
   readonly newBlobs: number;
 }
 
-export async function importCar(
-  store: BlobStore,
-  file: string,
-  options: { clock: Clock; progress?: Progress },
-): Promise<ImportReport> {
+export async function importCar(store: BlobStore, file: string, options: { clock: Clock; progress?: Progress }): Promise<ImportReport> {
   const progress = options.progress ?? silentProgress;
   let fd: number;
   try {
@@ -295,7 +288,10 @@ export async function importCar(
         rawSizes.set(k, data.length);
       } else if (cid.code === DAG_CBOR_CODE) {
         const node = decodeNode(cid, data, `block #${index} at byte ${offset}`);
-        links.set(k, nodeLinks(node).map((c) => c.toString()));
+        links.set(
+          k,
+          nodeLinks(node).map((c) => c.toString()),
+        );
         kinds.set(k, node.type);
       }
       await batch.put({ cid, bytes: data });
@@ -323,11 +319,10 @@ export async function importCar(
     }
     for (const [k, where] of seen) {
       if (!reached.has(k)) {
-        throw snapshotError(
-          'SNAPSHOT_CAR_UNREFERENCED_BLOCK',
-          `block #${where.index} at byte ${where.offset} (${k}) is not reachable from any root`,
-          { cid: k, offset: where.offset },
-        );
+        throw snapshotError('SNAPSHOT_CAR_UNREFERENCED_BLOCK', `block #${where.index} at byte ${where.offset} (${k}) is not reachable from any root`, {
+          cid: k,
+          offset: where.offset,
+        });
       }
     }
     // Sizes and structure of each root, from the staged blocks (raw blocks were checked as they arrived).

@@ -142,7 +142,6 @@ export function ownerAlive(o: OwnerRecord | null): boolean {
   return now === null || now === o.process;
 }
 
-
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 const DEFAULT_PACK_MAX = 512 << 20;
@@ -354,10 +353,14 @@ export class FsBlobStore implements BlobStore {
     const where = `${this.packPath(loc.pack)} at offset ${loc.offset}`;
     const limit = cid.code === RAW_CODE ? CHUNK_SIZE : MAX_NODE_BYTES;
     if (loc.length > limit || loc.offset < PACK_MAGIC.length + BLOB_HEADER) {
-      throw snapshotError('SNAPSHOT_BLOB_CORRUPT', `blob ${cid.toString()} (${where}) is indexed with ${loc.length} bytes, more than the ${limit} a block may have`, {
-        cid: cid.toString(),
-        where,
-      });
+      throw snapshotError(
+        'SNAPSHOT_BLOB_CORRUPT',
+        `blob ${cid.toString()} (${where}) is indexed with ${loc.length} bytes, more than the ${limit} a block may have`,
+        {
+          cid: cid.toString(),
+          where,
+        },
+      );
     }
     const buf = Buffer.allocUnsafe(BLOB_HEADER + loc.length);
     const f = fd ?? this.readFd(loc.pack);
@@ -597,7 +600,6 @@ export class FsBlobStore implements BlobStore {
     }
     this.index.refresh();
   }
-
 
   clockNow(): number {
     return this.clock.now().getTime();

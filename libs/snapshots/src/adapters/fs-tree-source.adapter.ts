@@ -457,7 +457,16 @@ class FsHasher implements ContentHasher {
     for (let start = 0; start < n; start += per) {
       const end = Math.min(n, start + per);
       const cost = Math.min(stat.size - start * CHUNK_SIZE, (end - start) * CHUNK_SIZE);
-      const job = { abs, expect: kstat(stat), start, end, chunkSize: CHUNK_SIZE, collect: this.sink !== null, pack: this.packTarget(cost), procCheck: this.procCheck };
+      const job = {
+        abs,
+        expect: kstat(stat),
+        start,
+        end,
+        chunkSize: CHUNK_SIZE,
+        collect: this.sink !== null,
+        pack: this.packTarget(cost),
+        procCheck: this.procCheck,
+      };
       const run = this.pool.run('hashRange', job, cost);
       // Each range's bytes go to the store as soon as they arrive, so at most the ranges in flight are held.
       jobs.push(this.sink || this.packs ? run.then((o) => this.storeRange(o, stat.size, start, end)) : run);

@@ -461,8 +461,7 @@ export function createHashKernel(inWorker = false): HashKernel {
         return b && b.length >= blockBytes ? b : Buffer.allocUnsafe(blockBytes);
       };
       if (!whole) bufs = [take(), take()];
-      const target = (p: number, which: number): Buffer =>
-        whole ? whole.subarray(p - from, Math.min(to, p + blockBytes) - from) : (bufs[which] as Buffer);
+      const target = (p: number, which: number): Buffer => (whole ? whole.subarray(p - from, Math.min(to, p + blockBytes) - from) : (bufs[which] as Buffer));
       const digests = new Uint8Array((job.end - job.start) * 32);
       let pos = from;
       let which = 0;

@@ -2,14 +2,7 @@ import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { workerEntry } from '@assay/core';
 import { snapshotError } from '../domain/snapshot.errors';
-import {
-  createHashKernel,
-  type HashKernel,
-  type RangeJob,
-  type RangeOutput,
-  type SmallFileJob,
-  type SmallFilesOutput,
-} from './hash-kernel';
+import { createHashKernel, type HashKernel, type RangeJob, type RangeOutput, type SmallFileJob, type SmallFilesOutput } from './hash-kernel';
 
 type Op = 'hashSmallFiles' | 'hashRange' | 'closePacks';
 type JobOf<O extends Op> = O extends 'hashSmallFiles' ? SmallFileJob : O extends 'hashRange' ? RangeJob : Record<string, never>;

@@ -7,11 +7,11 @@ import type { BlobBatch, BlobStore, CompactReport, PinRecord, StoredBlob } from 
 export function checkBlob(cid: CID, bytes: Uint8Array, where: string): void {
   const actual = cidFromDigest(cid.code as 0x55 | 0x71, sha256(bytes));
   if (!bytesEqual(actual.multihash.digest, cid.multihash.digest)) {
-    throw snapshotError(
-      'SNAPSHOT_BLOB_CORRUPT',
-      `blob ${cid.toString()} (${where}) does not match its CID: its bytes hash to ${actual.toString()}`,
-      { cid: cid.toString(), actual: actual.toString(), where },
-    );
+    throw snapshotError('SNAPSHOT_BLOB_CORRUPT', `blob ${cid.toString()} (${where}) does not match its CID: its bytes hash to ${actual.toString()}`, {
+      cid: cid.toString(),
+      actual: actual.toString(),
+      where,
+    });
   }
 }
 

@@ -84,7 +84,8 @@ function loadNative(): { lister: NativeLister | null; why: string } {
   if (!file) return (loaded = { lister: null, why: `not built (${NATIVE_LISTER_FILE} not found; run npm run build:native)` });
   try {
     const m = require(file) as NativeLister;
-    if (m.formatVersion !== FORMAT_VERSION) return (loaded = { lister: null, why: `${file} has format ${m.formatVersion}, expected ${FORMAT_VERSION}; rebuild it` });
+    if (m.formatVersion !== FORMAT_VERSION)
+      return (loaded = { lister: null, why: `${file} has format ${m.formatVersion}, expected ${FORMAT_VERSION}; rebuild it` });
     return (loaded = { lister: m, why: file });
   } catch (e) {
     return (loaded = { lister: null, why: `${file} could not be loaded: ${(e as Error).message}` });

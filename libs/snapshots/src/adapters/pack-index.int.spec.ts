@@ -61,7 +61,14 @@ describe('PackIndex, the in-memory table', () => {
     expect(ix.has(key('absent'))).toBe(false);
     expect(ix.has('too short')).toBe(false);
 
-    appendRecord(path, [{ ...(entries[3] as IndexEntry), pack: TOMBSTONE }, { ...(entries[100] as IndexEntry), pack: TOMBSTONE }], false);
+    appendRecord(
+      path,
+      [
+        { ...(entries[3] as IndexEntry), pack: TOMBSTONE },
+        { ...(entries[100] as IndexEntry), pack: TOMBSTONE },
+      ],
+      false,
+    );
     // The store deletes in memory right after appending the tombstone itself.
     appendRecord(path, [{ ...(entries[7] as IndexEntry), pack: TOMBSTONE }], false);
     ix.delete(entries[7]?.key as string);
@@ -83,7 +90,10 @@ describe('PackIndex, the in-memory table', () => {
 describe('PackIndex, the saved table (index.tab)', () => {
   function saved(count: number): { path: string; first: PackIndex } {
     const path = fresh();
-    write(path, Array.from({ length: count }, (_, i) => entry(`s${i}`, i)));
+    write(
+      path,
+      Array.from({ length: count }, (_, i) => entry(`s${i}`, i)),
+    );
     const first = new PackIndex(path);
     first.refresh();
     first.saveTable();
@@ -114,7 +124,10 @@ describe('PackIndex, the saved table (index.tab)', () => {
     first.refresh();
     first.saveTable();
     expect(readFileSync(first.tablePath).equals(stamp)).toBe(true);
-    write(path, Array.from({ length: TABLE_MIN_BEHIND }, (_, i) => entry(`bulk${i}`, i)));
+    write(
+      path,
+      Array.from({ length: TABLE_MIN_BEHIND }, (_, i) => entry(`bulk${i}`, i)),
+    );
     first.refresh();
     first.saveTable();
     expect(readFileSync(first.tablePath).equals(stamp)).toBe(false);

@@ -113,7 +113,12 @@ function validAt(buf: Buffer, pos: number): boolean {
   if (pos + RECORD_OVERHEAD > buf.length) return false;
   const end = pos + 8 + buf.readUInt32LE(pos + 4) * ENTRY_BYTES;
   if (end + 8 > buf.length) return false;
-  return createHash('sha256').update(buf.subarray(pos, end)).digest().compare(buf, end, end + 8, 0, 8) === 0;
+  return (
+    createHash('sha256')
+      .update(buf.subarray(pos, end))
+      .digest()
+      .compare(buf, end, end + 8, 0, 8) === 0
+  );
 }
 
 const EMPTY = 0;
@@ -314,7 +319,9 @@ export class PackIndex {
     const want = 48 + buckets * 4 + u * (CID_BYTES + 4 + 8 + 4 + 8 + 1) + 16;
     if (buf.length !== want || buckets === 0 || (buckets & (buckets - 1)) !== 0 || u * 2 > buckets) return false;
     if (buf.readDoubleLE(24) !== ino || pos > size || pos < INDEX_MAGIC.length) return false;
-    const sum = createHash('sha256').update(buf.subarray(0, want - 16)).digest();
+    const sum = createHash('sha256')
+      .update(buf.subarray(0, want - 16))
+      .digest();
     if (sum.compare(buf, want - 16, want, 0, 16) !== 0) return false;
     const tail = this.readAt(pos - 8, 8);
     if (!tail || tail.compare(buf, 40, 48) !== 0) return false;

@@ -18,7 +18,6 @@ async function store(tree: MemoryTree, s: MemoryBlobStore, c = clock()): Promise
   return (await takeSnapshot({ source: tree, store: s, clock: c }, { label: null })).root;
 }
 
-
 function tree(): MemoryTree {
   return new MemoryTree()
     .file('keep.txt', 'same')
@@ -122,7 +121,12 @@ describe('verify', () => {
   it('accepts an intact snapshot and counts it', async () => {
     const s = new MemoryBlobStore();
     const root = await store(tree().file('big', bytes(2 * CHUNK_SIZE + 3, 5)), s);
-    await expect(verifySnapshot(s, root)).resolves.toMatchObject({ files: 8, directories: 2, symlinks: 1, bytes: 4 + 6 + 3 + 1 + 1 + 2 + 10 + 2 * CHUNK_SIZE + 3 });
+    await expect(verifySnapshot(s, root)).resolves.toMatchObject({
+      files: 8,
+      directories: 2,
+      symlinks: 1,
+      bytes: 4 + 6 + 3 + 1 + 1 + 2 + 10 + 2 * CHUNK_SIZE + 3,
+    });
   });
 
   it('catches a flipped byte in any stored blob, naming the path and the CID', async () => {

@@ -5,7 +5,17 @@
  */
 import type { CID } from 'multiformats/cid';
 import type { Clock, Progress } from '@assay/core';
-import { CHUNK_SIZE, FORMAT_ID, MAX_NODE_BYTES, cidString, encodeSortedDirManifest, parseCid, validateSymlinkTarget, type Block, type Entry } from '../domain/format';
+import {
+  CHUNK_SIZE,
+  FORMAT_ID,
+  MAX_NODE_BYTES,
+  cidString,
+  encodeSortedDirManifest,
+  parseCid,
+  validateSymlinkTarget,
+  type Block,
+  type Entry,
+} from '../domain/format';
 import { decodeUtf8Strict, displayBytes, findNfcCollision } from '../domain/names';
 import { policyDigest, policyDocument, type PolicyDocument, type SnapshotPolicy } from '../domain/policy';
 import { outsideSymlinks } from '../domain/symlinks';
@@ -58,10 +68,14 @@ export class TreeTally {
   countEntry(rel: string): void {
     this.entries += 1;
     if (this.entries > this.policy.maxFiles) {
-      throw snapshotError('SNAPSHOT_TOO_MANY_FILES', `${rel}: the snapshot has more than ${this.policy.maxFiles} entries (policy maxFiles=${this.policy.maxFiles})`, {
-        path: rel,
-        limit: this.policy.maxFiles,
-      });
+      throw snapshotError(
+        'SNAPSHOT_TOO_MANY_FILES',
+        `${rel}: the snapshot has more than ${this.policy.maxFiles} entries (policy maxFiles=${this.policy.maxFiles})`,
+        {
+          path: rel,
+          limit: this.policy.maxFiles,
+        },
+      );
     }
   }
 
@@ -147,11 +161,15 @@ export class TreeTally {
     const outside = outsideSymlinks(this.links);
     if (outside.length === 0) return;
     const first = outside[0] ?? '';
-    throw snapshotError('SNAPSHOT_SYMLINK_OUTSIDE', `${first} -> ${this.links.get(first) ?? ''} points outside the snapshot (policy outsideSymlinks="refuse")`, {
-      path: first,
-      target: this.links.get(first),
-      count: outside.length,
-    });
+    throw snapshotError(
+      'SNAPSHOT_SYMLINK_OUTSIDE',
+      `${first} -> ${this.links.get(first) ?? ''} points outside the snapshot (policy outsideSymlinks="refuse")`,
+      {
+        path: first,
+        target: this.links.get(first),
+        count: outside.length,
+      },
+    );
   }
 }
 

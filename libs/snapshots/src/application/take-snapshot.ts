@@ -1,6 +1,18 @@
 import type { CID } from 'multiformats/cid';
 import { silentProgress, type Clock, type Progress } from '@assay/core';
-import { MODE_DIR, MODE_EXEC, MODE_FILE, MODE_SYMLINK, cidString, encodeSortedDirManifest, fileContent, normaliseFileMode, parseCid, type DirManifest, type Entry } from '../domain/format';
+import {
+  MODE_DIR,
+  MODE_EXEC,
+  MODE_FILE,
+  MODE_SYMLINK,
+  cidString,
+  encodeSortedDirManifest,
+  fileContent,
+  normaliseFileMode,
+  parseCid,
+  type DirManifest,
+  type Entry,
+} from '../domain/format';
 import { compareNames, displayBytes, validateEntryName } from '../domain/names';
 import { resolvePolicy, type SnapshotPolicy } from '../domain/policy';
 import { compileExcludes, type ExcludeMatcher } from '../domain/exclude';
@@ -256,7 +268,11 @@ class Walk extends TreeTally {
       if (this.excluded(childRel, e.stat.kind === 'dir')) continue;
       items.push({ name, rel: childRel, stat: e.stat });
     }
-    if (!plain) refuseNfcCollision(rel, items.map((i) => i.name));
+    if (!plain)
+      refuseNfcCollision(
+        rel,
+        items.map((i) => i.name),
+      );
     items.sort((a, b) => compareNames(a.name, b.name));
     this.visitedDirs.add(rel);
 
@@ -354,12 +370,7 @@ class Walk extends TreeTally {
   }
 
   /** complete() for a directory whose files are unchanged: its manifest is rebuilt only if a subdirectory changed. */
-  private async completeUnchanged(
-    rel: string,
-    record: DirCacheRecord,
-    fileBytes: number,
-    dirJobs: readonly DirJob[],
-  ): Promise<DirResult> {
+  private async completeUnchanged(rel: string, record: DirCacheRecord, fileBytes: number, dirJobs: readonly DirJob[]): Promise<DirResult> {
     const key = new ListingKey();
     const subdirs = await this.collectSubdirs(dirJobs, key);
     const dirChildren = subdirs.dirChildren;
@@ -529,12 +540,16 @@ async function snapshotTree(
     }
   }
   const t3 = performance.now();
-  return finishSnapshot(deps, { store, batch, progress, policy, label, previous, started }, {
-    root: rootCid,
-    tally: walk,
-    cache: { hits: walk.hits, hashed: walk.hashed },
-    built: new ManifestMemo(walk.built, walk.previousManifests),
-    warnings,
-    marks: { t0, t1, t2, t3 },
-  });
+  return finishSnapshot(
+    deps,
+    { store, batch, progress, policy, label, previous, started },
+    {
+      root: rootCid,
+      tally: walk,
+      cache: { hits: walk.hits, hashed: walk.hashed },
+      built: new ManifestMemo(walk.built, walk.previousManifests),
+      warnings,
+      marks: { t0, t1, t2, t3 },
+    },
+  );
 }

@@ -71,7 +71,6 @@ async function rootOf(tree: MemoryTree, policy: Partial<SnapshotPolicy> = {}): P
   return (await takeSnapshot({ source: tree, store: null, clock: new ManualClock('2030-01-01') }, { dryRun: true, policy })).rootCid;
 }
 
-
 describe('determinism', () => {
   it('gives the same root CID whatever the walk order and the order the tree was built in', async () => {
     const roots = await Promise.all([rootOf(sample('insertion')), rootOf(sample('reverse')), rootOf(sample('sorted')), rootOf(sampleReversed())]);
@@ -99,7 +98,14 @@ describe('every change changes the root CID', () => {
   const base = rootOf(sample());
   it.each<[string, (t: MemoryTree) => void]>([
     ['content', (t) => t.file('dir/sub/c.txt', 'C')],
-    ['one byte of a chunked file', (t) => t.file('dir/b.bin', Uint8Array.from(big(CHUNK_SIZE * 2 + 5, 1), (b, i) => (i === CHUNK_SIZE + 7 ? b ^ 1 : b)))],
+    [
+      'one byte of a chunked file',
+      (t) =>
+        t.file(
+          'dir/b.bin',
+          Uint8Array.from(big(CHUNK_SIZE * 2 + 5, 1), (b, i) => (i === CHUNK_SIZE + 7 ? b ^ 1 : b)),
+        ),
+    ],
     ['a rename', (t) => t.remove('a.txt').file('A.txt', 'hello\n')],
     ['chmod +x', (t) => t.chmod('a.txt', 0o755)],
     ['chmod -x', (t) => t.chmod('run.sh', 0o644)],
@@ -117,19 +123,55 @@ describe('every change changes the root CID', () => {
 
 describe('policy refusals name the path and the limit', () => {
   it.each<[string, (t: MemoryTree) => void, Partial<SnapshotPolicy>, string, RegExp]>([
-    ['a name that is not UTF-8', (t) => t.file([Buffer.from('dir'), Uint8Array.from([0x62, 0xff, 0x2e])], 'x'), {}, 'SNAPSHOT_NAME_NOT_UTF8', /dir\/b\\xff\.: the name is not valid UTF-8/],
-    ['two names equal under NFC', (t) => t.file('dir/caf\u00e9', '1').file('dir/cafe\u0301', '2'), {}, 'SNAPSHOT_NAME_COLLISION', /dir\/caf.+ and dir\/caf.+ are different names that are equal under Unicode NFC/],
+    [
+      'a name that is not UTF-8',
+      (t) => t.file([Buffer.from('dir'), Uint8Array.from([0x62, 0xff, 0x2e])], 'x'),
+      {},
+      'SNAPSHOT_NAME_NOT_UTF8',
+      /dir\/b\\xff\.: the name is not valid UTF-8/,
+    ],
+    [
+      'two names equal under NFC',
+      (t) => t.file('dir/caf\u00e9', '1').file('dir/cafe\u0301', '2'),
+      {},
+      'SNAPSHOT_NAME_COLLISION',
+      /dir\/caf.+ and dir\/caf.+ are different names that are equal under Unicode NFC/,
+    ],
     ['a fifo', (t) => t.special('dir/pipe', 'fifo'), {}, 'SNAPSHOT_SPECIAL_FILE', /dir\/pipe is a fifo/],
     ['a socket', (t) => t.special('sock', 'socket'), {}, 'SNAPSHOT_SPECIAL_FILE', /sock is a socket/],
     ['a character device', (t) => t.special('null', 'char-device'), {}, 'SNAPSHOT_SPECIAL_FILE', /null is a char-device/],
     ['a block device', (t) => t.special('sda', 'block-device'), {}, 'SNAPSHOT_SPECIAL_FILE', /sda is a block-device/],
     ['too many entries', () => undefined, { maxFiles: 5 }, 'SNAPSHOT_TOO_MANY_FILES', /more than 5 entries \(policy maxFiles=5\)/],
-    ['a file over maxFileBytes', () => undefined, { maxFileBytes: CHUNK_SIZE }, 'SNAPSHOT_FILE_TOO_LARGE', /dir\/b\.bin is 2097157 bytes, over the limit of 1048576 \(policy maxFileBytes\)/],
+    [
+      'a file over maxFileBytes',
+      () => undefined,
+      { maxFileBytes: CHUNK_SIZE },
+      'SNAPSHOT_FILE_TOO_LARGE',
+      /dir\/b\.bin is 2097157 bytes, over the limit of 1048576 \(policy maxFileBytes\)/,
+    ],
     ['too many bytes in all', () => undefined, { maxTotalBytes: 1000 }, 'SNAPSHOT_TOO_LARGE', /over the limit of 1000 \(policy maxTotalBytes\)/],
     ['too deep', (t) => t.file('dir/sub/x/y/z', 'deep'), { maxDepth: 3 }, 'SNAPSHOT_TOO_DEEP', /dir\/sub\/x\/y is nested 4 levels deep, over the limit of 3/],
-    ['a symlink out of the root, when refused', (t) => t.symlink('dir/esc', '../../etc/passwd'), { outsideSymlinks: 'refuse' }, 'SNAPSHOT_SYMLINK_OUTSIDE', /dir\/esc -> \.\.\/\.\.\/etc\/passwd points outside/],
-    ['an absolute symlink, when refused', (t) => t.symlink('abs', '/etc/passwd'), { outsideSymlinks: 'refuse' }, 'SNAPSHOT_SYMLINK_OUTSIDE', /abs -> \/etc\/passwd/],
-    ['a symlink target that is not UTF-8', (t) => t.symlink('bad', Uint8Array.from([0x61, 0xfe])), {}, 'SNAPSHOT_SYMLINK_TARGET_INVALID', /bad: the symlink target "a\\xfe" is not valid UTF-8/],
+    [
+      'a symlink out of the root, when refused',
+      (t) => t.symlink('dir/esc', '../../etc/passwd'),
+      { outsideSymlinks: 'refuse' },
+      'SNAPSHOT_SYMLINK_OUTSIDE',
+      /dir\/esc -> \.\.\/\.\.\/etc\/passwd points outside/,
+    ],
+    [
+      'an absolute symlink, when refused',
+      (t) => t.symlink('abs', '/etc/passwd'),
+      { outsideSymlinks: 'refuse' },
+      'SNAPSHOT_SYMLINK_OUTSIDE',
+      /abs -> \/etc\/passwd/,
+    ],
+    [
+      'a symlink target that is not UTF-8',
+      (t) => t.symlink('bad', Uint8Array.from([0x61, 0xfe])),
+      {},
+      'SNAPSHOT_SYMLINK_TARGET_INVALID',
+      /bad: the symlink target "a\\xfe" is not valid UTF-8/,
+    ],
   ])('%s', async (_what, change, policy, code, message) => {
     const t = sample();
     change(t);

@@ -329,11 +329,15 @@ export async function ingestTar(deps: IngestTarDeps, source: AsyncIterable<Uint8
     await reader.close().catch(() => undefined);
   }
   const t2 = performance.now();
-  return finishSnapshot(deps, { store, batch, progress, policy, label, previous, started }, {
-    root: root.cid,
-    tally: ing,
-    cache: { hits: 0, hashed: ing.files },
-    warnings: [],
-    marks: { t0, t1, t2, t3: t2 },
-  });
+  return finishSnapshot(
+    deps,
+    { store, batch, progress, policy, label, previous, started },
+    {
+      root: root.cid,
+      tally: ing,
+      cache: { hits: 0, hashed: ing.files },
+      warnings: [],
+      marks: { t0, t1, t2, t3: t2 },
+    },
+  );
 }

@@ -153,7 +153,11 @@ function sampleTar(order: 'forward' | 'reverse' = 'forward', long: 'pax' | 'gnu'
 describe('ingestTar', () => {
   it('gives the same root CID as takeSnapshot on the same tree, whatever the order or the long-name style', async () => {
     const expected = await fromTree(sampleTree());
-    for (const [order, long] of [['forward', 'pax'], ['reverse', 'pax'], ['forward', 'gnu']] as const) {
+    for (const [order, long] of [
+      ['forward', 'pax'],
+      ['reverse', 'pax'],
+      ['forward', 'gnu'],
+    ] as const) {
       const { r, store } = await ingest(sampleTar(order, long));
       expect(r.rootCid).toBe(expected);
       expect(r.files).toBe(8);
@@ -200,7 +204,10 @@ describe('ingestTar', () => {
   });
 
   it('refuses or skips device files and fifos per policy', async () => {
-    const b = tar([{ name: 'a', content: '1' }, { name: 'pipe', type: '6' }]);
+    const b = tar([
+      { name: 'a', content: '1' },
+      { name: 'pipe', type: '6' },
+    ]);
     expect(await code(ingest(b))).toMatch(/^SNAPSHOT_SPECIAL_FILE: pipe is a fifo/);
     const { r } = await ingest(b, { specialFiles: 'skip' });
     expect(r.skippedSpecialFiles).toEqual(['pipe']);
@@ -208,7 +215,10 @@ describe('ingestTar', () => {
   });
 
   it('enforces limits and names the offending path', async () => {
-    const b = tar([{ name: 'd/a', content: '12345' }, { name: 'd/b', content: '1234567890' }]);
+    const b = tar([
+      { name: 'd/a', content: '12345' },
+      { name: 'd/b', content: '1234567890' },
+    ]);
     expect(await code(ingest(b, { maxFileBytes: 8 }))).toMatch(/^SNAPSHOT_FILE_TOO_LARGE: d\/b is 10 bytes/);
     expect(await code(ingest(b, { maxTotalBytes: 12 }))).toMatch(/^SNAPSHOT_TOO_LARGE: d\/b \(10 bytes\)/);
     expect(await code(ingest(b, { maxFiles: 2 }))).toMatch(/^SNAPSHOT_TOO_MANY_FILES: d\/b:/);
@@ -220,25 +230,84 @@ describe('ingestTar', () => {
     expect(await code(ingest(tar([{ name: 'a/../../evil', content: 'x' }])))).toMatch(/^SNAPSHOT_PATH_ESCAPE/);
     expect(await code(ingest(tar([{ name: '/etc/passwd', content: 'x' }])))).toMatch(/^SNAPSHOT_PATH_ESCAPE: \/etc\/passwd: absolute/);
     expect(await code(ingest(tar([{ name: 'x'.repeat(20) + '/../y', content: 'x', long: 'pax' }])))).toMatch(/^SNAPSHOT_PATH_ESCAPE/);
-    expect(await code(ingest(tar([{ name: 'a', content: '1' }, { name: 'a', content: '2' }])))).toMatch(/^SNAPSHOT_TAR_INVALID: a appears twice/);
-    expect(await code(ingest(tar([{ name: 'd/', type: '5' }, { name: 'd/', type: '5' }])))).toMatch(/^SNAPSHOT_TAR_INVALID: d appears twice/);
-    expect(await code(ingest(tar([{ name: 'a', content: '1' }, { name: 'a/b', content: '2' }])))).toMatch(/^SNAPSHOT_TAR_INVALID: a\/b: .* beneath a, which is a file/);
+    expect(
+      await code(
+        ingest(
+          tar([
+            { name: 'a', content: '1' },
+            { name: 'a', content: '2' },
+          ]),
+        ),
+      ),
+    ).toMatch(/^SNAPSHOT_TAR_INVALID: a appears twice/);
+    expect(
+      await code(
+        ingest(
+          tar([
+            { name: 'd/', type: '5' },
+            { name: 'd/', type: '5' },
+          ]),
+        ),
+      ),
+    ).toMatch(/^SNAPSHOT_TAR_INVALID: d appears twice/);
+    expect(
+      await code(
+        ingest(
+          tar([
+            { name: 'a', content: '1' },
+            { name: 'a/b', content: '2' },
+          ]),
+        ),
+      ),
+    ).toMatch(/^SNAPSHOT_TAR_INVALID: a\/b: .* beneath a, which is a file/);
     expect(await code(ingest(tar([{ name: 'a//b', content: '1' }])))).toMatch(/^SNAPSHOT_NAME_INVALID: a\/\/b/);
     expect(await code(ingest(tar([{ name: Buffer.from([0x61, 0xff]), content: '1' }])))).toMatch(/^SNAPSHOT_NAME_NOT_UTF8: a\\xff/);
   });
 
   it('refuses hard links that do not name an earlier file (or name an excluded one)', async () => {
-    expect(await code(ingest(tar([{ name: 'h', type: '1', link: 'later' }, { name: 'later', content: 'x' }])))).toMatch(/^SNAPSHOT_TAR_INVALID: h is a hard link to "later"/);
-    expect(await code(ingest(tar([{ name: 'd/', type: '5' }, { name: 'h', type: '1', link: 'd' }])))).toMatch(/^SNAPSHOT_TAR_INVALID: h is a hard link/);
-    expect(await code(ingest(tar([{ name: 'tmp/x', content: 'x' }, { name: 'h', type: '1', link: 'tmp/x' }]), rootfsPolicy()))).toMatch(/excluded by the policy/);
+    expect(
+      await code(
+        ingest(
+          tar([
+            { name: 'h', type: '1', link: 'later' },
+            { name: 'later', content: 'x' },
+          ]),
+        ),
+      ),
+    ).toMatch(/^SNAPSHOT_TAR_INVALID: h is a hard link to "later"/);
+    expect(
+      await code(
+        ingest(
+          tar([
+            { name: 'd/', type: '5' },
+            { name: 'h', type: '1', link: 'd' },
+          ]),
+        ),
+      ),
+    ).toMatch(/^SNAPSHOT_TAR_INVALID: h is a hard link/);
+    expect(
+      await code(
+        ingest(
+          tar([
+            { name: 'tmp/x', content: 'x' },
+            { name: 'h', type: '1', link: 'tmp/x' },
+          ]),
+          rootfsPolicy(),
+        ),
+      ),
+    ).toMatch(/excluded by the policy/);
     expect(await code(ingest(tar([{ name: 'h', type: '1', link: '../../etc/shadow' }])))).toMatch(/^SNAPSHOT_PATH_ESCAPE/);
   });
 
   it('refuses bad checksums, truncated archives, odd types and non-files with content, and aborts the batch', async () => {
     const store = new MemoryBlobStore();
-    expect(await code(ingest(tar([{ name: 'a', content: 'x', badChecksum: true }]), {}, store))).toMatch(/^SNAPSHOT_TAR_INVALID: bad tar header checksum at byte 0/);
+    expect(await code(ingest(tar([{ name: 'a', content: 'x', badChecksum: true }]), {}, store))).toMatch(
+      /^SNAPSHOT_TAR_INVALID: bad tar header checksum at byte 0/,
+    );
     const whole = tar([{ name: 'a', content: BIG }], { end: false });
-    expect(await code(ingest(whole.subarray(0, 512 + 1000), {}, store))).toMatch(/^SNAPSHOT_TAR_INVALID: the archive is truncated: it ends in the middle of a file/);
+    expect(await code(ingest(whole.subarray(0, 512 + 1000), {}, store))).toMatch(
+      /^SNAPSHOT_TAR_INVALID: the archive is truncated: it ends in the middle of a file/,
+    );
     expect(await code(ingest(whole.subarray(0, 300), {}, store))).toMatch(/^SNAPSHOT_TAR_INVALID: the archive is truncated: it ends inside a header/);
     expect(await code(ingest(tar([{ name: 's', type: 'S' }]), {}, store))).toMatch(/^SNAPSHOT_TAR_INVALID: unsupported tar entry type "S"/);
     expect(await code(ingest(tar([{ name: 'd', type: '5', size: 3 }]), {}, store))).toMatch(/is a dir with a size of 3 bytes/);
@@ -261,7 +330,16 @@ describe('ingestTar', () => {
     const sink = new MemoryEventSink();
     const deps = { store, clock: clock(), sink };
     await ingestTar(deps, pieces(tar([{ name: 'a', content: '1' }])), { label: 'container:w' });
-    const second = await ingestTar(deps, pieces(tar([{ name: 'a', content: '2' }, { name: 'b', content: '3' }])), { label: 'container:w' });
+    const second = await ingestTar(
+      deps,
+      pieces(
+        tar([
+          { name: 'a', content: '2' },
+          { name: 'b', content: '3' },
+        ]),
+      ),
+      { label: 'container:w' },
+    );
     expect(sink.events.map((e) => e.type)).toEqual(['SnapshotTaken', 'SnapshotTaken', 'WorkspaceEdited']);
     expect(second.edited?.paths.map((p) => [p.path, p.change])).toEqual([
       ['a', 'changed'],

@@ -205,7 +205,8 @@ export class TarReader {
       const flag = String.fromCharCode(h[156] as number);
       let size = numberField(h, 124, 12, 'size', at);
       if (flag === 'x' || flag === 'g' || flag === 'L' || flag === 'K') {
-        if (size > MAX_TAR_META_BYTES) throw tarInvalid(`a tar metadata entry of ${size} bytes at byte ${at} is over the limit of ${MAX_TAR_META_BYTES}`, { offset: at });
+        if (size > MAX_TAR_META_BYTES)
+          throw tarInvalid(`a tar metadata entry of ${size} bytes at byte ${at} is over the limit of ${MAX_TAR_META_BYTES}`, { offset: at });
         const body = (await this.mustTake(padded(size), 'inside a metadata entry')).subarray(0, size);
         if (flag === 'x') pax = parsePax(body, at);
         else if (flag === 'L') longName = cString(body, 0, body.length);

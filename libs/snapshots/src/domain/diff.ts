@@ -58,14 +58,7 @@ function spend(budget: Budget): void {
   }
 }
 
-async function* whole(
-  reader: DirReader,
-  e: Entry,
-  path: string,
-  kind: 'added' | 'removed',
-  depth: number,
-  budget: Budget,
-): AsyncGenerator<DiffChange> {
+async function* whole(reader: DirReader, e: Entry, path: string, kind: 'added' | 'removed', depth: number, budget: Budget): AsyncGenerator<DiffChange> {
   spend(budget);
   yield kind === 'added' ? change(path, 'added', null, e) : change(path, 'removed', e, null);
   if (e.kind !== 'dir') return;
@@ -74,14 +67,7 @@ async function* whole(
   for (const child of m.entries) yield* whole(reader, child, joinRel(path, child.name), kind, depth + 1, budget);
 }
 
-async function* diffDir(
-  reader: DirReader,
-  a: CID,
-  b: CID,
-  prefix: string,
-  depth: number,
-  budget: Budget,
-): AsyncGenerator<DiffChange> {
+async function* diffDir(reader: DirReader, a: CID, b: CID, prefix: string, depth: number, budget: Budget): AsyncGenerator<DiffChange> {
   if (depth > MAX_SNAPSHOT_DEPTH) throw snapshotError('SNAPSHOT_TOO_DEEP', `${prefix} is nested deeper than ${MAX_SNAPSHOT_DEPTH}`);
   const [ma, mb] = await Promise.all([reader.readDir(a, prefix), reader.readDir(b, prefix)]);
   const ea = ma.entries;
@@ -129,12 +115,7 @@ async function* diffDir(
  * Every difference between two snapshots, in path order, reading manifests only (no file content). An added or
  * removed directory is reported, then everything beneath it. A path whose kind changed is removed then added.
  */
-export async function* diffTrees(
-  reader: DirReader,
-  from: CID,
-  to: CID,
-  maxChanges = DEFAULT_DIFF_MAX_CHANGES,
-): AsyncGenerator<DiffChange> {
+export async function* diffTrees(reader: DirReader, from: CID, to: CID, maxChanges = DEFAULT_DIFF_MAX_CHANGES): AsyncGenerator<DiffChange> {
   if (from.equals(to)) {
     await reader.readDir(from, '');
     return;
@@ -170,12 +151,7 @@ export function addToSummary(s: DiffSummary, c: DiffChange): void {
 }
 
 /** The WorkspaceEdited data between two snapshots: complete counts, the first `maxPaths` paths. */
-export async function summarizeDiff(
-  reader: DirReader,
-  from: CID,
-  to: CID,
-  maxPaths = EVENT_MAX_PATHS,
-): Promise<WorkspaceEditedData> {
+export async function summarizeDiff(reader: DirReader, from: CID, to: CID, maxPaths = EVENT_MAX_PATHS): Promise<WorkspaceEditedData> {
   const s = emptySummary();
   const paths: ChangedPath[] = [];
   for await (const c of diffTrees(reader, from, to)) {

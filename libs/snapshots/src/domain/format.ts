@@ -108,12 +108,7 @@ export function chunkCount(size: number, chunkSize = CHUNK_SIZE): number {
 
 /** Is this CID one this format can contain (v1, sha2-256 with a 32-byte digest, raw or dag-cbor)? */
 export function isFormatCid(cid: CID): boolean {
-  return (
-    cid.version === 1 &&
-    (cid.code === RAW_CODE || cid.code === DAG_CBOR_CODE) &&
-    cid.multihash.code === SHA2_256_CODE &&
-    cid.multihash.size === 32
-  );
+  return cid.version === 1 && (cid.code === RAW_CODE || cid.code === DAG_CBOR_CODE) && cid.multihash.code === SHA2_256_CODE && cid.multihash.size === 32;
 }
 
 /** Parses a CID given by a user, refusing anything outside the format. */
@@ -123,14 +118,15 @@ export function parseCid(text: string): CID {
     cid = CID.parse(text.trim());
   } catch (e) {
     // multiformats' own messages speak of its API ("multibase decoder must be provided"); say what a CID looks like
-    throw snapshotError('SNAPSHOT_CID_INVALID', `"${text}" is not a CID: expected a base32 CIDv1 such as bafkrei... or bafyrei... (the root CID that \`assay snapshot create\` prints)`, { cid: text }, e);
-  }
-  if (!isFormatCid(cid)) {
     throw snapshotError(
       'SNAPSHOT_CID_INVALID',
-      `${text} is not a snapshot CID (expected CIDv1, sha2-256, codec raw or dag-cbor)`,
+      `"${text}" is not a CID: expected a base32 CIDv1 such as bafkrei... or bafyrei... (the root CID that \`assay snapshot create\` prints)`,
       { cid: text },
+      e,
     );
+  }
+  if (!isFormatCid(cid)) {
+    throw snapshotError('SNAPSHOT_CID_INVALID', `${text} is not a snapshot CID (expected CIDv1, sha2-256, codec raw or dag-cbor)`, { cid: text });
   }
   return cid;
 }
@@ -187,11 +183,10 @@ export function fileContent(size: number, digests: Uint8Array): { cid: CID; node
 // every field, and refuse anything that is not the one canonical encoding of a valid node.
 
 function bad(where: string, cid: CID, why: string): Error {
-  return snapshotError(
-    'SNAPSHOT_MANIFEST_INVALID',
-    `block ${cid.toString()} at ${showPath(where)} is not a valid snapshot node: ${why}`,
-    { path: where, cid: cid.toString() },
-  );
+  return snapshotError('SNAPSHOT_MANIFEST_INVALID', `block ${cid.toString()} at ${showPath(where)} is not a valid snapshot node: ${why}`, {
+    path: where,
+    cid: cid.toString(),
+  });
 }
 
 function isPlainObject(v: unknown): v is Record<string, unknown> {

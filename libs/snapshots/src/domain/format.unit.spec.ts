@@ -155,7 +155,13 @@ describe('blocks and CIDs', () => {
 });
 
 describe('directory manifests', () => {
-  const file = (name: string, content = name): Entry => ({ name, kind: 'file', mode: MODE_FILE, size: content.length, cid: rawBlock(new TextEncoder().encode(content)).cid });
+  const file = (name: string, content = name): Entry => ({
+    name,
+    kind: 'file',
+    mode: MODE_FILE,
+    size: content.length,
+    cid: rawBlock(new TextEncoder().encode(content)).cid,
+  });
 
   it('do not depend on the order entries are given in', () => {
     const entries = [file('b'), file('a'), file('é'), file('😀'), file('\uE000'), file('Z')];
@@ -208,11 +214,19 @@ describe('directory manifests', () => {
       ['unsorted entries', { v: 1, type: 'dir', entries: [entry({ name: 'b' }), entry({ name: 'a' })] }, /not strictly sorted/],
       ['duplicate entries', { v: 1, type: 'dir', entries: [entry({}), entry({})] }, /not strictly sorted/],
       ['names equal under NFC', { v: 1, type: 'dir', entries: [entry({ name: 'e\u0301' }), entry({ name: 'é' })] }, /collide under Unicode NFC/],
-      ['a symlink whose size is not its target length', { v: 1, type: 'dir', entries: [{ name: 'l', kind: 'symlink', mode: MODE_SYMLINK, size: 9, target: 'x' }] }, /size does not match/],
+      [
+        'a symlink whose size is not its target length',
+        { v: 1, type: 'dir', entries: [{ name: 'l', kind: 'symlink', mode: MODE_SYMLINK, size: 9, target: 'x' }] },
+        /size does not match/,
+      ],
       ['an empty symlink target', { v: 1, type: 'dir', entries: [{ name: 'l', kind: 'symlink', mode: MODE_SYMLINK, size: 0, target: '' }] }, /empty target/],
       ['a file node with the wrong chunk size', { v: 1, type: 'file', size: 3 * CHUNK_SIZE, chunkSize: 4096, chunks: [] }, /chunk size 4096/],
       ['a file node for a small file', { v: 1, type: 'file', size: 10, chunkSize: CHUNK_SIZE, chunks: [] }, /out of range/],
-      ['a file node with too few chunks', { v: 1, type: 'file', size: 2 * CHUNK_SIZE + 1, chunkSize: CHUNK_SIZE, chunks: [(valid as { cid: CID }).cid] }, /must list 3 chunks/],
+      [
+        'a file node with too few chunks',
+        { v: 1, type: 'file', size: 2 * CHUNK_SIZE + 1, chunkSize: CHUNK_SIZE, chunks: [(valid as { cid: CID }).cid] },
+        /must list 3 chunks/,
+      ],
     ])('%s', (_what, data, why) => refuse(data, why));
 
     it('a CID of another version or hash in an entry', () => {

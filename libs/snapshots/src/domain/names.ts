@@ -65,7 +65,7 @@ export function findNfcCollision(names: readonly string[]): [string, string] | n
   const seen = new Map<string, string>();
   for (const n of names) {
     // Most names are ASCII, which NFC leaves alone; skip the normalisation cost for them.
-        const key = /^[\x00-\x7f]*$/.test(n) ? n : n.normalize('NFC');
+    const key = /^[\x00-\x7f]*$/.test(n) ? n : n.normalize('NFC');
     const prev = seen.get(key);
     if (prev !== undefined && prev !== n) return [prev, n];
     seen.set(key, n);

@@ -45,12 +45,7 @@ export const SNAPSHOT_ERROR_KINDS = {
 
 export type SnapshotErrorCode = keyof typeof SNAPSHOT_ERROR_KINDS;
 
-export function snapshotError(
-  code: SnapshotErrorCode,
-  message: string,
-  details: Record<string, unknown> = {},
-  cause?: unknown,
-): AssayError {
+export function snapshotError(code: SnapshotErrorCode, message: string, details: Record<string, unknown> = {}, cause?: unknown): AssayError {
   return new AssayError(code, SNAPSHOT_ERROR_KINDS[code], message, cause === undefined ? { details } : { details, cause });
 }
 

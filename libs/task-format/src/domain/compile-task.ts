@@ -78,8 +78,7 @@ export interface TaskSources {
 }
 
 export type TaskCompileResult =
-  | { readonly ok: true; readonly plan: TaskPlan; readonly problems: readonly TaskProblem[] }
-  | { readonly ok: false; readonly problems: readonly TaskProblem[] };
+  { readonly ok: true; readonly plan: TaskPlan; readonly problems: readonly TaskProblem[] } | { readonly ok: false; readonly problems: readonly TaskProblem[] };
 
 const TOP_KEYS = ['schema_version', 'version', 'source', 'task', 'metadata', 'environment', 'agent', 'verifier', 'solution'];
 const TOP_UNSUPPORTED: Readonly<Record<string, string>> = {
@@ -89,8 +88,21 @@ const TOP_UNSUPPORTED: Readonly<Record<string, string>> = {
 };
 const TASK_KEYS = ['name', 'version', 'description', 'authors', 'keywords'];
 const ENVIRONMENT_KEYS = [
-  'os', 'cpus', 'memory_mb', 'storage_mb', 'memory', 'storage', 'gpus', 'gpu_types', 'workdir', 'network_mode',
-  'allowed_hosts', 'allow_internet', 'build_timeout_sec', 'docker_image', 'env',
+  'os',
+  'cpus',
+  'memory_mb',
+  'storage_mb',
+  'memory',
+  'storage',
+  'gpus',
+  'gpu_types',
+  'workdir',
+  'network_mode',
+  'allowed_hosts',
+  'allow_internet',
+  'build_timeout_sec',
+  'docker_image',
+  'env',
 ];
 const ENVIRONMENT_UNSUPPORTED: Readonly<Record<string, string>> = {
   mcp_servers: 'MCP servers',
@@ -100,7 +112,7 @@ const ENVIRONMENT_UNSUPPORTED: Readonly<Record<string, string>> = {
 };
 const PHASE_KEYS = ['timeout_sec', 'user', 'network_mode', 'allowed_hosts', 'env'];
 const VERIFIER_UNSUPPORTED: Readonly<Record<string, string>> = {
-  environment: 'a separately authored verifier environment ([verifier.environment]); the Judge starts from the task\'s own clean image',
+  environment: "a separately authored verifier environment ([verifier.environment]); the Judge starts from the task's own clean image",
   collect: 'verifier collect hooks',
 };
 const RSI_HARNESS_KEYS = ['verifier', 'assets', 'require_disjoint_phase_nodes'];
@@ -112,7 +124,7 @@ function readSchemaVersion(p: Problems, top: Table): SchemaVersion | undefined {
   const hasNew = has(top, 'schema_version');
   const hasOld = has(top, 'version');
   if (hasNew && hasOld) {
-    p.add(C.CONFLICT, 'version', 'both schema_version and Harbor\'s legacy version are set; keep schema_version only');
+    p.add(C.CONFLICT, 'version', "both schema_version and Harbor's legacy version are set; keep schema_version only");
     return undefined;
   }
   if (!hasNew && !hasOld) {
@@ -156,7 +168,10 @@ function readAuthors(p: Problems, t: Table): Author[] {
 }
 
 function localName(dirName: string): string {
-  const cleaned = dirName.replace(/[^a-zA-Z0-9._-]+/g, '-').replace(/^[^a-zA-Z0-9]+/, '').slice(0, 128);
+  const cleaned = dirName
+    .replace(/[^a-zA-Z0-9._-]+/g, '-')
+    .replace(/^[^a-zA-Z0-9]+/, '')
+    .slice(0, 128);
   return `local/${cleaned === '' ? 'task' : cleaned}`;
 }
 
@@ -252,7 +267,11 @@ function policy(p: Problems, decl: PhaseNetworkDecl, path: string, source: Netwo
     return undefined;
   }
   if (mode === 'allowlist' && hosts.length === 0) {
-    p.add(decl.hosts === undefined ? C.MISSING_KEY : C.INVALID_VALUE, keyPath(path, 'allowed_hosts'), 'network_mode = "allowlist" needs a non-empty allowed_hosts');
+    p.add(
+      decl.hosts === undefined ? C.MISSING_KEY : C.INVALID_VALUE,
+      keyPath(path, 'allowed_hosts'),
+      'network_mode = "allowlist" needs a non-empty allowed_hosts',
+    );
     return undefined;
   }
   return { mode, allowedHosts: [...new Set(hosts)], source };
@@ -484,9 +503,7 @@ export function compileTask(src: TaskSources): TaskCompileResult {
   const tomlWorkdirRaw = readString(p, env, 'workdir', 'environment');
   const tomlWorkdir = tomlWorkdirRaw === undefined ? undefined : readWorkdir(p, tomlWorkdirRaw, 'environment.workdir');
   const composeWorkdir =
-    compose === undefined || compose.workingDir === null
-      ? undefined
-      : readWorkdir(p.forFile(COMPOSE_FILE), compose.workingDir, 'services.main.working_dir');
+    compose === undefined || compose.workingDir === null ? undefined : readWorkdir(p.forFile(COMPOSE_FILE), compose.workingDir, 'services.main.working_dir');
   if (tomlWorkdir !== undefined && composeWorkdir !== undefined && tomlWorkdir !== composeWorkdir) {
     p.add(C.CONFLICT, 'environment.workdir', `${tomlWorkdir} here but ${composeWorkdir} in ${COMPOSE_FILE} (services.main.working_dir); they must match`);
   } else workdir = tomlWorkdir ?? composeWorkdir ?? null;
@@ -500,7 +517,11 @@ export function compileTask(src: TaskSources): TaskCompileResult {
       envNet.mode = allowInternet ? 'public' : 'no-network';
       baselineSource = 'environment';
     } else if ((allowInternet === false) !== (envNet.mode === 'no-network')) {
-      p.add(C.CONFLICT, 'environment.allow_internet', `allow_internet = ${String(allowInternet)} contradicts network_mode = "${envNet.mode}"; drop the deprecated allow_internet`);
+      p.add(
+        C.CONFLICT,
+        'environment.allow_internet',
+        `allow_internet = ${String(allowInternet)} contradicts network_mode = "${envNet.mode}"; drop the deprecated allow_internet`,
+      );
     }
   }
   const baseline = policy(p, envNet, 'environment', baselineSource);
@@ -526,7 +547,11 @@ export function compileTask(src: TaskSources): TaskCompileResult {
     const ref = composeImage ?? dockerImage;
     if (ref !== undefined && ref !== null) {
       if (src.hasDockerfile) {
-        p.add(C.CONFLICT, 'environment.docker_image', 'an image is named and environment/Dockerfile exists; which one defines the environment is ambiguous, keep one');
+        p.add(
+          C.CONFLICT,
+          'environment.docker_image',
+          'an image is named and environment/Dockerfile exists; which one defines the environment is ambiguous, keep one',
+        );
       } else image = { kind: 'image', ref };
     } else if (src.hasDockerfile) {
       image = { kind: 'dockerfile', context: 'environment', dockerfile: 'environment/Dockerfile' };
@@ -545,8 +570,7 @@ export function compileTask(src: TaskSources): TaskCompileResult {
   const agentTimeout = readNumber(p, agentT, 'timeout_sec', 'agent', { gt: 0, max: MAX_SECONDS }) ?? null;
   const agentUser = readUser(p, agentT, 'agent');
   const agentNetDecl = readNetworkDecl(p, agentT, 'agent');
-  const agentNet =
-    agentNetDecl.mode !== undefined || agentNetDecl.hosts !== undefined ? policy(p, agentNetDecl, 'agent', 'phase') : baseline;
+  const agentNet = agentNetDecl.mode !== undefined || agentNetDecl.hosts !== undefined ? policy(p, agentNetDecl, 'agent', 'phase') : baseline;
   const agentEnv = readEnvTable(p, agentT, 'env', 'agent');
 
   // [verifier]
@@ -555,7 +579,11 @@ export function compileTask(src: TaskSources): TaskCompileResult {
   if (has(verT, 'environment_mode')) {
     const mode = verT.environment_mode;
     if (mode === 'separate') {
-      p.add(C.UNSUPPORTED, 'verifier.environment_mode', 'not supported by Assay: "separate" verifier environments; the Judge always starts from the task\'s own clean image ("shared")');
+      p.add(
+        C.UNSUPPORTED,
+        'verifier.environment_mode',
+        'not supported by Assay: "separate" verifier environments; the Judge always starts from the task\'s own clean image ("shared")',
+      );
     } else if (mode !== 'shared') {
       p.add(typeof mode === 'string' ? C.INVALID_VALUE : C.INVALID_TYPE, 'verifier.environment_mode', `expected "shared", got ${describe(mode)}`);
     }

@@ -59,7 +59,7 @@ describe('compileTask: accepted files', () => {
     expect(JSON.parse(JSON.stringify(p))).toEqual(p);
   });
 
-  it("reads Harbor's legacy version = \"1.0\" files: deprecated sizes, float timeouts, no [task], no gpus", () => {
+  it('reads Harbor\'s legacy version = "1.0" files: deprecated sizes, float timeouts, no [task], no gpus', () => {
     const p = plan(`
 version = "1.0"
 [metadata]
@@ -149,8 +149,19 @@ kind = "directory"
 min_entries = 3
 `);
     expect(p).toMatchObject({ name: 'org/t.x_y-z', version: '2.0', description: 'd', source: 'https://example.invalid/src', keywords: ['k'] });
-    expect(p.authors).toEqual([{ name: 'A', email: 'a@example.invalid' }, { name: 'B', email: null }]);
-    expect(p.environment).toMatchObject({ cpus: 4, memoryMb: 16384, storageMb: 30720, gpus: 2, gpuType: 'NVIDIA H100 NVL', workdir: '/testbed', buildTimeoutSec: 1800 });
+    expect(p.authors).toEqual([
+      { name: 'A', email: 'a@example.invalid' },
+      { name: 'B', email: null },
+    ]);
+    expect(p.environment).toMatchObject({
+      cpus: 4,
+      memoryMb: 16384,
+      storageMb: 30720,
+      gpus: 2,
+      gpuType: 'NVIDIA H100 NVL',
+      workdir: '/testbed',
+      buildTimeoutSec: 1800,
+    });
     expect(p.environment.network).toEqual({
       mode: 'allowlist',
       allowedHosts: ['api.example.com', '*.example.org', '192.0.2.10/32', '2001:db8::1'],
@@ -185,11 +196,21 @@ cooldown_sec = 30
 time_budget_sec = 3600.5
 gpu_budget_hours = 12
 `);
-    expect(p.runSettings).toEqual({ primaryMetric: 'accuracy', direction: 'minimize', maxSubmissions: 7, cooldownSec: 30, timeBudgetSec: 3600.5, gpuBudgetSec: 43200 });
+    expect(p.runSettings).toEqual({
+      primaryMetric: 'accuracy',
+      direction: 'minimize',
+      maxSubmissions: 7,
+      cooldownSec: 30,
+      timeBudgetSec: 3600.5,
+      gpuBudgetSec: 43200,
+    });
   });
 
   it('reads the GPU budget in seconds (gpu_budget_sec) and the Work pause setting; hours and seconds together are refused', () => {
-    expect(plan(`${BASE_14}[metadata.assay]\ngpu_budget_sec = 900\npause_work_during_judge = true\n`).runSettings).toEqual({ gpuBudgetSec: 900, pauseWorkDuringJudge: true });
+    expect(plan(`${BASE_14}[metadata.assay]\ngpu_budget_sec = 900\npause_work_during_judge = true\n`).runSettings).toEqual({
+      gpuBudgetSec: 900,
+      pauseWorkDuringJudge: true,
+    });
     expect(problems(`${BASE_14}[metadata.assay]\ngpu_budget_sec = 900\ngpu_budget_hours = 1\n`).map((x) => x.key)).toContain('metadata.assay.gpu_budget_hours');
     expect(problems(`${BASE_14}[metadata.assay]\npause_work_during_judge = "yes"\n`).map((x) => x.key)).toContain('metadata.assay.pause_work_during_judge');
   });
@@ -210,7 +231,15 @@ timeout_sec = true
 [verifier]
 timeout_sec = "60"
 `);
-    for (const key of ['environment.gpus', 'environment.cpus', 'environment.memory_mb', 'environment.storage_mb', 'environment.build_timeout_sec', 'agent.timeout_sec', 'verifier.timeout_sec']) {
+    for (const key of [
+      'environment.gpus',
+      'environment.cpus',
+      'environment.memory_mb',
+      'environment.storage_mb',
+      'environment.build_timeout_sec',
+      'agent.timeout_sec',
+      'verifier.timeout_sec',
+    ]) {
       const p = find(ps, key, C.INVALID_TYPE);
       expect(p.file).toBe('task.toml');
       expect(p.message).toMatch(/^expected (an integer|a number)/);
@@ -231,7 +260,9 @@ timeout_sec = "60"
   it('refuses unknown keys outside [metadata], with the allowed keys listed', () => {
     const ps = problems(`${BASE_14}colour = "blue"\n`);
     expect(find(ps, 'environment.colour', C.UNKNOWN_KEY).message).toContain('expected one of: os, cpus');
-    const more = problems(`${BASE_14}[agent]\nprompt_prefix = "x"\n[oracle]\nenv = {}\n[metadata.rsi_harness]\nextra = 1\n[metadata.rsi_harness.verifier]\ngpus = 0\ncpus = 1\n`);
+    const more = problems(
+      `${BASE_14}[agent]\nprompt_prefix = "x"\n[oracle]\nenv = {}\n[metadata.rsi_harness]\nextra = 1\n[metadata.rsi_harness.verifier]\ngpus = 0\ncpus = 1\n`,
+    );
     find(more, 'agent.prompt_prefix', C.UNKNOWN_KEY);
     find(more, 'oracle', C.UNKNOWN_KEY);
     find(more, 'metadata.rsi_harness.extra', C.UNKNOWN_KEY);
@@ -268,9 +299,20 @@ env = { K = "v" }
 version = 2
 `);
     for (const key of [
-      'steps', 'multi_step_reward_strategy', 'artifacts', 'environment.os', 'environment.gpu_types', 'environment.skills_dir',
-      'environment.tpu', 'environment.healthcheck', 'environment.mcp_servers', 'verifier.environment_mode', 'verifier.collect',
-      'verifier.environment', 'solution.env', 'metadata.rsi_harness.sandbox',
+      'steps',
+      'multi_step_reward_strategy',
+      'artifacts',
+      'environment.os',
+      'environment.gpu_types',
+      'environment.skills_dir',
+      'environment.tpu',
+      'environment.healthcheck',
+      'environment.mcp_servers',
+      'verifier.environment_mode',
+      'verifier.collect',
+      'verifier.environment',
+      'solution.env',
+      'metadata.rsi_harness.sandbox',
     ]) {
       expect(find(ps, key, C.UNSUPPORTED).message).toMatch(/^not supported by Assay: /);
     }
@@ -457,7 +499,5 @@ describe('normalizeAllowedHost', () => {
     ['10.0.0.0/8', '10.0.0.0/8'],
     ['::1', '::1'],
   ])('accepts %s', (raw, want) => expect(normalizeAllowedHost(raw)).toBe(want));
-  it.each(['', 'http://x', 'a..b', '-a.com', '10.0.0.0/33', 'x:80', 'a b'])('refuses %j', (raw) =>
-    expect(normalizeAllowedHost(raw)).toBeUndefined(),
-  );
+  it.each(['', 'http://x', 'a..b', '-a.com', '10.0.0.0/33', 'x:80', 'a b'])('refuses %j', (raw) => expect(normalizeAllowedHost(raw)).toBeUndefined());
 });

@@ -51,8 +51,12 @@ export function parseShmSize(raw: string | number): number | undefined {
 
 function readGpuReservation(p: Problems, deploy: unknown, at: string): number | null | undefined {
   const fail = (where: string, msg: string) => {
-    p.add(C.UNSUPPORTED, where, `not supported by Assay: ${msg}; the only accepted deploy block is ` +
-      'resources.reservations.devices: [{driver: nvidia, count: N, capabilities: [gpu]}]');
+    p.add(
+      C.UNSUPPORTED,
+      where,
+      `not supported by Assay: ${msg}; the only accepted deploy block is ` +
+        'resources.reservations.devices: [{driver: nvidia, count: N, capabilities: [gpu]}]',
+    );
     return undefined;
   };
   if (!isMap(deploy)) return fail(at, `expected a mapping, got ${yamlDescribe(deploy)}`);
@@ -184,7 +188,10 @@ export function readCompose(p: Problems, doc: unknown): ComposeMain | undefined 
     if (typeof main.image !== 'string') {
       p.add(C.INVALID_TYPE, `${at}.image`, `expected an image reference string, got ${yamlDescribe(main.image)}`);
       ok = false;
-    } else image = checkString(p, `${at}.image`, main.image, { nonEmpty: true, maxLength: 512, pattern: /^\S+$/, patternHint: 'an image reference without spaces' }) ?? null;
+    } else
+      image =
+        checkString(p, `${at}.image`, main.image, { nonEmpty: true, maxLength: 512, pattern: /^\S+$/, patternHint: 'an image reference without spaces' }) ??
+        null;
   }
   if (build && image !== null) {
     p.add(C.CONFLICT, `${at}.image`, 'build and image cannot both be declared');
@@ -208,7 +215,9 @@ export function readCompose(p: Problems, doc: unknown): ComposeMain | undefined 
         ok = false;
       }
     } else if (typeof main.user === 'string') {
-      user = checkString(p, `${at}.user`, main.user, { nonEmpty: true, maxLength: 256, pattern: /^[A-Za-z0-9_.:-]+$/, patternHint: 'a user name or uid[:gid]' }) ?? null;
+      user =
+        checkString(p, `${at}.user`, main.user, { nonEmpty: true, maxLength: 256, pattern: /^[A-Za-z0-9_.:-]+$/, patternHint: 'a user name or uid[:gid]' }) ??
+        null;
     } else {
       p.add(C.INVALID_TYPE, `${at}.user`, `expected a user name or numeric uid, got ${yamlDescribe(main.user)}`);
       ok = false;

@@ -13,8 +13,7 @@ import { TASK_ERROR_CODES as C } from '../task-format.errors';
 import type { EnvTable } from './task-plan';
 
 export type EnvTemplate =
-  | { readonly kind: 'literal'; readonly value: string }
-  | { readonly kind: 'host'; readonly name: string; readonly fallback: string | null };
+  { readonly kind: 'literal'; readonly value: string } | { readonly kind: 'host'; readonly name: string; readonly fallback: string | null };
 
 export type EnvTemplateParse = EnvTemplate | { readonly kind: 'invalid'; readonly reason: string };
 
@@ -91,8 +90,7 @@ export function resolveEnvTemplates(env: EnvTable, host: HostEnv, where = 'envir
     throw new AssayError(
       C.ENV_UNRESOLVED,
       'invalid_input',
-      `the task needs ${missing.length === 1 ? 'this variable' : 'these variables'} from the environment, ` +
-        `with no default: ${missing.join(', ')}`,
+      `the task needs ${missing.length === 1 ? 'this variable' : 'these variables'} from the environment, ` + `with no default: ${missing.join(', ')}`,
       { details: { missing } },
     );
   }

@@ -11,9 +11,7 @@ describe('parseEnvTemplate', () => {
     ['${EMPTY:-}', { kind: 'host', name: 'EMPTY', fallback: '' }],
   ])('%s', (raw, want) => expect(parseEnvTemplate(raw)).toEqual(want));
 
-  it.each(['x${A}', '${A}${B}', '${A:-${B}}', '${1A}', '${A-x}', '${A'])('refuses %s', (raw) =>
-    expect(parseEnvTemplate(raw).kind).toBe('invalid'),
-  );
+  it.each(['x${A}', '${A}${B}', '${A:-${B}}', '${1A}', '${A-x}', '${A'])('refuses %s', (raw) => expect(parseEnvTemplate(raw).kind).toBe('invalid'));
 });
 
 describe('resolveEnvTemplates', () => {

@@ -53,7 +53,16 @@ export const RUN_SETTING_LIMITS = {
   primaryMetricLength: 256,
 } as const;
 
-const ASSAY_KEYS = ['primary_metric', 'direction', 'max_submissions', 'cooldown_sec', 'time_budget_sec', 'gpu_budget_sec', 'gpu_budget_hours', 'pause_work_during_judge'];
+const ASSAY_KEYS = [
+  'primary_metric',
+  'direction',
+  'max_submissions',
+  'cooldown_sec',
+  'time_budget_sec',
+  'gpu_budget_sec',
+  'gpu_budget_hours',
+  'pause_work_during_judge',
+];
 
 /** Reads [metadata.assay]; unknown keys are refused (they would otherwise be silently ignored run settings). */
 export function readAssayMetadata(p: Problems, t: Table, path = 'metadata.assay'): RunSettingsOverrides {
@@ -103,9 +112,7 @@ export const RUN_SETTINGS_FLAG_NAMES: Readonly<Record<keyof RunSettingsFlags, st
   gpuBudgetHours: '--gpu-budget-hours',
 };
 
-export type RunSettingsParse =
-  | { readonly ok: true; readonly value: RunSettingsOverrides }
-  | { readonly ok: false; readonly problems: readonly TaskProblem[] };
+export type RunSettingsParse = { readonly ok: true; readonly value: RunSettingsOverrides } | { readonly ok: false; readonly problems: readonly TaskProblem[] };
 
 const CLI = '<command line>';
 const DECIMAL = /^(?:0|[1-9][0-9]*)(?:\.[0-9]+)?$/;
@@ -115,8 +122,7 @@ const INTEGER = /^(?:0|[1-9][0-9]*)$/;
 export function parseRunSettingsFlags(flags: RunSettingsFlags): RunSettingsParse {
   const problems: TaskProblem[] = [];
   const out: { -readonly [K in keyof RunSettings]?: RunSettings[K] } = {};
-  const bad = (flag: keyof RunSettingsFlags, message: string) =>
-    problems.push(problem(C.INVALID_VALUE, CLI, RUN_SETTINGS_FLAG_NAMES[flag], message));
+  const bad = (flag: keyof RunSettingsFlags, message: string) => problems.push(problem(C.INVALID_VALUE, CLI, RUN_SETTINGS_FLAG_NAMES[flag], message));
 
   if (flags.metric !== undefined) {
     const m = flags.metric;
@@ -152,7 +158,8 @@ export function parseRunSettingsFlags(flags: RunSettingsFlags): RunSettingsParse
   if (time !== undefined) out.timeBudgetSec = time;
   const gpuSec = num('gpuBudgetSec', false, RUN_SETTING_LIMITS.gpuBudgetSec.max);
   const gpuHours = num('gpuBudgetHours', false, RUN_SETTING_LIMITS.gpuBudgetHours.max);
-  if (flags.gpuBudgetSec !== undefined && flags.gpuBudgetHours !== undefined) bad('gpuBudgetHours', 'give the GPU budget once: --gpu-budget S (GPU-seconds) or --gpu-budget-hours H, not both');
+  if (flags.gpuBudgetSec !== undefined && flags.gpuBudgetHours !== undefined)
+    bad('gpuBudgetHours', 'give the GPU budget once: --gpu-budget S (GPU-seconds) or --gpu-budget-hours H, not both');
   else if (gpuSec !== undefined) out.gpuBudgetSec = gpuSec;
   else if (gpuHours !== undefined) out.gpuBudgetSec = gpuHours * 3600;
 

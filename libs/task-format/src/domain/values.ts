@@ -214,13 +214,7 @@ export function checkNumber(p: Problems, at: string, v: unknown, rule: NumberRul
   return n;
 }
 
-export function readEnum<T extends string>(
-  p: Problems,
-  t: Table,
-  key: string,
-  path: string,
-  values: readonly T[],
-): T | undefined {
+export function readEnum<T extends string>(p: Problems, t: Table, key: string, path: string, values: readonly T[]): T | undefined {
   if (!has(t, key)) return undefined;
   const v = t[key];
   const at = keyPath(path, key);
@@ -236,13 +230,7 @@ export function readEnum<T extends string>(
   return v as T;
 }
 
-export function readStringArray(
-  p: Problems,
-  t: Table,
-  key: string,
-  path: string,
-  rule: StringRule & { maxItems?: number } = {},
-): string[] | undefined {
+export function readStringArray(p: Problems, t: Table, key: string, path: string, rule: StringRule & { maxItems?: number } = {}): string[] | undefined {
   if (!has(t, key)) return undefined;
   const v = t[key];
   const at = keyPath(path, key);

@@ -29,16 +29,11 @@ function isExpectedRevision(e: unknown): e is ExpectedRevision {
 export function validateAppendRequest(req: AppendRequest): void {
   if (typeof req !== 'object' || req === null) throw invalidAppend('append request must be an object', {});
   const { stream, expected, events, seal } = req;
-  if (typeof stream !== 'string' || !STREAM_RE.test(stream))
-    throw invalidAppend(`stream name ${JSON.stringify(stream)} must be <category>-<id>`, { stream });
+  if (typeof stream !== 'string' || !STREAM_RE.test(stream)) throw invalidAppend(`stream name ${JSON.stringify(stream)} must be <category>-<id>`, { stream });
   if (!isExpectedRevision(expected))
-    throw invalidAppend(
-      `stream ${stream}: expected revision must be any, no_stream, stream_exists or an integer >= 0`,
-      { stream, expected },
-    );
+    throw invalidAppend(`stream ${stream}: expected revision must be any, no_stream, stream_exists or an integer >= 0`, { stream, expected });
   if (typeof seal !== 'function') throw invalidAppend(`stream ${stream}: seal must be a function`, { stream });
-  if (!Array.isArray(events) || events.length === 0)
-    throw invalidAppend(`stream ${stream}: an append needs at least one event`, { stream });
+  if (!Array.isArray(events) || events.length === 0) throw invalidAppend(`stream ${stream}: an append needs at least one event`, { stream });
   if (events.length > MAX_EVENTS_PER_APPEND)
     throw invalidAppend(`stream ${stream}: ${events.length} events in one append, above ${MAX_EVENTS_PER_APPEND}`, {
       stream,
@@ -46,8 +41,7 @@ export function validateAppendRequest(req: AppendRequest): void {
     });
   const seen = new Set<string>();
   events.forEach((e, i) => {
-    if (typeof e !== 'object' || e === null)
-      throw invalidAppend(`stream ${stream}: event ${i} is not an object`, { stream, index: i });
+    if (typeof e !== 'object' || e === null) throw invalidAppend(`stream ${stream}: event ${i} is not an object`, { stream, index: i });
     if (typeof e.id !== 'string' || !UUID_RE.test(e.id))
       throw invalidAppend(`stream ${stream}: event ${i} id ${JSON.stringify(e.id)} is not a lowercase UUID`, {
         stream,
@@ -58,8 +52,7 @@ export function validateAppendRequest(req: AppendRequest): void {
         stream,
         index: i,
       });
-    if (seen.has(e.id))
-      throw invalidAppend(`stream ${stream}: event id ${e.id} appears twice in one append`, { stream, id: e.id });
+    if (seen.has(e.id)) throw invalidAppend(`stream ${stream}: event id ${e.id} appears twice in one append`, { stream, id: e.id });
     seen.add(e.id);
   });
 }

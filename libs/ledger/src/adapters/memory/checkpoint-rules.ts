@@ -40,10 +40,13 @@ export function validateCheckpoint(cp: NewCheckpoint): void {
   // The columns are an index of the note: they must say what the signed body says.
   const head = noteHead(cp.note);
   if (head.treeSize !== cp.treeSize || head.rootHash !== cp.rootHash)
-    throw invalidCheckpoint(`checkpoint note states size ${head.treeSize} and root ${head.rootHash}, but the checkpoint to store has size ${cp.treeSize} and root ${cp.rootHash}`, {
-      treeSize: cp.treeSize,
-      noteTreeSize: head.treeSize,
-    });
+    throw invalidCheckpoint(
+      `checkpoint note states size ${head.treeSize} and root ${head.rootHash}, but the checkpoint to store has size ${cp.treeSize} and root ${cp.rootHash}`,
+      {
+        treeSize: cp.treeSize,
+        noteTreeSize: head.treeSize,
+      },
+    );
 }
 
 /**
@@ -60,7 +63,12 @@ export function checkCheckpointOrder(last: StoredCheckpoint | null, cp: NewCheck
     head = null;
   }
   if (!head || head.treeSize !== last.treeSize || head.rootHash !== last.rootHash)
-    throw new AssayError('LEDGER_CHECKPOINT_TAMPERED', 'integrity', `the last stored checkpoint (seq ${last.seq}) records size ${last.treeSize} and root ${last.rootHash}, which its signed note does not state: the stored record was edited; run \`assay ledger verify\``, { details: { seq: last.seq } });
+    throw new AssayError(
+      'LEDGER_CHECKPOINT_TAMPERED',
+      'integrity',
+      `the last stored checkpoint (seq ${last.seq}) records size ${last.treeSize} and root ${last.rootHash}, which its signed note does not state: the stored record was edited; run \`assay ledger verify\``,
+      { details: { seq: last.seq } },
+    );
   if (cp.treeSize < last.treeSize) throw checkpointOutOfOrder(LEDGER_CHECKPOINT_ROLLBACK, cp.treeSize, last.treeSize);
   if (cp.treeSize === last.treeSize) throw checkpointOutOfOrder(LEDGER_CHECKPOINT_NOT_NEWER, cp.treeSize, last.treeSize);
   // Any tree extends the empty one (RFC 9162 defines no proof from size 0).

@@ -36,7 +36,12 @@ export class MemoryEventStore implements EventStore {
     const existing = this.streams.get(req.stream);
     const current = existing ? existing.length - 1 : null;
     const ids = req.events.map((e) => e.id);
-    const plan = planAppend(req, current, ids.map((id) => this.byId.get(id)), ids);
+    const plan = planAppend(
+      req,
+      current,
+      ids.map((id) => this.byId.get(id)),
+      ids,
+    );
     if (plan.kind === 'idempotent') {
       const run = existing!.slice(plan.firstRevision, plan.lastRevision + 1).map(copy);
       return {
@@ -96,8 +101,7 @@ export class MemoryEventStore implements EventStore {
     if ((opts.direction ?? 'forwards') === 'forwards') {
       for (let r = Math.max(0, opts.fromRevision ?? 0); r < events.length && n < max; r++, n++) yield copy(events[r]!);
     } else {
-      for (let r = Math.min(events.length - 1, opts.fromRevision ?? events.length - 1); r >= 0 && n < max; r--, n++)
-        yield copy(events[r]!);
+      for (let r = Math.min(events.length - 1, opts.fromRevision ?? events.length - 1); r >= 0 && n < max; r--, n++) yield copy(events[r]!);
     }
   }
 

@@ -290,8 +290,7 @@ export class SqliteEventStore implements EventStore {
       () =>
         new CatchUpSubscription(
           {
-            readFrom: (position, limit) =>
-              this.guard(() => (this.s.all.all(position, Number.MAX_SAFE_INTEGER, limit) as Row[]).map(toRecorded), false),
+            readFrom: (position, limit) => this.guard(() => (this.s.all.all(position, Number.MAX_SAFE_INTEGER, limit) as Row[]).map(toRecorded), false),
             size: () => this.guard(() => this.s.nextPosition.get() as number, false),
           },
           opts,

@@ -265,7 +265,8 @@ describe('SqliteLedgerDatabase', () => {
 
     it('sequential appends each commit on their own', async () => {
       const db = openDb();
-      for (let i = 0; i < 5; i++) await db.events.append({ stream: 'run-s', expected: i === 0 ? 'no_stream' : i - 1, events: [proposed(`s${i}`)], seal: zeroSigSeal });
+      for (let i = 0; i < 5; i++)
+        await db.events.append({ stream: 'run-s', expected: i === 0 ? 'no_stream' : i - 1, events: [proposed(`s${i}`)], seal: zeroSigSeal });
       expect(db.events.stats.transactions).toBe(5);
     });
 

@@ -111,8 +111,7 @@ export class SqliteLedgerDatabase {
       db.pragma('foreign_keys = ON');
       if (opts.verifyOnOpen) {
         const problems = (db.pragma('quick_check') as Array<Record<string, string>>).map((r) => Object.values(r)[0]);
-        if (!(problems.length === 1 && problems[0] === 'ok'))
-          throw dbCorrupt(abs, `quick_check: ${problems.slice(0, 5).join('; ')}`);
+        if (!(problems.length === 1 && problems[0] === 'ok')) throw dbCorrupt(abs, `quick_check: ${problems.slice(0, 5).join('; ')}`);
       }
       const version = assertNotTooNew(db, abs, migrations);
       if (version > 0) SqliteLedgerDatabase.probe(db);
@@ -241,7 +240,17 @@ function freshSchema(migrations: Migration[]): Database.Database {
  * makes for UNIQUE and PRIMARY KEY constraints), of every schema object.
  */
 function schemaOf(db: Database.Database): Map<string, string | null> {
-  const rows = db.prepare("SELECT type, name, tbl_name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_stat%' ORDER BY type, name").all() as Array<{ type: unknown; name: unknown; tbl_name: unknown; sql: unknown }>;
+  const rows = db.prepare("SELECT type, name, tbl_name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_stat%' ORDER BY type, name").all() as Array<{
+    type: unknown;
+    name: unknown;
+    tbl_name: unknown;
+    sql: unknown;
+  }>;
   if (db.memory) db.close();
-  return new Map(rows.map((r) => [`${String(r.type)} ${String(r.name)} (on ${String(r.tbl_name)})`, typeof r.sql === 'string' ? r.sql.replace(/\s+/g, ' ').trim() : r.sql === null ? null : String(r.sql)]));
+  return new Map(
+    rows.map((r) => [
+      `${String(r.type)} ${String(r.name)} (on ${String(r.tbl_name)})`,
+      typeof r.sql === 'string' ? r.sql.replace(/\s+/g, ' ').trim() : r.sql === null ? null : String(r.sql),
+    ]),
+  );
 }

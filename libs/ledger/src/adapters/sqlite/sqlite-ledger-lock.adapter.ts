@@ -42,7 +42,7 @@ export class SqliteLedgerLock implements LedgerLock {
       },
       forEach: (from: number, to: number, f: (batch: LockedEvent[]) => void) => {
         live();
-        for (let at = from; at < to; ) {
+        for (let at = from; at < to;) {
           const rows = this.range.all(at, to, BATCH) as LockedEvent[];
           if (rows.length === 0) return;
           f(rows);
@@ -51,7 +51,7 @@ export class SqliteLedgerLock implements LedgerLock {
       },
       forEachOfType: (type: string, from: number, to: number, f: (batch: LockedEvent[]) => void) => {
         live();
-        for (let at = from; at < to; ) {
+        for (let at = from; at < to;) {
           const rows = this.rangeOfType.all(type, at, to, BATCH) as LockedEvent[];
           if (rows.length === 0) return;
           f(rows);

@@ -69,10 +69,7 @@ export function loadMigrations(dir: string = findMigrationsDir()): Migration[] {
 }
 
 function userTables(db: Database.Database): string[] {
-  return db
-    .prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name`)
-    .pluck()
-    .all() as string[];
+  return db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name`).pluck().all() as string[];
 }
 
 /**
@@ -88,7 +85,8 @@ export function schemaVersion(db: Database.Database, path: string): number {
   const v = db.prepare('SELECT max(version) FROM schema_version').pluck().get() as unknown;
   // Migrations create schema_version together with the tables and its row in one transaction: an empty one beside
   // ledger tables was emptied by hand, and running the migrations again on it would fail half way or worse.
-  if (v === null && tables.length > 1) throw schemaVersionInvalid(path, `schema_version is empty, but the database holds the tables ${tables.filter((t) => t !== 'schema_version').join(', ')}`);
+  if (v === null && tables.length > 1)
+    throw schemaVersionInvalid(path, `schema_version is empty, but the database holds the tables ${tables.filter((t) => t !== 'schema_version').join(', ')}`);
   if (v !== null && (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 1)) throw schemaVersionInvalid(path, `schema_version holds version ${String(v)}`);
   return (v as number | null) ?? 0;
 }
@@ -102,12 +100,7 @@ export function assertNotTooNew(db: Database.Database, path: string, migrations:
 }
 
 /** Applies every migration newer than the database, each in its own immediate transaction. Idempotent. */
-export function applyMigrations(
-  db: Database.Database,
-  path: string,
-  migrations: Migration[],
-  clock: Clock = systemClock,
-): MigrationResult {
+export function applyMigrations(db: Database.Database, path: string, migrations: Migration[], clock: Clock = systemClock): MigrationResult {
   const from = assertNotTooNew(db, path, migrations);
   const applied: number[] = [];
   for (const mig of migrations) {

@@ -21,7 +21,9 @@ export interface RangeReader {
 
 export function openRangeReader(spec: ParallelReadSpec): RangeReader {
   const db = new Database(spec.path, { readonly: true, fileMustExist: true });
-  const rawRange = db.prepare('SELECT position, stream, revision, id, type, bytes, hash FROM events WHERE position >= ? AND position < ? ORDER BY position').raw(true);
+  const rawRange = db
+    .prepare('SELECT position, stream, revision, id, type, bytes, hash FROM events WHERE position >= ? AND position < ? ORDER BY position')
+    .raw(true);
   const keys = db.prepare("SELECT position, bytes FROM events WHERE type = 'KeyRegistered' ORDER BY position");
   return {
     rawRange: (from, to) => rawRange.all(from, to) as RawRangeRow[],

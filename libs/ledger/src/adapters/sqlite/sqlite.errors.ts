@@ -12,12 +12,10 @@ export const LEDGER_SCHEMA_TOO_NEW = 'LEDGER_SCHEMA_TOO_NEW';
 export const LEDGER_MIGRATIONS_INVALID = 'LEDGER_MIGRATIONS_INVALID';
 
 export function dbCorrupt(path: string, why: string, cause?: unknown): AssayError {
-  return new AssayError(
-    LEDGER_DB_CORRUPT,
-    'integrity',
-    `ledger database ${path} is not a SQLite database or is corrupted (${why}); it was left untouched`,
-    { details: { path }, cause },
-  );
+  return new AssayError(LEDGER_DB_CORRUPT, 'integrity', `ledger database ${path} is not a SQLite database or is corrupted (${why}); it was left untouched`, {
+    details: { path },
+    cause,
+  });
 }
 
 export function dbUnavailable(path: string, why: string, cause?: unknown): AssayError {
@@ -49,7 +47,9 @@ export const LEDGER_SCHEMA_VERSION_INVALID = 'LEDGER_SCHEMA_VERSION_INVALID';
 
 /** schema_version says nothing (or nonsense) about a database that holds ledger tables: it was edited. */
 export function schemaVersionInvalid(path: string, why: string): AssayError {
-  return new AssayError(LEDGER_SCHEMA_VERSION_INVALID, 'integrity', `ledger database ${path}: ${why}; it was left untouched (no migration is run on it)`, { details: { path } });
+  return new AssayError(LEDGER_SCHEMA_VERSION_INVALID, 'integrity', `ledger database ${path}: ${why}; it was left untouched (no migration is run on it)`, {
+    details: { path },
+  });
 }
 
 export function migrationsInvalid(dir: string, why: string): AssayError {
@@ -57,7 +57,18 @@ export function migrationsInvalid(dir: string, why: string): AssayError {
 }
 
 const CORRUPT_CODES = new Set(['SQLITE_CORRUPT', 'SQLITE_NOTADB']);
-const UNAVAILABLE_PREFIXES = ['SQLITE_BUSY', 'SQLITE_LOCKED', 'SQLITE_IOERR', 'SQLITE_FULL', 'SQLITE_CANTOPEN', 'SQLITE_READONLY', 'SQLITE_PERM', 'SQLITE_AUTH', 'SQLITE_PROTOCOL', 'SQLITE_NOLFS'];
+const UNAVAILABLE_PREFIXES = [
+  'SQLITE_BUSY',
+  'SQLITE_LOCKED',
+  'SQLITE_IOERR',
+  'SQLITE_FULL',
+  'SQLITE_CANTOPEN',
+  'SQLITE_READONLY',
+  'SQLITE_PERM',
+  'SQLITE_AUTH',
+  'SQLITE_PROTOCOL',
+  'SQLITE_NOLFS',
+];
 
 function sqliteCode(e: unknown): string | undefined {
   if (typeof e === 'object' && e !== null && typeof (e as { code?: unknown }).code === 'string') {
@@ -78,8 +89,7 @@ export function translateDbError(path: string, e: unknown): unknown {
   if (isAssayError(e)) return e;
   const code = sqliteCode(e);
   if (code === undefined) {
-    if (e instanceof TypeError && /database connection is not open/i.test(e.message))
-      return dbUnavailable(path, 'the database is closed', e);
+    if (e instanceof TypeError && /database connection is not open/i.test(e.message)) return dbUnavailable(path, 'the database is closed', e);
     return e;
   }
   const msg = (e as Error).message;

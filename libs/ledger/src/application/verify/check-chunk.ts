@@ -135,7 +135,10 @@ export type PackedRow = readonly [position: number, stream: string, revision: nu
 
 /** Packs recorded events into a chunk (one buffer for all bytes, so it can be transferred, not copied). */
 export function packChunk(events: ReadonlyArray<PackedEvent>, keys: Array<[string, Uint8Array]>): ChunkInput {
-  return packRows(events.map((e): PackedRow => [e.position, e.stream, e.revision, e.id, e.type, e.bytes, e.hash]), keys);
+  return packRows(
+    events.map((e): PackedRow => [e.position, e.stream, e.revision, e.id, e.type, e.bytes, e.hash]),
+    keys,
+  );
 }
 
 const EMPTY_BYTES = new Uint8Array(0);
@@ -148,7 +151,18 @@ const ZERO_HASH32 = new Uint8Array(32);
  */
 function rowTypeProblem(r: PackedRow): string | null {
   const [position, stream, revision, id, type, bytes, hash] = r as readonly unknown[];
-  const cls = (v: unknown): string => (v === null ? 'NULL' : v instanceof Uint8Array ? 'BLOB' : typeof v === 'string' ? 'TEXT' : typeof v === 'number' ? (Number.isInteger(v) ? 'INTEGER' : 'REAL') : typeof v);
+  const cls = (v: unknown): string =>
+    v === null
+      ? 'NULL'
+      : v instanceof Uint8Array
+        ? 'BLOB'
+        : typeof v === 'string'
+          ? 'TEXT'
+          : typeof v === 'number'
+            ? Number.isInteger(v)
+              ? 'INTEGER'
+              : 'REAL'
+            : typeof v;
   const where = `the row at position ${String(position)}`;
   if (typeof position !== 'number' || !Number.isSafeInteger(position)) return `${where}: position is ${cls(position)}, not an INTEGER`;
   if (typeof revision !== 'number' || !Number.isSafeInteger(revision)) return `${where}: revision is ${cls(revision)}, not an INTEGER`;
@@ -168,7 +182,17 @@ export function packRows(rows: ReadonlyArray<PackedRow>, keys: Array<[string, Ui
   for (let i = 0; i < n; i++) {
     const r = rows[i] as PackedRow;
     // The common case costs a few typeof checks; a bad row is replaced by a placeholder and reported in order.
-    if (typeof r[0] === 'number' && typeof r[1] === 'string' && typeof r[2] === 'number' && typeof r[3] === 'string' && typeof r[4] === 'string' && r[5] instanceof Uint8Array && r[6] instanceof Uint8Array && Number.isSafeInteger(r[0]) && Number.isSafeInteger(r[2]))
+    if (
+      typeof r[0] === 'number' &&
+      typeof r[1] === 'string' &&
+      typeof r[2] === 'number' &&
+      typeof r[3] === 'string' &&
+      typeof r[4] === 'string' &&
+      r[5] instanceof Uint8Array &&
+      r[6] instanceof Uint8Array &&
+      Number.isSafeInteger(r[0]) &&
+      Number.isSafeInteger(r[2])
+    )
       continue;
     const message = rowTypeProblem(r);
     if (message === null) continue;
@@ -384,7 +408,13 @@ export function checkChunk(input: ChunkInput, keyCache: Map<string, Uint8Array>,
     }
     signerIndex[i] = si;
     if (FOLDED_TYPES.has(env.type)) out.dataEvents.push({ i, data: env.data });
-    if (env.position !== position || env.stream !== input.streams[i] || env.revision !== input.revisions[i] || env.id !== input.ids[i] || env.type !== input.types[i]) {
+    if (
+      env.position !== position ||
+      env.stream !== input.streams[i] ||
+      env.revision !== input.revisions[i] ||
+      env.id !== input.ids[i] ||
+      env.type !== input.types[i]
+    ) {
       out.problems.push({
         i,
         step: 'envelopes',
@@ -394,7 +424,12 @@ export function checkChunk(input: ChunkInput, keyCache: Map<string, Uint8Array>,
       continue;
     }
     if (d.compare(stored, 32 * i, 32 * i + 32, DIGEST_STRIDE * i + 32, DIGEST_STRIDE * i + 64) !== 0) {
-      out.problems.push({ i, step: 'envelopes', code: 'VERIFY_HASH_MISMATCH', message: `the stored hash of position ${position} is not the SHA-256 of its bytes` });
+      out.problems.push({
+        i,
+        step: 'envelopes',
+        code: 'VERIFY_HASH_MISMATCH',
+        message: `the stored hash of position ${position} is not the SHA-256 of its bytes`,
+      });
       continue;
     }
     const dp = eventDataProblem(env.type, env.data, env.dataBytes);
@@ -412,7 +447,12 @@ export function checkChunk(input: ChunkInput, keyCache: Map<string, Uint8Array>,
   }
   for (const v of toVerify) {
     if (!nodeEd25519.verify(v.key, v.signing, v.signature))
-      out.problems.push({ i: v.i, step: 'signatures', code: 'VERIFY_BAD_SIGNATURE', message: `the signature of position ${input.positions[v.i]} does not verify with ${v.signer}` });
+      out.problems.push({
+        i: v.i,
+        step: 'signatures',
+        code: 'VERIFY_BAD_SIGNATURE',
+        message: `the signature of position ${input.positions[v.i]} does not verify with ${v.signer}`,
+      });
   }
   // Problems in event order, so the first one reported is the first bad event.
   out.problems.sort((a, b) => a.i - b.i);

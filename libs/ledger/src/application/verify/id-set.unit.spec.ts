@@ -8,7 +8,7 @@ const words = (id: string): Uint32Array => {
   return w;
 };
 
-describe('IdSet: the verifier\'s own check that event ids are unique', () => {
+describe("IdSet: the verifier's own check that event ids are unique", () => {
   it('holds ids as their 128 bits, and gives the text back', () => {
     const id = randomUUID();
     expect(uuidText(words(id), 0)).toBe(id);

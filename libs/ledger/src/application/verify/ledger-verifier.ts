@@ -40,7 +40,18 @@ import { IdSet, uuidText } from './id-set';
 import type { EventStore, ParallelReadSpec, RecordedEvent } from '../../ports/event-store.port';
 import type { StoredCheckpoint } from '../../ports/checkpoint-store.port';
 import type { StoredMerkleNodes } from '../../ports/merkle-node-store.port';
-import { DIGEST_STRIDE, checkChunk, checkRange, jsKernels, packChunk, type ChunkMeta, type ChunkOutput, type RowReader, type StepName, type VerifyKernels } from './check-chunk';
+import {
+  DIGEST_STRIDE,
+  checkChunk,
+  checkRange,
+  jsKernels,
+  packChunk,
+  type ChunkMeta,
+  type ChunkOutput,
+  type RowReader,
+  type StepName,
+  type VerifyKernels,
+} from './check-chunk';
 import { inlineChecker, workerChecker, type ChunkChecker } from './worker-pool';
 import type { ClaimProblem, ClaimRules } from '../../domain/claims';
 import { CLAIM_EVENT_TYPES } from '../../domain/catalogue';
@@ -184,7 +195,14 @@ export async function verifyLedger(o: VerifyOptions): Promise<VerificationReport
   const claims = o.claims?.start() ?? null;
   let claimProblem: ClaimProblem | null = null;
   const claimFailure = (p: ClaimProblem): Failed =>
-    new Failed({ step: 'claims', code: p.code, message: `${p.stream}: ${p.message} (rule ${p.rule})`, ...(p.position !== null ? { position: p.position } : {}), stream: p.stream, rule: p.rule });
+    new Failed({
+      step: 'claims',
+      code: p.code,
+      message: `${p.stream}: ${p.message} (rule ${p.rule})`,
+      ...(p.position !== null ? { position: p.position } : {}),
+      stream: p.stream,
+      rule: p.rule,
+    });
   const report = (): VerificationReport => {
     const failedIdx = failure ? STEPS.indexOf(failure.step) : STEPS.length;
     return {
@@ -274,8 +292,7 @@ export async function verifyLedger(o: VerifyOptions): Promise<VerificationReport
       // merkle: a whole aligned chunk of 2^k events with no checkpoint inside it joins the tree as one perfect
       // subtree, hashed in one call once every event of it passed; otherwise (and up to a failing event) leaf by leaf.
       const firstLeaf = acc.size;
-      const whole =
-        c.n > 0 && (c.n & (c.n - 1)) === 0 && firstLeaf % c.n === 0 && ![...cpSizes].some((s) => s > firstLeaf && s < firstLeaf + c.n);
+      const whole = c.n > 0 && (c.n & (c.n - 1)) === 0 && firstLeaf % c.n === 0 && ![...cpSizes].some((s) => s > firstLeaf && s < firstLeaf + c.n);
       const pushLeaves = (upTo: number): void => {
         for (let j = acc.size - firstLeaf; j < upTo; j++) {
           acc.push(d.subarray(DIGEST_STRIDE * j + 64, DIGEST_STRIDE * j + 96));
@@ -295,7 +312,12 @@ export async function verifyLedger(o: VerifyOptions): Promise<VerificationReport
           const problem = problems.get(i);
           if (problem) at(problem.step, problem.code, problem.message);
           const firstUse = ids.add(out.idWords, 4 * i, position);
-          if (firstUse >= 0) at('envelopes', 'VERIFY_DUPLICATE_ID', `id ${uuidText(out.idWords, 4 * i)} is already the id of the event at position ${firstUse}: ids are unique in the whole log`);
+          if (firstUse >= 0)
+            at(
+              'envelopes',
+              'VERIFY_DUPLICATE_ID',
+              `id ${uuidText(out.idWords, 4 * i)} is already the id of the event at position ${firstUse}: ids are unique in the whole log`,
+            );
           bump('envelopes');
           bump('schemas');
           // Past the checker, the stored columns equal the signed envelope's fields.
@@ -341,7 +363,11 @@ export async function verifyLedger(o: VerifyOptions): Promise<VerificationReport
           const prev = d.subarray(DIGEST_STRIDE * i, DIGEST_STRIDE * i + 32);
           const wantPrev = last ? last.hash : ZERO_HASH_BYTES;
           if (!wantPrev.equals(prev))
-            at('chains', 'VERIFY_CHAIN_BROKEN', `prev of ${stream}@${revision} is ${Buffer.from(prev).toString('hex').slice(0, 16)}…, but the hash of the event before is ${wantPrev.toString('hex').slice(0, 16)}…`);
+            at(
+              'chains',
+              'VERIFY_CHAIN_BROKEN',
+              `prev of ${stream}@${revision} is ${Buffer.from(prev).toString('hex').slice(0, 16)}…, but the hash of the event before is ${wantPrev.toString('hex').slice(0, 16)}…`,
+            );
           streams.set(stream, { revision, hash: Buffer.from(d.subarray(DIGEST_STRIDE * i + 32, DIGEST_STRIDE * i + 64)) });
           bump('chains');
           // claims: folded now, reported after the checkpoints (a problem here stops the folding, not the pass)
@@ -492,7 +518,9 @@ function merkleShape(nodes: StoredMerkleNodes): number {
   for (const [level, l] of at) {
     const want = Math.floor(m / 2 ** level);
     if (l.count !== want || (want > 0 && (l.minIdx !== 0 || l.maxIdx !== want - 1)))
-      throw merkleFailure(`level ${level} holds ${l.count} rows (idx ${String(l.minIdx)}..${String(l.maxIdx)}), but a tree of ${m} indexed leaves has exactly ${want} (idx 0..${want - 1})`);
+      throw merkleFailure(
+        `level ${level} holds ${l.count} rows (idx ${String(l.minIdx)}..${String(l.maxIdx)}), but a tree of ${m} indexed leaves has exactly ${want} (idx 0..${want - 1})`,
+      );
   }
   for (let level = 0; Math.floor(m / 2 ** level) > 0; level++)
     if (!at.has(level)) throw merkleFailure(`level ${level} has no rows, but a tree of ${m} indexed leaves has ${Math.floor(m / 2 ** level)}`);
@@ -521,7 +549,10 @@ function checkStoredLeaves(nodes: StoredMerkleNodes, from: number, to: number, d
   for (let j = 0; j < to - from; j++) {
     const leaf = digests.subarray(DIGEST_STRIDE * j + 64, DIGEST_STRIDE * j + 96);
     if (s.compare(leaf, 0, 32, 32 * j, 32 * j + 32) !== 0)
-      throw merkleFailure(`the leaf row (level 0, idx ${from + j}) is not the leaf hash of the event at position ${from + j}: proofs from it would not verify`, from + j);
+      throw merkleFailure(
+        `the leaf row (level 0, idx ${from + j}) is not the leaf hash of the event at position ${from + j}: proofs from it would not verify`,
+        from + j,
+      );
     keep.set(leaf, 32 * (from + j));
   }
 }
@@ -555,7 +586,10 @@ function checkStoredInteriorNodes(nodes: StoredMerkleNodes, leaves: number, kern
       kernels.digestAll(bytes.subarray(0, 65 * k), offsets.subarray(0, k + 1), out, 64, 0);
       for (let j = 0; j < k; j++) {
         if (p.compare(out, 64 * j, 64 * j + 32, 32 * j, 32 * j + 32) !== 0)
-          throw merkleFailure(`(level ${level}, idx ${from + j}) is not the hash of its two children: proofs through it would not verify`, (from + j) * 2 ** level);
+          throw merkleFailure(
+            `(level ${level}, idx ${from + j}) is not the hash of its two children: proofs through it would not verify`,
+            (from + j) * 2 ** level,
+          );
       }
       here.set(parents, 32 * from);
     }
@@ -617,7 +651,8 @@ export function readWitnessFile(w: { path: string; text: string | null }): Witne
   if (members.join() !== WITNESS_MEMBERS.join())
     return bad('VERIFY_WITNESS_MALFORMED', `must have exactly the members ${WITNESS_MEMBERS.join(', ')}; it has ${members.join(', ') || 'none'}`);
   const { treeSize, rootHash, note } = rec;
-  if (typeof treeSize !== 'number' || !Number.isSafeInteger(treeSize) || treeSize < 0) return bad('VERIFY_WITNESS_MALFORMED', 'treeSize must be an integer >= 0');
+  if (typeof treeSize !== 'number' || !Number.isSafeInteger(treeSize) || treeSize < 0)
+    return bad('VERIFY_WITNESS_MALFORMED', 'treeSize must be an integer >= 0');
   if (typeof rootHash !== 'string') return bad('VERIFY_WITNESS_MALFORMED', 'rootHash must be a string');
   if (typeof note !== 'string') return bad('VERIFY_WITNESS_MALFORMED', 'note must be a string');
   let body;
@@ -628,7 +663,10 @@ export function readWitnessFile(w: { path: string; text: string | null }): Witne
   }
   const noteRoot = Buffer.from(body.rootHash).toString('base64');
   if (body.treeSize !== treeSize || noteRoot !== rootHash)
-    return bad('VERIFY_WITNESS_MISMATCH', `records size ${treeSize} and root ${rootHash}, but the note it holds says size ${body.treeSize} and root ${noteRoot}: the file was edited`);
+    return bad(
+      'VERIFY_WITNESS_MISMATCH',
+      `records size ${treeSize} and root ${rootHash}, but the note it holds says size ${body.treeSize} and root ${noteRoot}: the file was edited`,
+    );
   return { path: w.path, note, problem: null };
 }
 
@@ -710,7 +748,11 @@ function verifyCheckpoints(
     const fail = (what: string, message: string, treeSize = 0): never => {
       throw new Failed({ step: 'checkpoints', code: `${prefix}${what}`, message: `${label}: ${message}`, checkpoint: { seq, treeSize, note: noteText } });
     };
-    if (typeof rawNote !== 'string') fail(source === 'stored' ? 'COLUMN_MISMATCH' : 'MALFORMED', `the note is ${rawNote === null ? 'NULL' : rawNote instanceof Uint8Array ? 'a BLOB' : typeof rawNote}, not text`);
+    if (typeof rawNote !== 'string')
+      fail(
+        source === 'stored' ? 'COLUMN_MISMATCH' : 'MALFORMED',
+        `the note is ${rawNote === null ? 'NULL' : rawNote instanceof Uint8Array ? 'a BLOB' : typeof rawNote}, not text`,
+      );
     let parsed: ParsedNote;
     let body;
     try {
@@ -727,7 +769,11 @@ function verifyCheckpoints(
       const r = row as unknown as Record<'seq' | 'treeSize' | 'rootHash', unknown>;
       try {
         if (r.seq !== index)
-          fail('COLUMN_MISMATCH', `seq is ${String(r.seq)} where ${String(index)} was expected: rows are numbered 0, 1, 2, ... in issue order, and one is missing or was renumbered`, n);
+          fail(
+            'COLUMN_MISMATCH',
+            `seq is ${String(r.seq)} where ${String(index)} was expected: rows are numbered 0, 1, 2, ... in issue order, and one is missing or was renumbered`,
+            n,
+          );
         if (r.treeSize !== n) fail('COLUMN_MISMATCH', `tree_size is ${JSON.stringify(r.treeSize) ?? String(r.treeSize)}, but the signed note says ${n}`, n);
         if (r.rootHash !== root.toString('base64'))
           fail('COLUMN_MISMATCH', `root_hash is ${JSON.stringify(r.rootHash) ?? String(r.rootHash)}, but the signed note says ${root.toString('base64')}`, n);
@@ -738,7 +784,9 @@ function verifyCheckpoints(
     // Lines of known keys: every one must verify, then none may be outside its key's window; unknown keys are ignored.
     const known = parsed.signatures.flatMap((line) => {
       const k = keys.get(`${line.name}+${line.keyIdHex}`);
-      return k ? [{ line, k, who: `${k.record.keyId} (a registered ${k.record.role} key, ${k.type === SIG_TYPE_ED25519 ? 'signature' : 'cosignature'} line)` }] : [];
+      return k
+        ? [{ line, k, who: `${k.record.keyId} (a registered ${k.record.role} key, ${k.type === SIG_TYPE_ED25519 ? 'signature' : 'cosignature'} line)` }]
+        : [];
     });
     for (const { line, k, who } of known) {
       let ok = false;
@@ -752,7 +800,11 @@ function verifyCheckpoints(
     let byController = false;
     for (const { k, who } of known) {
       if (k.record.revokedAt !== null && k.record.revokedAt < n)
-        fail('REVOKED_SIGNER', `${who} was revoked at position ${k.record.revokedAt}, inside the tree of ${n} events it signs: a revoked key signs nothing after its revocation`, n);
+        fail(
+          'REVOKED_SIGNER',
+          `${who} was revoked at position ${k.record.revokedAt}, inside the tree of ${n} events it signs: a revoked key signs nothing after its revocation`,
+          n,
+        );
       if (k.type === SIG_TYPE_ED25519 && k.record.role === 'controller') {
         if (k.record.registeredAt >= n)
           fail('UNREGISTERED_SIGNER', `${who} was registered at position ${k.record.registeredAt}, outside the tree of ${n} events it signs`, n);
