@@ -12,7 +12,7 @@
 import { closeSync, existsSync, linkSync, openSync, readFileSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { AssayError } from '@assay/core';
+import { AssayError, bootId, processStartTicks } from '@assay/core';
 
 export const CONTROLLER_LOCK = 'controller.lock';
 
@@ -35,25 +35,8 @@ export interface ProcessProbe {
 
 export const systemProbe: ProcessProbe = {
   host: () => hostname(),
-  bootId: () => {
-    try {
-      return readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
-    } catch {
-      return null;
-    }
-  },
-  startTicks: (pid) => {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      // Field 2 (comm) is in parentheses and may hold spaces: count fields after the last ')'.
-      const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      if (rest[0] === 'Z' || rest[0] === 'X') return null; // a zombie is gone, only not yet reaped
-      return rest[19] ?? null; // field 22 = index 19 after pid and comm
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return null;
-      return undefined;
-    }
-  },
+  bootId,
+  startTicks: processStartTicks,
   self: () => process.pid,
 };
 

@@ -4,3 +4,5 @@ export * from './progress';
 export * from './terminal-text';
 export * from './system-errors';
 export * from './worker-entry';
+export * from './file-ops';
+export * from './process-identity';

@@ -2,29 +2,11 @@
  * Owners as `<host>/<pid>/<start time>`: the start time (field 22 of /proc/<pid>/stat, in clock ticks since boot)
  * tells a live owner from a new process that reused its pid. On a host without /proc the pid alone is checked.
  */
-import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
+import { processAlive, processStartTicks } from '@assay/core';
 import type { OwnerRegistry } from '../ports/owner.port';
 
-function startTime(pid: number): string | null {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // comm (field 2) may contain spaces and parentheses: fields after the last ')' are fixed.
-    const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return rest[19] ?? null; // field 22 overall = index 19 after pid, comm
-  } catch {
-    return null;
-  }
-}
-
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
+const startTime = (pid: number): string | null => processStartTicks(pid) ?? null;
 
 const safeHost = (): string =>
   hostname()
@@ -46,7 +28,7 @@ export class ProcessOwnerRegistry implements OwnerRegistry {
     if (host !== this.host) return true;
     const pid = Number(pidText);
     if (owner === this.self) return true;
-    if (!pidAlive(pid)) return false;
+    if (!processAlive(pid)) return false;
     const now = startTime(pid);
     return now === null || start === '0' || now === start;
   }

@@ -9,10 +9,10 @@
  *
  * This is a composition root: it wires the SQLite adapters, the keys and the Ledger together.
  */
-import { chmodSync, closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, readdirSync, renameSync, rmSync, writeSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { AssayError, type Clock, type IdGenerator, type Progress } from '@assay/core';
+import { AssayError, writeFileAtomic, type Clock, type IdGenerator, type Progress } from '@assay/core';
 import { SqliteLedgerDatabase } from '../adapters/sqlite/sqlite-ledger-database';
 import { openForVerification } from '../adapters/sqlite/sqlite-verification-open';
 import { bestKernels } from '../adapters/native-kernels';
@@ -63,47 +63,6 @@ export function homePaths(home: string): HomePaths {
     config: join(ledgerDir, 'ledger.json'),
     witness: join(ledgerDir, 'checkpoint.last'),
   };
-}
-
-/**
- * Writes a file atomically and durably: a temp file beside it, written and fsynced, renamed over the file, then the
- * directory fsynced so that the rename itself survives a power loss. A reader sees the old or the new file whole.
- */
-export function writeFileAtomic(path: string, text: string, mode = 0o644): void {
-  const tmp = `${path}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
-  try {
-    const fd = openSync(tmp, 'wx', mode);
-    try {
-      writeSync(fd, text);
-      fsyncSync(fd);
-    } finally {
-      closeSync(fd);
-    }
-    renameSync(tmp, path);
-  } catch (e) {
-    rmSync(tmp, { force: true });
-    throw e;
-  }
-  fsyncDir(dirname(path));
-}
-
-/** fsync of a directory (its entries: a rename, a new file). Platforms that cannot (Windows) skip it. */
-function fsyncDir(dir: string): void {
-  let fd: number;
-  try {
-    fd = openSync(dir, 'r');
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'EISDIR' || (e as NodeJS.ErrnoException).code === 'EPERM') return;
-    throw e;
-  }
-  try {
-    fsyncSync(fd);
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    if (code !== 'EINVAL' && code !== 'EISDIR' && code !== 'EPERM') throw e;
-  } finally {
-    closeSync(fd);
-  }
 }
 
 /**

@@ -12,7 +12,7 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { chmodSync, existsSync, lstatSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { AssayError, type Clock } from '@assay/core';
-import { writeFileAtomic } from './ledger-home';
+import { writeFileAtomic } from '@assay/core';
 
 export const OPERATOR_TOKEN_FORMAT = 'assay-api-token/v1';
 /** Environment variable that gives the API the token's SHA-256 (hex) instead of the file. */
@@ -50,7 +50,7 @@ export function createOperatorToken(home: string, o: { clock: Clock; rotate?: bo
   chmodSync(dir, 0o700);
   const token = `assay-op-${randomBytes(32).toString('base64url')}`;
   const record = { format: OPERATOR_TOKEN_FORMAT, sha256: sha256(token).toString('hex'), createdAt: o.clock.now().toISOString() };
-  writeFileAtomic(path, `${JSON.stringify(record)}\n`, 0o600);
+  writeFileAtomic(path, `${JSON.stringify(record)}\n`, { mode: 0o600 });
   return { token, path, replaced: exists };
 }
 

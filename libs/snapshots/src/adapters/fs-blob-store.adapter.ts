@@ -3,7 +3,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { CID } from 'multiformats/cid';
-import { systemClock, type Clock } from '@assay/core';
+import { fsyncDirectory, processAlive, processIdentity, systemClock, writeFileAtomic, type Clock } from '@assay/core';
 import { CHUNK_SIZE, MAX_NODE_BYTES, RAW_CODE, isFormatCid, type Block } from '../domain/format';
 import { ioError, snapshotError } from '../domain/snapshot.errors';
 import type { BlobBatch, BlobStore, CompactReport, PackStaging, PinRecord, StoredBlob } from '../ports/blob-store.port';
@@ -42,39 +42,6 @@ export interface FsBlobStoreOptions {
   readonly packMaxBytes?: number;
 }
 
-function fsyncPath(path: string): void {
-  const fd = fs.openSync(path, fs.constants.O_RDONLY);
-  try {
-    fs.fsyncSync(fd);
-  } finally {
-    fs.closeSync(fd);
-  }
-}
-
-/** Write-temp, fsync, rename, fsync the directory: for the small records (pins, heads). */
-function writeDurable(path: string, text: string, durable: boolean): void {
-  const tmp = `${path}.tmp-${randomBytes(6).toString('hex')}`;
-  const fd = fs.openSync(tmp, 'wx', 0o644);
-  try {
-    fs.writeSync(fd, text);
-    if (durable) fs.fsyncSync(fd);
-  } finally {
-    fs.closeSync(fd);
-  }
-  fs.renameSync(tmp, path);
-  if (durable) fsyncPath(join(path, '..'));
-}
-
-function alive(pid: number): boolean {
-  if (!Number.isSafeInteger(pid) || pid <= 0) return false;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 interface OwnerRecord {
   pid: number;
   host: string;
@@ -86,31 +53,7 @@ interface OwnerRecord {
   process?: string;
 }
 
-let bootId: string | null | undefined;
-
-/**
- * The identity of the process that has `pid` now, beyond the pid itself (which the kernel reuses once a process
- * exits): `<boot id>:<start time in clock ticks since boot>`, or null where /proc cannot tell (not Linux, or the
- * process is gone).
- */
-export function processIdentity(pid: number): string | null {
-  try {
-    bootId ??= fs.readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
-  } catch {
-    bootId = null;
-  }
-  if (!bootId) return null;
-  let stat: string;
-  try {
-    stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-  } catch {
-    return null;
-  }
-  // Field 2, the command name, is in parentheses and may itself hold spaces and ')': count from the last ')'.
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  const start = fields[22 - 3];
-  return start !== undefined && /^\d+$/.test(start) ? `${bootId}:${start}` : null;
-}
+export { processIdentity };
 
 function ownerRecord(clock: Clock): OwnerRecord {
   const identity = processIdentity(process.pid);
@@ -136,7 +79,7 @@ function readOwner(path: string): OwnerRecord | null {
 export function ownerAlive(o: OwnerRecord | null): boolean {
   if (!o) return false;
   if (o.host !== '' && o.host !== hostname()) return true;
-  if (!alive(o.pid)) return false;
+  if (!processAlive(o.pid)) return false;
   if (o.process === undefined) return true;
   const now = processIdentity(o.pid);
   return now === null || now === o.process;
@@ -243,12 +186,12 @@ export class FsBlobStore implements BlobStore {
         const m = JSON.parse(fs.readFileSync(marker, 'utf8')) as { format?: unknown };
         if (m.format === FS_STORE_FORMAT_LOOSE) {
           // An earlier store: its loose blobs stay where they are and are still read; new blobs go to packs.
-          writeDurable(marker, `${JSON.stringify({ format: FS_STORE_FORMAT })}\n`, true);
+          writeFileAtomic(marker, `${JSON.stringify({ format: FS_STORE_FORMAT })}\n`, { durable: true });
         } else if (m.format !== FS_STORE_FORMAT) {
           throw snapshotError('SNAPSHOT_IO', `${dir} holds a blob store of format ${String(m.format)}, expected ${FS_STORE_FORMAT}`);
         }
       } else {
-        writeDurable(marker, `${JSON.stringify({ format: FS_STORE_FORMAT })}\n`, false);
+        writeFileAtomic(marker, `${JSON.stringify({ format: FS_STORE_FORMAT })}\n`, { durable: false });
       }
       ensureIndexFile(join(dir, 'packs', 'index'));
     } catch (e) {
@@ -391,7 +334,7 @@ export class FsBlobStore implements BlobStore {
     const id = `${Date.now().toString(36)}-${randomBytes(6).toString('hex')}`;
     const writerFile = join(this.dir, 'writers', `${id}.json`);
     const me: OwnerRecord = ownerRecord(this.clock);
-    writeDurable(writerFile, JSON.stringify(me), false);
+    writeFileAtomic(writerFile, JSON.stringify(me), { durable: false });
     // Registered first, then check for a collector: one of the two always sees the other.
     const lock = join(this.dir, 'gc.lock');
     const deadline = Date.now() + this.gcWaitMs;
@@ -571,7 +514,7 @@ export class FsBlobStore implements BlobStore {
         if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw ioError('removing', this.packPath(pack), e);
       }
     }
-    if (drop.length > 0 && this.durable) fsyncPath(this.packsDir);
+    if (drop.length > 0 && this.durable) fsyncDirectory(this.packsDir);
     this.rewriteIndexIfBloated();
     return { packsRewritten, packsRemoved, bytesReclaimed: Math.max(0, bytesReclaimed) };
   }
@@ -593,7 +536,7 @@ export class FsBlobStore implements BlobStore {
       }
       appendRecord(tmp, entries, this.durable);
       fs.renameSync(tmp, this.index.path);
-      if (this.durable) fsyncPath(this.packsDir);
+      if (this.durable) fsyncDirectory(this.packsDir);
     } catch (e) {
       fs.rmSync(tmp, { force: true });
       throw ioError('rewriting the index of', this.dir, e);
@@ -610,12 +553,12 @@ export class FsBlobStore implements BlobStore {
   }
 
   writePin(rec: PinRecord): void {
-    writeDurable(this.pinPath(rec.cid), `${JSON.stringify(rec)}\n`, this.durable);
+    writeFileAtomic(this.pinPath(rec.cid), `${JSON.stringify(rec)}\n`, { durable: this.durable });
   }
 
   writeHead(source: string, cid: string): void {
     const name = createHash('sha256').update(source).digest('hex');
-    writeDurable(join(this.dir, 'heads', `${name}.json`), `${JSON.stringify({ source, cid })}\n`, this.durable);
+    writeFileAtomic(join(this.dir, 'heads', `${name}.json`), `${JSON.stringify({ source, cid })}\n`, { durable: this.durable });
   }
 
   async pin(rec: PinRecord): Promise<void> {
@@ -625,7 +568,7 @@ export class FsBlobStore implements BlobStore {
   async unpin(cid: CID): Promise<boolean> {
     try {
       fs.unlinkSync(this.pinPath(cid.toString()));
-      if (this.durable) fsyncPath(join(this.dir, 'roots'));
+      if (this.durable) fsyncDirectory(join(this.dir, 'roots'));
       return true;
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code === 'ENOENT') return false;
@@ -985,7 +928,7 @@ class PackWriter {
     if (this.failed) throw this.failed;
     if (!this.durable || this.fds.length === 0) return;
     await Promise.all(this.fds.map((fd) => fdatasyncAsync(fd)));
-    fsyncPath(this.store.packsDir);
+    fsyncDirectory(this.store.packsDir);
   }
 
   close(): void {
@@ -1160,7 +1103,7 @@ class FsBatch implements BlobBatch {
               }
             }),
           );
-          fsyncPath(this.store.packsDir);
+          fsyncDirectory(this.store.packsDir);
         }
         const now = this.store.clockNow();
         const entries = [...this.staged.values()].map((e) => ({ ...e, timeMs: now }));
