@@ -27,7 +27,17 @@ const base = {
   testPathIgnorePatterns: ['/node_modules/', '/dist/'],
 };
 
+// Coverage (`--coverage`, which scripts/test.sh and so CI pass): V8's own counters, so the swc transform needs no
+// instrumentation; per-lib floors below, set a few points under what the suite measured (docs/architecture.md, "Tests").
+// Code run in child processes, worker threads and containers is not counted.
+const COVERAGE_FLOORS = require('./tests/coverage-floors.json');
+
 module.exports = {
+  coverageProvider: 'v8',
+  collectCoverageFrom: ['libs/*/src/**/*.ts', 'apps/*/src/**/*.ts', '!**/*.spec.ts', '!**/index.ts', '!**/*.worker.ts'],
+  coverageReporters: ['text-summary', 'json-summary'],
+  coverageDirectory: '<rootDir>/.coverage',
+  coverageThreshold: Object.fromEntries(Object.entries(COVERAGE_FLOORS.floors).map(([dir, lines]) => [`./${dir}/`, { lines }])),
   projects: [
     { ...base, displayName: 'unit', testMatch: ['<rootDir>/**/*.unit.spec.ts'] },
     { ...base, displayName: 'int', testMatch: ['<rootDir>/**/*.int.spec.ts'] },
