@@ -1,5 +1,5 @@
 /**
- * The reward contract (DESIGN.md, "Judge and run semantics"), as pure functions.
+ * The reward contract (docs/judge.md, "Reward contract and statuses"), as pure functions.
  *
  * - `reward.json` wins over `reward.txt` whenever it exists, even when it is broken: malformed JSON is a verifier
  *   error and never falls back to the text file.

@@ -1,6 +1,7 @@
 /**
  * The per-run bearer token of the submission endpoint: 32 random bytes as 64 lowercase hex digits, handed to the
- * agent inside Work (ASSAY_SUBMIT_TOKEN or a token file); only its SHA-256 is recorded (RunStarted.protocol).
+ * agent inside Work as the file /run/assay/token (rsi-submit also honours ASSAY_SUBMIT_TOKEN when someone sets it;
+ * Assay does not); only its SHA-256 is recorded (RunStarted.protocol).
  * Requests are checked by hashing the presented token and comparing digests in constant time.
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
