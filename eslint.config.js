@@ -1,5 +1,5 @@
 // Lint: typescript-eslint's recommended rules on the TypeScript sources. Import boundaries are checked by
-// scripts/check-imports.js (see docs/architecture.md).
+// dependency-cruiser (.dependency-cruiser.cjs, see docs/architecture.md).
 const tseslint = require('typescript-eslint');
 
 module.exports = tseslint.config(

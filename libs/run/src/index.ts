@@ -17,6 +17,7 @@ export * from './ports/run-ledger.port';
 export * from './ports/snapshotter.port';
 export * from './ports/judge.port';
 export * from './ports/work-control.port';
+export * from './ports/submission-gateway.port';
 
 // adapters
 export { MemoryRunLedger, type Expected, type ForeignEvent } from './adapters/memory-run-ledger.adapter';

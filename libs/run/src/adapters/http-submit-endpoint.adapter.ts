@@ -12,7 +12,7 @@
  */
 import * as http from 'node:http';
 import { listenOnSocket, removeSocketFile } from './unix-socket';
-import type { SubmissionGateway } from '../application/submission-service';
+import type { SubmissionGateway } from '../ports/submission-gateway.port';
 
 export interface SubmitEndpointOptions {
   readonly socketPath: string;

@@ -20,7 +20,7 @@
 import { isAssayError, type Clock, type ErrorKind, type IdGenerator } from '@assay/core';
 import { changesOutside, notEditableDetail, type PathChange } from '../domain/editable';
 import { decide, type Decision, type GpuHolding, type Rejection, type RunCommand, type RunStartInput, type WorkspaceEditFacts } from '../domain/decide';
-import { formatHistory, historyJson, rejectionFooter, roundFooter, type RoundView, type RoundViewStatus } from '../domain/feedback';
+import { formatHistory, historyJson, rejectionFooter, roundFooter } from '../domain/feedback';
 import { RUN_RULES, type BudgetKind, type JsonObject } from '../domain/run-events';
 import { foldRun, initialRunState, openRound, type RunState } from '../domain/run-state';
 import { RUN_ERROR_CODES, runError } from '../run.errors';
@@ -29,6 +29,7 @@ import type { RunLedger } from '../ports/run-ledger.port';
 import { classifySnapshotFailure, type Snapshotter, type WorkspaceChange } from '../ports/snapshotter.port';
 import { NO_WORK_CONTROL, WORK_FREEZE_REFUSED, type WorkControl } from '../ports/work-control.port';
 import { checkBearer } from './run-token';
+import type { HistoryReply, HistoryRequest, SubmissionGateway, SubmitReply, SubmitRequest } from '../ports/submission-gateway.port';
 
 export interface SubmissionServiceOptions {
   /** Authenticated submissions that may wait for their turn behind the round being judged (default 8). */
@@ -48,41 +49,6 @@ export interface SubmissionServiceDeps {
   readonly clock: Clock;
   readonly ids: IdGenerator;
   readonly options?: SubmissionServiceOptions;
-}
-
-export interface SubmitRequest {
-  /** The Authorization header: undefined, its value, or every value when it was repeated. */
-  readonly authorization: string | readonly string[] | undefined;
-  readonly hasBody: boolean;
-  readonly hasQuery: boolean;
-}
-
-export interface SubmitReply {
-  readonly httpStatus: number;
-  /** The footer (docs/run.md, "Footer"). */
-  readonly text: string;
-  readonly round: number | null;
-  readonly status: RoundViewStatus | 'rejected';
-  readonly code: string | null;
-  readonly retryAfterSec: number | null;
-  readonly view: RoundView | null;
-}
-
-export interface HistoryRequest {
-  readonly authorization: string | readonly string[] | undefined;
-  readonly json?: boolean;
-}
-
-export interface HistoryReply {
-  readonly httpStatus: number;
-  readonly contentType: 'text/plain; charset=utf-8' | 'application/json';
-  readonly body: string;
-}
-
-/** What the HTTP endpoint needs. */
-export interface SubmissionGateway {
-  submit(req: SubmitRequest): Promise<SubmitReply>;
-  history(req: HistoryRequest): Promise<HistoryReply>;
 }
 
 export interface RecoveryReport {

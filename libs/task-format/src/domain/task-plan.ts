@@ -2,10 +2,10 @@
  * The validated, immutable plan of one task directory. Plain data (JSON-serializable, deep-frozen): it carries the
  * templates of environment values, never values resolved from the host, so it can be printed, logged and recorded.
  */
+import type { JsonObject } from './json';
 import type { RunSettingsOverrides } from './run-settings';
 
-export type JsonValue = string | number | boolean | null | readonly JsonValue[] | { readonly [key: string]: JsonValue };
-export type JsonObject = { readonly [key: string]: JsonValue };
+export type { JsonObject, JsonValue } from './json';
 
 /** `1.0`: Harbor's legacy `version = "1.0"` files. `1.4`: the OpenRSI Index / RSI Harness `schema_version`. */
 export type SchemaVersion = '1.0' | '1.4';

@@ -5,7 +5,7 @@
  */
 import { parse as parseToml, TomlDate, TomlError } from 'smol-toml';
 import { problem, TASK_ERROR_CODES as C, type TaskErrorCode, type TaskProblem } from '../task-format.errors';
-import type { JsonObject, JsonValue } from './task-plan';
+import type { JsonObject, JsonValue } from './json';
 
 export type Table = Record<string, unknown>;
 
