@@ -1,10 +1,8 @@
 import { Option, type Command } from 'commander';
 import { AssayError, escapeTerminalText } from '@assay/core';
-import { RUN_ERROR_CODES } from '@assay/run';
-import { parseRunSettingsFlags } from '@assay/task-format';
-import { agentOf, runResearch, type RunReport } from '../../../runtime/src/run-runtime';
-import { parseGpuList } from '../../../runtime/src/gpu-pool';
+import type { RunReport } from '../../../runtime/src/run-runtime';
 import type { CliContext } from '../cli-context';
+import { libs } from '../libs';
 
 const usage = (message: string) => new AssayError('CLI_USAGE', 'invalid_input', message);
 
@@ -74,8 +72,10 @@ export function register(program: Command, ctx: CliContext): void {
           throw usage(`--run-id must be lowercase letters, digits and dashes, got "${o.runId}"`);
         if (o.resume !== undefined && !/^[a-z0-9][a-z0-9-]{0,62}$/.test(o.resume))
           throw usage(`--resume needs a run id (lowercase letters, digits and dashes), got "${o.resume}"`);
-        const gpus = parseGpuList(o.gpus);
-        const gpuBudget = parseRunSettingsFlags({
+        const { RUN_ERROR_CODES } = libs.run();
+        const { agentOf, runResearch } = libs.runRuntime();
+        const gpus = libs.gpuPool().parseGpuList(o.gpus);
+        const gpuBudget = libs.taskFormat().parseRunSettingsFlags({
           ...(o.gpuBudget !== undefined ? { gpuBudgetSec: o.gpuBudget } : {}),
           ...(o.gpuBudgetHours !== undefined ? { gpuBudgetHours: o.gpuBudgetHours } : {}),
         });
