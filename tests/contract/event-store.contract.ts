@@ -239,6 +239,39 @@ export function eventStoreContract(name: string, make: () => Promise<EventStoreU
           expect(await store.streamRevision('run-b')).toBeNull();
           expect(await store.size()).toBe(1);
         });
+
+        it('a retry of an id with another type or other data is LEDGER_EVENT_ID_CONFLICT, and nothing is written', async () => {
+          const e = proposed('x');
+          await append('run-a', 'no_stream', [e]);
+          const data = await rejectsWith(append('run-a', 'any', [{ ...e, data: { label: 'x', changed: true } }]), 'LEDGER_EVENT_ID_CONFLICT');
+          expect(data.kind).toBe('conflict');
+          expect(data.details).toMatchObject({ id: e.id, stream: 'run-a', revision: 0, position: 0, differs: 'data' });
+          await rejectsWith(append('run-a', 'any', [{ ...e, type: 'Other' }]), 'LEDGER_EVENT_ID_CONFLICT');
+          expect((await append('run-a', 'no_stream', [e])).idempotent).toBe(true);
+          expect(await store.size()).toBe(1);
+        });
+      });
+
+      describe('appendMany (when the adapter offers it)', () => {
+        it('writes every request in order, each decided as alone; a failure undoes all and names the request', async () => {
+          if (!store.appendMany) return;
+          const req = (stream: string, expected: ExpectedRevision, e: ProposedEvent): AppendRequest => ({ stream, expected, events: [e], seal: zeroSigSeal });
+          await append('run-a', 'no_stream', [proposed('a0')]);
+          const err = await rejectsWith(
+            store.appendMany([req('run-b', 'no_stream', proposed('b0')), req('run-a', 0, proposed('a1')), req('run-c', 'stream_exists', proposed('c0'))]),
+            'LEDGER_WRONG_EXPECTED_REVISION',
+          );
+          expect(err.details['index']).toBe(2);
+          expect(await store.size()).toBe(1);
+          expect(await store.streamRevision('run-b')).toBeNull();
+          const ok = await store.appendMany([req('run-b', 'no_stream', proposed('b0')), req('run-a', 0, proposed('a1')), req('run-a', 'any', proposed('a0'))]);
+          expect(ok.map((r) => [r.stream, r.lastPosition, r.idempotent])).toEqual([
+            ['run-b', 1, false],
+            ['run-a', 2, false],
+            ['run-a', 0, true],
+          ]);
+          expect(await store.size()).toBe(3);
+        });
       });
 
       describe('invalid requests are refused before anything is written', () => {

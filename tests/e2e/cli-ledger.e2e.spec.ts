@@ -29,7 +29,7 @@ describe('assay ledger (CLI)', () => {
     writeFileSync(notes, ['first', 'second'].map((text) => JSON.stringify({ stream: 'note-ops', type: 'Note', data: { text } })).join('\n'));
     const append = await assay(['ledger', 'append', '--file', notes], home);
     expect([append.code, append.stderr]).toEqual([0, '']);
-    expect(append.stdout.trim().split('\n')).toEqual(['appended Note to note-ops@0 at position 47', 'appended Note to note-ops@1 at position 48']);
+    expect(append.stdout.trim().split('\n')).toEqual(['appended 2 events (2 new, 0 already recorded) to 1 stream, positions 47..48']);
   }, 120_000);
   afterAll(() => tmp.cleanup());
 

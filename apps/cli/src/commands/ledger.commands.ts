@@ -1,26 +1,13 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import { AssayError } from '@assay/core';
-import {
-  AppendEventsCommand,
-  InitLedgerCommand,
-  ProveConsistencyQuery,
-  ProveInclusionQuery,
-  ReadEventsQuery,
-  SignCheckpointCommand,
-  VerifyLedgerQuery,
-  formatInclusionProof,
-  eventDataProblem,
-  genericAppendProblem,
-  genericStreamProblem,
-  isJsonObject,
-  type JsonObject,
-  type ExpectedRevision,
-  type VerificationReport,
-} from '@assay/ledger';
-import { runClaimRules } from '@assay/run';
+import type { JsonObject, ExpectedRevision, VerificationReport } from '@assay/ledger';
 import type { CliContext } from '../cli-context';
+import { libs } from '../libs';
 import { withBuses } from '../nest-context';
+
+/** The ledger library, loaded when a command runs (apps/cli/src/libs.ts). */
+const L = () => libs.ledger();
 
 function usage(message: string): AssayError {
   return new AssayError('CLI_USAGE', 'invalid_input', message);
@@ -45,16 +32,23 @@ export function parseDataJson(text: string): JsonObject {
   } catch (e) {
     throw usage(`--data is not valid JSON: ${(e as Error).message}`);
   }
-  if (!isJsonObject(v)) throw usage('--data must be a JSON object, e.g. \'{"text":"hello"}\'');
+  if (!L().isJsonObject(v)) throw usage('--data must be a JSON object, e.g. \'{"text":"hello"}\'');
   return v;
 }
 
-export function printVerification(r: VerificationReport, ctx: CliContext): void {
+/** Who pinned the root key a verification checked the genesis against: the caller, ASSAY_HOME's ledger.json, or nobody. */
+export type RootPinnedBy = 'trusted-root' | 'ledger.json' | null;
+
+export function printVerification(r: VerificationReport, ctx: CliContext, pinnedBy: RootPinnedBy = r.rootPinned ? 'trusted-root' : null): void {
   for (const s of r.steps) {
-    const failed = r.failure?.step === s.name;
-    const mark = failed ? 'FAIL' : s.ok ? 'ok  ' : 'skip';
+    const mark = s.status === 'failed' ? 'FAIL' : s.status === 'ok' ? 'ok  ' : 'skip';
     ctx.out(`  ${mark} ${s.name.padEnd(12)} ${s.checked}${s.name === 'claims' ? ` (${r.claims ?? 'not run'})` : ''}`);
   }
+  if (pinnedBy === null)
+    ctx.out(
+      'root key not pinned: the genesis key was not compared with a key you trust, so this shows the ledger is consistent in itself, not who made it; pass --trusted-root <key or .pub file> (--require-pinned-root makes this an error)',
+    );
+  else if (pinnedBy === 'ledger.json') ctx.out('root key pinned by ledger.json of ASSAY_HOME (pass --trusted-root to pin it independently)');
   if (r.failure) {
     const f = r.failure;
     const where = f.position !== undefined ? ` at position ${f.position}` : f.checkpoint ? ` in checkpoint of size ${f.checkpoint.treeSize}` : '';
@@ -79,7 +73,7 @@ export function register(program: Command, ctx: CliContext): void {
     .option('--origin <origin>', 'checkpoint origin line (default: assay.ledger/<random id>)')
     .option('--json', 'print JSON')
     .action(async (o: { origin?: string; json?: boolean }) => {
-      const r = await withBuses(ctx, (b) => b.commands.execute(new InitLedgerCommand(o.origin)));
+      const r = await withBuses(ctx, (b) => b.commands.execute(new (L().InitLedgerCommand)(o.origin)));
       if (o.json) return ctx.out(JSON.stringify(r, null, 2));
       ctx.out(`ledger created in ${r.home} (origin ${r.origin})`);
       for (const k of r.keys) ctx.out(`  ${k.role.padEnd(10)} ${k.signer}${k.created ? ' (new key)' : ''}`);
@@ -95,30 +89,34 @@ export function register(program: Command, ctx: CliContext): void {
     .option('--type <type>', 'event type from the catalogue')
     .option('--data <json>', 'event data as a JSON object')
     .option('--id <uuid>', 'event id (idempotency key); random when absent')
-    .option('--expected-revision <rev>', 'any | no_stream | stream_exists | N', 'any')
-    .option('--file <events.jsonl>', 'append each line {"stream","type","data","id"?} in order; every line is checked before any is written')
-    .option('--json', 'print JSON')
+    .option(
+      '--expected-revision <rev>',
+      'any | no_stream | stream_exists | N; with --file: what each stream of the file must be before its first line there (later lines of a stream follow on; N only for a file of one stream)',
+      'any',
+    )
+    .option(
+      '--file <events.jsonl>',
+      'append each line {"stream","type","data","id"?} in order, all or none, in one transaction; every line is checked before any is written; prints one summary line',
+    )
+    .option('--json', 'print JSON (with --file: one summary document)')
     .action(async (o: { stream?: string; type?: string; data?: string; id?: string; expectedRevision: string; file?: string; json?: boolean }) => {
       const expected = parseExpected(o.expectedRevision);
+      if (o.file !== undefined && (o.stream !== undefined || o.type !== undefined || o.data !== undefined || o.id !== undefined))
+        throw usage('--file cannot be combined with --stream, --type, --data or --id (each line of the file names its own)');
       const items = o.file ? readEventsFile(o.file) : [singleEvent(o)];
       for (const it of items) {
-        const reserved = genericAppendProblem(it.type);
+        const reserved = L().genericAppendProblem(it.type);
         if (reserved) throw new AssayError(reserved.code, 'refused', `${it.where}: ${reserved.message}`, { details: { type: it.type } });
-        const problem = eventDataProblem(it.type, it.data);
+        const problem = L().eventDataProblem(it.type, it.data);
         if (problem) throw new AssayError(problem.code, 'invalid_input', `${it.where}: ${problem.message}`);
-        const stream = genericStreamProblem(it.stream);
+        const stream = L().genericStreamProblem(it.stream);
         if (stream) throw new AssayError(stream.code, 'refused', `${it.where}: ${stream.message}`, { details: { stream: it.stream } });
       }
-      const results = await withBuses(ctx, async (b) => {
-        const out = [];
-        for (const it of items)
-          out.push(
-            await b.commands.execute(
-              new AppendEventsCommand(it.stream, [{ type: it.type, data: it.data, ...(it.id ? { id: it.id } : {}) }], o.file ? 'any' : expected),
-            ),
-          );
-        return out;
-      });
+      if (o.file !== undefined) return appendFile(ctx, o.file, items, expected, o.json === true);
+      const one = items[0] as EventLine;
+      const results = await withBuses(ctx, async (b) => [
+        await b.commands.execute(new (L().AppendEventsCommand)(one.stream, [{ type: one.type, data: one.data, ...(one.id ? { id: one.id } : {}) }], expected)),
+      ]);
       for (const [i, r] of results.entries()) {
         const it = items[i] as EventLine;
         if (o.json)
@@ -141,18 +139,23 @@ export function register(program: Command, ctx: CliContext): void {
     .description('verify every signature, role, chain, the Merkle root, every checkpoint, and that the claims follow from the events')
     .option('--checkpoint <file...>', 'also check these signed checkpoints (e.g. published ones) against this ledger')
     .option('--trusted-root <key>', "the controller key (verifier key text or a .pub file) the ledger's genesis must use")
+    .option('--require-pinned-root', 'with --db: refuse (exit 2, before verifying) unless --trusted-root pins the root key')
     .option('--db <file>', 'verify this ledger database file read-only, without ASSAY_HOME or any private key (auditors)')
     .option('--origin <origin>', 'with --db: the origin every checkpoint must name')
     .addOption(new Option('--workers <n>', 'threads that check events, this one included (default: cores; 0: this thread only)'))
     .option('--json', 'print JSON')
-    .action(async (o: { checkpoint?: string[]; trustedRoot?: string; db?: string; origin?: string; workers?: string; json?: boolean }) => {
+    .action(async (o: VerifyOptions) => {
+      const trustedRoot = o.trustedRoot !== undefined ? parseTrustedRoot(o.trustedRoot) : undefined;
+      if (o.requirePinnedRoot && o.db !== undefined && trustedRoot === undefined)
+        throw usage(
+          "--require-pinned-root: the root key is not pinned; pass --trusted-root with the operator's controller key (verifier key text or its .pub file), obtained independently of the database",
+        );
       const externalCheckpoints = (o.checkpoint ?? []).map((f) => readText(f, 'checkpoint'));
-      const trustedRoot = o.trustedRoot ? (existsSync(o.trustedRoot) ? readText(o.trustedRoot, 'trusted root key').trim() : o.trustedRoot) : undefined;
       const workers = o.workers === undefined ? undefined : parseCount(o.workers, '--workers');
       const r = await withBuses(ctx, (b) =>
         b.queries.execute(
-          new VerifyLedgerQuery({
-            claims: runClaimRules(),
+          new (L().VerifyLedgerQuery)({
+            claims: libs.run().runClaimRules(),
             externalCheckpoints,
             ...(trustedRoot ? { trustedRoot } : {}),
             ...(workers !== undefined ? { workers } : {}),
@@ -162,8 +165,9 @@ export function register(program: Command, ctx: CliContext): void {
           }),
         ),
       );
-      if (o.json) ctx.out(JSON.stringify(r, null, 2));
-      else printVerification(r, ctx);
+      const pinnedBy: RootPinnedBy = trustedRoot !== undefined ? 'trusted-root' : o.db === undefined ? 'ledger.json' : null;
+      if (o.json) ctx.out(JSON.stringify({ ...r, rootPinnedBy: pinnedBy }, null, 2));
+      else printVerification(r, ctx, pinnedBy);
       if (!r.ok) process.exitCode = 5;
     });
 
@@ -178,7 +182,7 @@ export function register(program: Command, ctx: CliContext): void {
       const from = parseCount(o.from, '--from');
       const limit = parseCount(o.limit, '--limit');
       const events = await withBuses(ctx, (b) =>
-        b.queries.execute(new ReadEventsQuery({ ...(o.stream !== undefined ? { stream: o.stream } : {}), from, limit })),
+        b.queries.execute(new (L().ReadEventsQuery)({ ...(o.stream !== undefined ? { stream: o.stream } : {}), from, limit })),
       );
       for (const { envelope: e } of events) {
         if (o.json) ctx.out(JSON.stringify(e));
@@ -194,7 +198,7 @@ export function register(program: Command, ctx: CliContext): void {
     .description('sign a checkpoint of the whole log (never smaller than, or inconsistent with, the last one)')
     .option('--json', 'print JSON')
     .action(async (o: { json?: boolean }) => {
-      const r = await withBuses(ctx, (b) => b.commands.execute(new SignCheckpointCommand()));
+      const r = await withBuses(ctx, (b) => b.commands.execute(new (L().SignCheckpointCommand)()));
       if (o.json) return ctx.out(JSON.stringify(r, null, 2));
       ctx.out(r.note);
     });
@@ -206,9 +210,9 @@ export function register(program: Command, ctx: CliContext): void {
     .option('--json', 'print JSON')
     .action(async (position: string, o: { json?: boolean }) => {
       const pos = parseCount(position, 'position');
-      const r = await withBuses(ctx, (b) => b.queries.execute(new ProveInclusionQuery(pos, true)));
+      const r = await withBuses(ctx, (b) => b.queries.execute(new (L().ProveInclusionQuery)(pos, true)));
       if (o.json) return ctx.out(JSON.stringify(r, null, 2));
-      ctx.out(formatInclusionProof(r));
+      ctx.out(L().formatInclusionProof(r));
     });
 
   ledger
@@ -220,11 +224,79 @@ export function register(program: Command, ctx: CliContext): void {
     .action(async (oldSize: string, newSize: string | undefined, o: { json?: boolean }) => {
       const m = parseCount(oldSize, 'old');
       const n = newSize === undefined ? undefined : parseCount(newSize, 'new');
-      const r = await withBuses(ctx, (b) => b.queries.execute(new ProveConsistencyQuery(m, n)));
+      const r = await withBuses(ctx, (b) => b.queries.execute(new (L().ProveConsistencyQuery)(m, n)));
       if (o.json) return ctx.out(JSON.stringify(r, null, 2));
       ctx.out(`consistency ${r.size1} -> ${r.size2}\nroot1 ${r.root1}\nroot2 ${r.root2}`);
       for (const h of r.proof) ctx.out(h);
     });
+}
+
+/**
+ * `ledger append --file`: every line in one write transaction, all or none. `expected` holds for each stream's first
+ * line in the file (later lines of that stream follow on). Progress on a terminal; one summary line (or document).
+ */
+async function appendFile(ctx: CliContext, file: string, items: EventLine[], expected: ExpectedRevision, json: boolean): Promise<void> {
+  const seen = new Set<string>();
+  const batch = items.map((it) => {
+    const first = !seen.has(it.stream);
+    seen.add(it.stream);
+    return {
+      stream: it.stream,
+      events: [{ type: it.type, data: it.data, ...(it.id ? { id: it.id } : {}) }],
+      expected: first ? expected : ('any' as const),
+      where: it.where,
+    };
+  });
+  if (typeof expected === 'number' && seen.size > 1)
+    throw usage(
+      `--expected-revision ${expected} names one stream's revision, but ${file} writes ${seen.size} streams; give a file of one stream, or no_stream, stream_exists or any`,
+    );
+  const progress = ctx.progress();
+  progress.start(`appending ${file}`, items.length);
+  let results;
+  try {
+    results = await withBuses(ctx, (b) => b.commands.execute(new (L().AppendEventsBatchCommand)(batch, (done) => progress.tick(done, items.length))));
+  } finally {
+    progress.end();
+  }
+  let fresh = 0;
+  let first: number | null = null;
+  let last: number | null = null;
+  const revisions: Record<string, number> = {};
+  for (const r of results) {
+    revisions[r.stream] = Math.max(revisions[r.stream] ?? -1, r.nextExpectedRevision);
+    if (r.idempotent) continue;
+    fresh += r.events.length;
+    for (const e of r.events) {
+      first = first === null ? e.position : Math.min(first, e.position);
+      last = last === null ? e.position : Math.max(last, e.position);
+    }
+  }
+  const summary = {
+    file,
+    events: items.length,
+    new: fresh,
+    alreadyRecorded: items.length - fresh,
+    streams: Object.keys(revisions).length,
+    firstPosition: first,
+    lastPosition: last,
+    revisions,
+  };
+  if (json) return ctx.out(JSON.stringify(summary, null, 2));
+  const plural = (n: number, w: string) => `${n} ${w}${n === 1 ? '' : 's'}`;
+  ctx.out(
+    `appended ${plural(items.length, 'event')} (${fresh} new, ${summary.alreadyRecorded} already recorded) to ${plural(summary.streams, 'stream')}${first !== null ? `, positions ${first}..${last}` : ', nothing new written'}`,
+  );
+}
+
+interface VerifyOptions {
+  checkpoint?: string[];
+  trustedRoot?: string;
+  requirePinnedRoot?: boolean;
+  db?: string;
+  origin?: string;
+  workers?: string;
+  json?: boolean;
 }
 
 interface EventLine {
@@ -253,16 +325,27 @@ function readEventsFile(file: string): EventLine[] {
     } catch (e) {
       throw usage(`${where}: not valid JSON: ${(e as Error).message}`);
     }
-    if (!isJsonObject(v)) throw usage(`${where}: each line must be a JSON object`);
+    if (!L().isJsonObject(v)) throw usage(`${where}: each line must be a JSON object`);
     const { stream, type, data, id } = v;
     if (typeof stream !== 'string') throw usage(`${where}: "stream" must be a string`);
     if (typeof type !== 'string') throw usage(`${where}: "type" must be a string`);
-    if (!isJsonObject(data)) throw usage(`${where}: "data" must be a JSON object`);
+    if (!L().isJsonObject(data)) throw usage(`${where}: "data" must be a JSON object`);
     if (id !== undefined && typeof id !== 'string') throw usage(`${where}: "id" must be a string`);
     out.push({ where, stream, type, data, ...(typeof id === 'string' ? { id } : {}) });
   });
   if (out.length === 0) throw usage(`${file}: no events`);
   return out;
+}
+
+/**
+ * `--trusted-root`: verifier key text (`<name>+<8 hex>+<base64>`) as given, anything else is the path of a key file
+ * (a missing or unreadable file is CLI_FILE_UNREADABLE, exit 2, never taken for key text).
+ */
+function parseTrustedRoot(value: string): string {
+  if (/^[^\s+/]+\+[0-9a-f]{8}\+[A-Za-z0-9+/]+={0,2}$/.test(value) && !existsSync(value)) return value;
+  const text = readText(value, 'trusted root key').trim();
+  if (text === '') throw usage(`trusted root key file ${value} is empty`);
+  return text;
 }
 
 function readText(file: string, what: string): string {

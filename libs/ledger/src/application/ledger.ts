@@ -13,7 +13,7 @@ import { formatCheckpointBody, parseCheckpointBody } from '../domain/checkpoint'
 import { anchoredRoot } from '../domain/anchored-root';
 import { signNote } from '../domain/note';
 import type { Role } from '../domain/roles';
-import type { AppendResult, EventStore, ExpectedRevision, ProposedEvent, SealInput } from '../ports/event-store.port';
+import type { AppendRequest, AppendResult, EventStore, ExpectedRevision, ProposedEvent, SealInput } from '../ports/event-store.port';
 import type { MerkleNodeStore } from '../ports/merkle-node-store.port';
 import type { CheckpointStore, StoredCheckpoint } from '../ports/checkpoint-store.port';
 import type { LedgerLock, LockedEvent, LockedLog } from '../ports/ledger-lock.port';
@@ -120,6 +120,11 @@ export class Ledger {
    * the catalogue allows for its type. Bad input is refused before anything is written.
    */
   async append(stream: string, events: NewEvent[], expected: ExpectedRevision = 'any'): Promise<AppendResult> {
+    return this.o.store.append(this.request(stream, events, expected));
+  }
+
+  /** Validates and prepares one append: the store request, whose seal signs each new event. Throws on bad input. */
+  private request(stream: string, events: NewEvent[], expected: ExpectedRevision): AppendRequest {
     if (!STREAM_RE.test(stream))
       throw new AssayError(
         'LEDGER_BAD_STREAM',
@@ -161,7 +166,39 @@ export class Ledger {
         throw new AssayError('LEDGER_EVENT_TOO_LARGE', 'invalid_input', `envelope of ${input.type} is ${wire.byteLength} bytes, above ${MAX_ENVELOPE_BYTES}`);
       return wire;
     };
-    return this.o.store.append({ stream, expected, events: proposed, seal });
+    return { stream, expected, events: proposed, seal };
+  }
+
+  /**
+   * Many generic appends (`assay ledger append --file`), each checked as `appendGeneric` checks one, every one before
+   * anything is written; then written all or none, in one write transaction of the store (EventStore.appendMany), in
+   * order. Each append is decided as it would be alone: an identical retry is idempotent, an id re-sent with other
+   * content is LEDGER_EVENT_ID_CONFLICT. An error names the append's `where` (e.g. `events.jsonl:12`) when given.
+   */
+  async appendGenericMany(
+    items: ReadonlyArray<{ stream: string; events: NewEvent[]; expected?: ExpectedRevision; where?: string }>,
+    onProgress?: (done: number) => void,
+  ): Promise<AppendResult[]> {
+    if (items.length === 0) throw new AssayError('LEDGER_EMPTY_APPEND', 'invalid_input', 'an append needs at least one event');
+    const reqs = items.map((it, i) => {
+      try {
+        this.genericChecks(it.stream, it.events);
+        return this.request(it.stream, it.events, it.expected ?? 'any');
+      } catch (e) {
+        throw located(e, it.where ?? `append ${i}`);
+      }
+    });
+    const store = this.o.store;
+    try {
+      if (store.appendMany) return await store.appendMany(reqs, onProgress);
+      const out: AppendResult[] = [];
+      for (const r of reqs) out.push(await store.append(r));
+      return out;
+    } catch (e) {
+      const index = e instanceof AssayError ? e.details['index'] : undefined;
+      if (typeof index === 'number' && index >= 0 && index < items.length) throw located(e, items[index]?.where ?? `append ${index}`);
+      throw e;
+    }
   }
 
   /**
@@ -171,6 +208,11 @@ export class Ledger {
    * whose revisions belong to those writers. Those components call `append` themselves.
    */
   async appendGeneric(stream: string, events: NewEvent[], expected: ExpectedRevision = 'any'): Promise<AppendResult> {
+    this.genericChecks(stream, events);
+    return this.append(stream, events, expected);
+  }
+
+  private genericChecks(stream: string, events: NewEvent[]): void {
     events.forEach((e, i) => {
       const problem = genericAppendProblem(String(e.type));
       if (problem) throw new AssayError(problem.code, 'refused', `event ${i} (${String(e.type)}): ${problem.message}`, { details: { index: i, type: e.type } });
@@ -178,7 +220,6 @@ export class Ledger {
     // An unknown type is reported as such by append (invalid input), before the stream is looked at.
     const reserved = events.every((e) => CATALOGUE.has(String(e.type))) ? genericStreamProblem(stream) : null;
     if (reserved) throw refuse(reserved.code, reserved.message, { stream });
-    return this.append(stream, events, expected);
   }
 
   /** Registers the controller key at position 0, signed by itself. Only on an empty ledger. */
@@ -448,11 +489,22 @@ export class Ledger {
   async consistencyProof(size1: number, size2?: number): Promise<ConsistencyProofResult> {
     const size = await this.o.store.size();
     const n = size2 ?? size;
-    if (!Number.isSafeInteger(size1) || !Number.isSafeInteger(n) || size1 < 1 || n > size || size1 > n)
+    // A size past the end of the log is not there (not found, like `inclusionProof` of a position past the end);
+    // sizes in the wrong order, or 0, are no question at all (invalid input).
+    const bad = !Number.isSafeInteger(size1) || !Number.isSafeInteger(n) || size1 < 1;
+    if (!bad && (n > size || size1 > size))
       throw new AssayError(
         'LEDGER_POSITION_OUT_OF_RANGE',
+        'not_found',
+        `the log has ${size} events; a tree of size ${Math.max(size1, n)} is not in it (need 1 <= old <= new <= ${size})`,
+        { details: { size1, size2: n, size } },
+      );
+    if (bad || size1 > n)
+      throw new AssayError(
+        'LEDGER_BAD_TREE_SIZES',
         'invalid_input',
         `need 1 <= old <= new <= ${size} (a tree of size 0 has no consistency proof); got old ${size1}, new ${n}`,
+        { details: { size1, size2: n, size } },
       );
     const node = await this.readNodes(n);
     const proof = consistencyProof(size1, n, node);
@@ -475,6 +527,12 @@ export class Ledger {
       );
     return { size1, size2: n, root1: b64(root1), root2: b64(root2), proof: proof.map(b64) };
   }
+}
+
+/** The same error, its message led by where the input came from (`events.jsonl:12: ...`). */
+function located(e: unknown, where: string): unknown {
+  if (!(e instanceof AssayError)) return e;
+  return new AssayError(e.code, e.kind, `${where}: ${e.message}`, { details: { ...e.details, where }, cause: e });
 }
 
 /** A checkpoint record's size and root are an index of its signed note: refuses to rely on one that disagrees. */

@@ -32,6 +32,19 @@ export class AppendEventsCommand extends Command<AppendResult> {
   }
 }
 
+/**
+ * Many generic appends (`assay ledger append --file`), all or none, in one write transaction (Ledger.appendGenericMany).
+ * `where` names each append's source (`events.jsonl:12`) in errors.
+ */
+export class AppendEventsBatchCommand extends Command<AppendResult[]> {
+  constructor(
+    public readonly items: ReadonlyArray<{ stream: string; events: NewEvent[]; expected?: ExpectedRevision; where?: string }>,
+    public readonly onProgress?: (done: number) => void,
+  ) {
+    super();
+  }
+}
+
 /** `assay keys register`: KeyRegistered in the key's own stream, which must not exist yet. */
 export class RegisterKeyCommand extends Command<AppendResult> {
   constructor(

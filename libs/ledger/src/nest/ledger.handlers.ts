@@ -4,6 +4,7 @@ import { systemClock, randomIds } from '@assay/core';
 import { LedgerHome, verifyLedgerFile, verifyLedgerHome } from '../home/ledger-home';
 import { Ledger } from '../application/ledger';
 import {
+  AppendEventsBatchCommand,
   AppendEventsCommand,
   InitLedgerCommand,
   ListKeysQuery,
@@ -64,6 +65,14 @@ export class AppendEventsHandler implements ICommandHandler<AppendEventsCommand>
   constructor(private readonly p: LedgerHomeProvider) {}
   async execute(c: AppendEventsCommand) {
     return (await this.p.get()).ledger.appendGeneric(c.stream, c.events, c.expected);
+  }
+}
+
+@CommandHandler(AppendEventsBatchCommand)
+export class AppendEventsBatchHandler implements ICommandHandler<AppendEventsBatchCommand> {
+  constructor(private readonly p: LedgerHomeProvider) {}
+  async execute(c: AppendEventsBatchCommand) {
+    return (await this.p.get()).ledger.appendGenericMany(c.items, c.onProgress);
   }
 }
 
@@ -151,6 +160,7 @@ export const LEDGER_HANDLERS = [
   ListKeysHandler,
   InitLedgerHandler,
   AppendEventsHandler,
+  AppendEventsBatchHandler,
   RegisterKeyHandler,
   RevokeKeyHandler,
   SignCheckpointHandler,

@@ -18,16 +18,37 @@ export const LEDGER_LOCK_REENTERED = 'LEDGER_LOCK_REENTERED';
 /** Same code as the memory Merkle node store and domain/merkle.ts use. */
 export const MERKLE_NODE_MISSING = 'MERKLE_NODE_MISSING';
 
+export const LEDGER_EVENT_ID_CONFLICT = 'LEDGER_EVENT_ID_CONFLICT';
+
+/** What the writer expected, as words: `it not to exist`, `it to be at revision 4`. */
 function describeExpected(e: ExpectedRevision): string {
-  return typeof e === 'number' ? `revision ${e}` : e;
+  return e === 'no_stream' ? 'it not to exist' : e === 'stream_exists' ? 'it to exist' : e === 'any' ? 'any state' : `it to be at revision ${e}`;
 }
 
 /** The stream is not where the writer expected it (also: a retry that only partly matches stored events). */
 export function wrongExpectedRevision(stream: string, expected: ExpectedRevision, actual: number | null): AssayError {
-  const now = actual === null ? 'does not exist' : `is at revision ${actual}`;
-  return new AssayError(LEDGER_WRONG_EXPECTED_REVISION, 'conflict', `stream ${stream}: expected ${describeExpected(expected)}, but the stream ${now}`, {
+  const now =
+    actual === null
+      ? `stream "${stream}" does not exist`
+      : expected === 'no_stream'
+        ? `stream "${stream}" already exists, at revision ${actual}`
+        : `stream "${stream}" is at revision ${actual}`;
+  return new AssayError(LEDGER_WRONG_EXPECTED_REVISION, 'conflict', `${now} (expected ${describeExpected(expected)})`, {
     details: { stream, expected, actual },
   });
+}
+
+/**
+ * An event id (the idempotency key) is already stored, in this stream, with a different type or data: a retry must
+ * send the same event; new data needs a new id.
+ */
+export function eventIdConflict(id: string, stream: string, revision: number, position: number, what: 'type' | 'data'): AssayError {
+  return new AssayError(
+    LEDGER_EVENT_ID_CONFLICT,
+    'conflict',
+    `event id ${id} is already recorded (stream "${stream}" revision ${revision}, position ${position}) with ${what === 'type' ? 'a different type' : 'different data'}; an id names one event: re-send the same event, or give new data a new id`,
+    { details: { id, stream, revision, position, differs: what } },
+  );
 }
 
 /** An event id (the idempotency key) is already stored in a different stream. */
@@ -81,4 +102,10 @@ export function merkleNodeMissing(level: number, index: number, leafCount: numbe
   return new AssayError(MERKLE_NODE_MISSING, 'not_found', `Merkle node (level ${level}, index ${index}) is not complete: the tree has ${leafCount} leaves`, {
     details: { level, index, leafCount },
   });
+}
+
+/** The error of request `index` of an `appendMany`: the same error, its details naming the request. */
+export function atRequest(e: unknown, index: number): unknown {
+  if (!(e instanceof AssayError)) return e;
+  return new AssayError(e.code, e.kind, e.message, { details: { ...e.details, index }, cause: e });
 }

@@ -102,6 +102,13 @@ export interface EventStore {
    * Of concurrent appends with the same expected revision exactly one wins.
    */
   append(req: AppendRequest): Promise<AppendResult>;
+  /**
+   * Optional: appends several requests (any streams) in order, all or none, in one write transaction: each request is
+   * decided as `append` would decide it (idempotent retries included) against the state the earlier ones left. The
+   * first failure undoes every request of the call and rejects with that request's error, its details gaining
+   * `index` (of the request). `onProgress(done)` is called now and then with the number of requests applied.
+   */
+  appendMany?(reqs: AppendRequest[], onProgress?: (done: number) => void): Promise<AppendResult[]>;
   /** Events of one stream; a stream that does not exist yields nothing. */
   readStream(stream: string, opts?: ReadStreamOptions): AsyncIterable<RecordedEvent>;
   /** All events in global position order, in batches. */

@@ -3,8 +3,9 @@
  * SQLite adapters so both decide every append identically. No I/O: the adapter passes in what it read.
  */
 import { EVENT_TYPE_RE, STREAM_RE, UUID_RE } from '../../domain/envelope';
-import type { AppendRequest, ExpectedRevision } from '../../ports/event-store.port';
-import { duplicateEventId, invalidAppend, wrongExpectedRevision } from '../../ports/event-store.errors';
+import { canonicalJson } from '../../domain/jcs';
+import type { AppendRequest, ExpectedRevision, RecordedEvent } from '../../ports/event-store.port';
+import { duplicateEventId, eventIdConflict, invalidAppend, wrongExpectedRevision } from '../../ports/event-store.errors';
 
 /** Most events one append may carry. */
 export const MAX_EVENTS_PER_APPEND = 10_000;
@@ -100,6 +101,34 @@ export function planAppend(
     if (contiguous && placed) return { kind: 'idempotent', firstRevision: first, lastRevision: first + stored.length - 1 };
   }
   throw wrongExpectedRevision(stream, expected, current);
+}
+
+/**
+ * An idempotent retry must re-send the very events stored: same type and same data (compared in canonical form) as
+ * the stored run, in order. Otherwise `LEDGER_EVENT_ID_CONFLICT` (conflict): the id names an event already recorded
+ * with other content, and silently answering "already recorded" would drop the new data. Stored bytes that are not an
+ * envelope with a `data` object (only test seals write such) are compared by type alone.
+ */
+export function assertSameContent(req: Pick<AppendRequest, 'stream' | 'events'>, run: readonly RecordedEvent[]): void {
+  req.events.forEach((p, i) => {
+    const stored = run[i];
+    if (!stored) return;
+    if (stored.type !== p.type) throw eventIdConflict(p.id, req.stream, stored.revision, stored.position, 'type');
+    let data: unknown;
+    try {
+      data = (JSON.parse(Buffer.from(stored.bytes).toString('utf8')) as { data?: unknown }).data;
+    } catch {
+      return;
+    }
+    if (typeof data !== 'object' || data === null) return;
+    let same: boolean;
+    try {
+      same = canonicalJson(data as never) === canonicalJson(p.data);
+    } catch {
+      same = false;
+    }
+    if (!same) throw eventIdConflict(p.id, req.stream, stored.revision, stored.position, 'data');
+  });
 }
 
 /** Checks what a seal returned and takes a private copy (the caller may reuse its buffer). */

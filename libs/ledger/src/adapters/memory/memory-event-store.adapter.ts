@@ -14,8 +14,8 @@ import type {
   SubscribeOptions,
   Subscription,
 } from '../../ports/event-store.port';
-import { storeClosed } from '../../ports/event-store.errors';
-import { planAppend, sealedBytes, validateAppendRequest } from './append-rules';
+import { atRequest, storeClosed } from '../../ports/event-store.errors';
+import { assertSameContent, planAppend, sealedBytes, validateAppendRequest } from './append-rules';
 import { CatchUpSubscription } from './catch-up-subscription';
 
 /** Bytes handed out are copies, so callers cannot change what the store holds (as with a real database). */
@@ -31,6 +31,30 @@ export class MemoryEventStore implements EventStore {
   private closed = false;
 
   async append(req: AppendRequest): Promise<AppendResult> {
+    return this.appendNow(req);
+  }
+
+  /** All requests or none (see EventStore.appendMany): applied in order, undone on the first failure. */
+  async appendMany(reqs: AppendRequest[]): Promise<AppendResult[]> {
+    const start = this.log.length;
+    const out: AppendResult[] = [];
+    for (const [i, req] of reqs.entries()) {
+      try {
+        out.push(this.appendNow(req));
+      } catch (e) {
+        for (const ev of this.log.splice(start)) {
+          this.byId.delete(ev.id);
+          const stream = this.streams.get(ev.stream)!;
+          stream.pop();
+          if (stream.length === 0) this.streams.delete(ev.stream);
+        }
+        throw atRequest(e, i);
+      }
+    }
+    return out;
+  }
+
+  private appendNow(req: AppendRequest): AppendResult {
     if (this.closed) throw storeClosed('memory event store');
     validateAppendRequest(req);
     const existing = this.streams.get(req.stream);
@@ -44,6 +68,7 @@ export class MemoryEventStore implements EventStore {
     );
     if (plan.kind === 'idempotent') {
       const run = existing!.slice(plan.firstRevision, plan.lastRevision + 1).map(copy);
+      assertSameContent(req, run);
       return {
         stream: req.stream,
         nextExpectedRevision: plan.lastRevision,

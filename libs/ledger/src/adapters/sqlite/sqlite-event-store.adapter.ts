@@ -21,8 +21,8 @@ import type {
   SubscribeOptions,
   Subscription,
 } from '../../ports/event-store.port';
-import { storeClosed } from '../../ports/event-store.errors';
-import { planAppend, sealedBytes, validateAppendRequest, type StoredIdLocation } from '../memory/append-rules';
+import { atRequest, storeClosed } from '../../ports/event-store.errors';
+import { assertSameContent, planAppend, sealedBytes, validateAppendRequest, type StoredIdLocation } from '../memory/append-rules';
 import { CatchUpSubscription } from '../memory/catch-up-subscription';
 import { translateDbError } from './sqlite.errors';
 
@@ -146,6 +146,65 @@ export class SqliteEventStore implements EventStore {
     });
   }
 
+  /**
+   * All requests or none, in one `BEGIN IMMEDIATE ... COMMIT` of their own (see EventStore.appendMany): a bulk import
+   * commits once (one fsync) and a failure leaves the log as it was. Synchronous inside: nothing else of this
+   * process writes meanwhile, and other processes wait for the write lock (busy timeout).
+   */
+  async appendMany(reqs: AppendRequest[], onProgress?: (done: number) => void): Promise<AppendResult[]> {
+    if (this.closed) throw storeClosed(`ledger database ${this.path}`);
+    reqs.forEach((req, i) => {
+      try {
+        validateAppendRequest(req);
+      } catch (e) {
+        throw atRequest(e, i);
+      }
+    });
+    // Queued single appends go first, in their own transaction, so the order of this process's writes is kept.
+    if (this.scheduled !== null) {
+      clearImmediate(this.scheduled);
+      this.scheduled = null;
+    }
+    while (this.queue.length > 0) this.flush();
+    const results: AppendResult[] = [];
+    try {
+      this.s.begin.run();
+      try {
+        for (const [i, req] of reqs.entries()) {
+          try {
+            results.push(this.applyOne(req));
+          } catch (e) {
+            throw atRequest(translateDbError(this.path, e), i);
+          }
+          if (onProgress && (i + 1) % 250 === 0) onProgress(i + 1);
+        }
+        this.s.commit.run();
+      } catch (e) {
+        if (this.db.inTransaction) {
+          try {
+            this.s.rollback.run();
+          } catch {
+            // the connection is gone; the transaction dies with it
+          }
+        }
+        throw e;
+      }
+    } catch (e) {
+      throw translateDbError(this.path, e);
+    }
+    onProgress?.(reqs.length);
+    this.stats.transactions += 1;
+    this.stats.requests += reqs.length;
+    let wrote = false;
+    for (const r of results)
+      if (!r.idempotent) {
+        wrote = true;
+        this.stats.events += r.events.length;
+      }
+    if (wrote) for (const sub of this.subs) sub.notify();
+    return results;
+  }
+
   private schedule(): void {
     if (this.scheduled === null && this.queue.length > 0) this.scheduled = setImmediate(() => this.flush());
   }
@@ -212,6 +271,7 @@ export class SqliteEventStore implements EventStore {
     const plan = planAppend(req, current, stored, ids);
     if (plan.kind === 'idempotent') {
       const run = (this.s.range.all(req.stream, plan.firstRevision, plan.lastRevision) as Row[]).map(toRecorded);
+      assertSameContent(req, run);
       return {
         stream: req.stream,
         nextExpectedRevision: plan.lastRevision,

@@ -14,7 +14,11 @@ import { applyMigrations, assertNotTooNew, loadMigrations, type Migration, type 
 import { dbCorrupt, dbUnavailable, isCorruption, translateDbError } from './sqlite.errors';
 
 export interface SqliteLedgerOptions {
-  /** How long a write waits for another connection's lock before failing with LEDGER_DB_UNAVAILABLE. Default 10 s. */
+  /**
+   * How long a write waits for another connection's write lock before failing with LEDGER_DB_UNAVAILABLE. Default
+   * 60 s: writers of other processes (a bulk append of tens of thousands of events holds the lock a few seconds)
+   * line up and take their turn.
+   */
   busyTimeoutMs?: number;
   /** Default: `migrations/` found by walking up from this file. */
   migrationsDir?: string;
@@ -32,6 +36,9 @@ export interface SqliteLedgerOptions {
    */
   readOnly?: boolean;
 }
+
+/** The default wait for another writer's lock (SqliteLedgerOptions.busyTimeoutMs). */
+export const DEFAULT_BUSY_TIMEOUT_MS = 60_000;
 
 const SQLITE_MAGIC = Buffer.from('SQLite format 3\0', 'latin1');
 
@@ -101,7 +108,11 @@ export class SqliteLedgerDatabase {
     if (opts.readOnly && !existsSync(abs)) throw dbUnavailable(abs, 'no such file');
     let db: Database.Database;
     try {
-      db = new Database(abs, { timeout: opts.busyTimeoutMs ?? 10_000, readonly: opts.readOnly === true, fileMustExist: opts.readOnly === true });
+      db = new Database(abs, {
+        timeout: opts.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS,
+        readonly: opts.readOnly === true,
+        fileMustExist: opts.readOnly === true,
+      });
     } catch (e) {
       const t = translateDbError(abs, e);
       throw t === e ? dbUnavailable(abs, (e as Error).message, e) : t;

@@ -7,41 +7,29 @@
  * Ignoring the WAL (SQLite's `immutable` open) is not an option: it would silently verify an older state of the
  * ledger. So:
  *
- * - `copy` (a database file handed over on its own, `verify --db`): opened in place when that creates no file: the
- *   file is not in WAL mode, or both `-wal` and `-shm` are there. Otherwise the main file and its `-wal` (when there is
- *   one) are copied into a private temporary directory, opened there, and removed after: the same bytes, the WAL
- *   included, and nothing written beside the original, which may sit in a read-only directory.
+ * - `copy` (a database file handed over on its own, `verify --db`): never opened in place. Even a read-only SQLite
+ *   connection may create or write `-wal`, `-shm` or `-journal` beside the file (and fails in a read-only directory,
+ *   SQLITE_READONLY_DIRECTORY), and SQLite's `immutable` open, which writes nothing, would ignore a `-wal`'s
+ *   committed transactions. So the main file and its `-wal` (when there is one; a `-shm` is only an index and is
+ *   rebuilt) are copied into a private temporary directory (a reflink where the file system offers one), opened
+ *   there, and removed after: the same bytes, the WAL's transactions included, and nothing written beside the
+ *   original, which may sit in a read-only directory.
  * - `home` (a ledger home, where a writer may be at work): opened in place, so SQLite's locks keep the reading
  *   consistent with concurrent writers; `-wal` and `-shm` are the ledger's own working files there. Only when that
  *   fails because the directory cannot be written is a private copy made as above.
  */
-import { closeSync, copyFileSync, constants, existsSync, mkdtempSync, openSync, readSync, rmSync } from 'node:fs';
+import { copyFileSync, constants, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { isAssayError } from '@assay/core';
+import { AssayError, isAssayError } from '@assay/core';
 import { SqliteLedgerDatabase } from './sqlite-ledger-database';
+import { dbUnavailable } from './sqlite.errors';
 
 export interface VerificationOpen {
   db: SqliteLedgerDatabase;
   /** The temporary copy verified instead of the file in place, or null. */
   copy: string | null;
   close(): Promise<void>;
-}
-
-/** Whether the database header says WAL mode (file format read and write versions 2). */
-function inWalMode(path: string): boolean {
-  const head = Buffer.alloc(20);
-  let fd: number;
-  try {
-    fd = openSync(path, 'r');
-  } catch {
-    return true; // SqliteLedgerDatabase.open names the problem
-  }
-  try {
-    return readSync(fd, head, 0, 20, 0) === 20 && (head[18] === 2 || head[19] === 2);
-  } finally {
-    closeSync(fd);
-  }
 }
 
 function readOnlyOpen(path: string): SqliteLedgerDatabase {
@@ -53,9 +41,22 @@ function openCopy(path: string): VerificationOpen {
   const dir = mkdtempSync(join(tmpdir(), 'assay-verify-'));
   const copy = join(dir, 'ledger.db');
   try {
-    copyFileSync(path, copy, constants.COPYFILE_FICLONE);
-    if (existsSync(`${path}-wal`)) copyFileSync(`${path}-wal`, `${copy}-wal`, constants.COPYFILE_FICLONE);
-    const db = readOnlyOpen(copy);
+    for (const [from, to] of [[path, copy], ...(existsSync(`${path}-wal`) ? [[`${path}-wal`, `${copy}-wal`]] : [])] as Array<[string, string]>) {
+      try {
+        copyFileSync(from, to, constants.COPYFILE_FICLONE);
+      } catch (e) {
+        throw dbUnavailable(path, `cannot copy ${from} for reading (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`, e);
+      }
+    }
+    let db: SqliteLedgerDatabase;
+    try {
+      db = readOnlyOpen(copy);
+    } catch (e) {
+      // Name the file the caller gave, not the private copy.
+      if (isAssayError(e) && e.message.includes(copy))
+        throw new AssayError(e.code, e.kind, e.message.split(copy).join(path), { details: { ...e.details, path }, cause: e });
+      throw e;
+    }
     return {
       db,
       copy,
@@ -83,8 +84,9 @@ function cannotCreateBesideIt(e: unknown): boolean {
 export function openForVerification(path: string, mode: 'copy' | 'home'): VerificationOpen {
   const abs = resolve(path);
   if (mode === 'copy') {
-    const clean = !existsSync(abs) || !inWalMode(abs) || (existsSync(`${abs}-wal`) && existsSync(`${abs}-shm`));
-    if (!clean) return openCopy(abs);
+    // A missing file: SqliteLedgerDatabase.open names the problem (nothing is created: read-only, file must exist).
+    if (!existsSync(abs)) readOnlyOpen(abs);
+    return openCopy(abs);
   }
   try {
     const db = readOnlyOpen(abs);

@@ -94,6 +94,12 @@ export function translateDbError(path: string, e: unknown): unknown {
   }
   const msg = (e as Error).message;
   if (isCorruption(e)) return dbCorrupt(path, msg, e);
+  if (code === 'SQLITE_BUSY' || code.startsWith('SQLITE_BUSY_'))
+    return dbUnavailable(
+      path,
+      `it is busy: another process held its write lock for longer than this one waits (busy timeout); try again when that writer is done (${code})`,
+      e,
+    );
   if (UNAVAILABLE_PREFIXES.some((p) => code === p || code.startsWith(p + '_'))) return dbUnavailable(path, `${msg} (${code})`, e);
   return new AssayError(LEDGER_DB_ERROR, 'internal', `ledger database ${path}: ${msg} (${code})`, {
     details: { path, sqliteCode: code },

@@ -82,7 +82,17 @@ export interface VerificationReport {
   treeSize: number;
   /** Base64 root recomputed from the stored events. */
   root: string;
-  steps: Array<{ name: StepName; ok: boolean; checked: number }>;
+  /**
+   * Every step, in order. `status`: `ok` (run and passed), `failed` (the step of `failure`), `skipped` (not run: after
+   * the failed step, or `claims` without rules). `ok` is false for the failed step only (a skipped step did not fail;
+   * read `status` to tell it from a passed one).
+   */
+  steps: Array<{ name: StepName; status: 'ok' | 'failed' | 'skipped'; ok: boolean; checked: number }>;
+  /**
+   * Whether the genesis key was checked against a trusted root key (`trustedRoot`: given by the caller, or the one
+   * ledger.json pins in an ASSAY_HOME). False: any ledger that is consistent in itself passes, whoever made it.
+   */
+  rootPinned: boolean;
   failure: VerifyFailure | null;
   durationMs: number;
   /**
@@ -213,7 +223,11 @@ export async function verifyLedger(o: VerifyOptions): Promise<VerificationReport
       checkpoints: o.checkpoints.length,
       treeSize: acc.size,
       root: acc.root().toString('base64'),
-      steps: STEPS.map((name, i) => ({ name, ok: i < failedIdx, checked: counts[name] })),
+      steps: STEPS.map((name, i) => {
+        const status = i === failedIdx ? 'failed' : i > failedIdx || (name === 'claims' && !o.claims) ? 'skipped' : 'ok';
+        return { name, status, ok: status !== 'failed', checked: counts[name] };
+      }),
+      rootPinned: o.trustedRoot !== undefined && o.trustedRoot !== '',
       failure,
       durationMs: Date.now() - started,
       checks,
