@@ -17,11 +17,9 @@ export class AssayErrorFilter implements ExceptionFilter {
     if (e instanceof HttpException) {
       const body = e.getResponse();
       const message = typeof body === 'string' ? body : ((body as { message?: unknown }).message ?? e.message);
-      res
-        .status(e.getStatus())
-        .json({
-          error: { code: 'HTTP_' + e.getStatus(), kind: 'invalid_input', message: Array.isArray(message) ? message.join('; ') : String(message), details: {} },
-        });
+      res.status(e.getStatus()).json({
+        error: { code: 'HTTP_' + e.getStatus(), kind: 'invalid_input', message: Array.isArray(message) ? message.join('; ') : String(message), details: {} },
+      });
       return;
     }
     res.status(500).json({ error: { code: 'INTERNAL', kind: 'internal', message: 'internal error', details: {} } });
