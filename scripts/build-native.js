@@ -32,6 +32,8 @@ const ADDONS = [
   {
     name: 'ledger kernels',
     source: path.join(root, 'libs', 'ledger', 'native', 'ledger-kernels.c'),
+    // Included by ledger-kernels.c (and by the fuzz harness, scripts/fuzz-native.sh): a change rebuilds the addon.
+    deps: [path.join(root, 'libs', 'ledger', 'native', 'envelope-scan.h')],
     out: path.join(root, 'libs', 'ledger', 'native', 'build', 'assay_ledger_kernels.node'),
     headers: ['node_api.h', path.join('openssl', 'evp.h')],
     exports: ['digestAll', 'subtreeRoot', 'scanEnvelopes'],
@@ -59,14 +61,31 @@ function mtime(f) {
 
 /** Builds one addon; returns null when it is in place, or why it is not. */
 function build(addon) {
-  if (!process.argv.includes('--force') && mtime(addon.out) > Math.max(mtime(addon.source), mtime(__filename))) return null;
+  if (!process.argv.includes('--force') && mtime(addon.out) > Math.max(mtime(addon.source), ...(addon.deps || []).map(mtime), mtime(__filename))) return null;
   const include = headerDirs().find((d) => addon.headers.every((h) => fs.existsSync(path.join(d, h))));
   if (!include) return `Node's headers (${addon.headers.join(', ')}) were not found in ${headerDirs().join(', ')}`;
   const cc = process.env.CC || 'cc';
   fs.mkdirSync(path.dirname(addon.out), { recursive: true });
   // A temporary name that still ends in .node (require() picks the loader by extension).
   const tmp = addon.out.replace(/\.node$/, `.${process.pid}.tmp.node`);
-  const args = ['-O2', '-Wall', '-Wextra', '-std=gnu11', '-fPIC', '-shared', '-pthread', '-DNAPI_VERSION=8', `-I${include}`, addon.source, '-o', tmp];
+  // -Werror: the C must build without warnings (CI would otherwise let a new one through unread).
+  const args = [
+    '-O2',
+    '-Wall',
+    '-Wextra',
+    '-Wshadow',
+    '-Wconversion',
+    '-Werror',
+    '-std=gnu11',
+    '-fPIC',
+    '-shared',
+    '-pthread',
+    '-DNAPI_VERSION=8',
+    `-I${include}`,
+    addon.source,
+    '-o',
+    tmp,
+  ];
   const r = spawnSync(cc, args, { stdio: ['ignore', 'inherit', 'inherit'] });
   if (r.error || r.status !== 0) {
     fs.rmSync(tmp, { force: true });

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sets up everything the test suite needs on a fresh Linux machine with Node 20, then runs it:
 # npm dependencies, Docker (Debian's docker.io and a running dockerd, installed when missing; needs root), the
-# locally built base image, the build, type checks, lint and import boundaries, then every jest tier.
+# locally built base image, the build, 60 s of fuzzing the C envelope scanner (clang installed when missing), type checks, lint and import boundaries, then every jest tier.
 # The last line printed is jest's summary.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,6 +17,22 @@ bash scripts/build-base-image.sh
 
 echo "== build"
 npm run --silent build
+
+echo "== fuzz the C envelope scanner (libFuzzer, ASan, UBSan; 60 s)"
+# clang (with libFuzzer's runtime) is installed from Debian when missing and this is root with apt-get; elsewhere a
+# missing clang skips the fuzzing with a warning, except in CI (CI=true), where it fails.
+if ! command -v clang >/dev/null 2>&1 && [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+  (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q clang) >"${TMPDIR:-/tmp}/assay-clang-apt.log" 2>&1 ||
+    { tail -n 20 "${TMPDIR:-/tmp}/assay-clang-apt.log" >&2; echo "apt-get install clang failed" >&2; }
+fi
+if command -v clang >/dev/null 2>&1; then
+  bash scripts/fuzz-native.sh 60
+elif [ "${CI:-}" = "true" ]; then
+  echo "clang is missing and CI=true: the envelope scanner must be fuzzed in CI" >&2
+  exit 1
+else
+  echo "warning: clang not found; not fuzzing the envelope scanner (apt-get install clang)" >&2
+fi
 
 echo "== typecheck, lint, import boundaries"
 npm run --silent typecheck
