@@ -71,7 +71,7 @@ describe('HTTP API: operator token and read-only GETs', () => {
     const body = (await res.json()) as ErrorBody;
     expect(Object.keys(body)).toEqual(['error']);
     expect(body.error.code).toBe(code);
-    expect(Object.keys(body.error).sort()).toEqual(['code', 'details', 'kind', 'message']);
+    expect(Object.keys(body.error).sort()).toEqual(['code', 'details', 'kind', 'message', 'requestId']);
     expect(JSON.stringify(body)).not.toMatch(/\n\s+at |\.ts:\d+/); // no stack trace
     return body.error;
   }

@@ -66,7 +66,11 @@ describe('HTTP API (ledger)', () => {
     expect(((await unknown.json()) as { error: { code: string } }).error.code).toBe('LEDGER_UNKNOWN_EVENT_TYPE');
 
     const malformed = await post('/ledger/events', { stream: 'note-api', events: 'nope' });
-    expect(malformed.status).toBe(400);
+    expect(malformed.status).toBe(422); // a DTO failure names the field (docs/operations.md, API)
+    expect(((await malformed.json()) as { error: { code: string; message: string } }).error).toMatchObject({
+      code: 'API_INVALID_BODY',
+      message: expect.stringContaining('events'),
+    });
 
     const outOfRange = await fetch(`${base}/ledger/proofs/inclusion/999`);
     expect(outOfRange.status).toBe(404);

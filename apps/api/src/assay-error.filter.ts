@@ -1,27 +1,44 @@
 import { Catch, HttpException, type ArgumentsHost, type ExceptionFilter } from '@nestjs/common';
-import type { Response } from 'express';
+import type { Request, Response } from 'express';
 import { AssayError, HTTP_STATUS } from '@assay/core';
+import { logServerError, requestIdOf } from './http-edge';
 
-/** Translates errors once, at the HTTP edge: AssayError kinds to statuses, a body with the code and message. */
+/**
+ * Translates errors once, at the HTTP edge: AssayError kinds to statuses, a body with the code, message and the
+ * request id. Every 5xx is logged as one JSON line on stderr with the request id.
+ */
 @Catch()
 export class AssayErrorFilter implements ExceptionFilter {
   catch(e: unknown, host: ArgumentsHost): void {
+    const req = host.switchToHttp().getRequest<Request>();
     const res = host.switchToHttp().getResponse<Response>();
+    const requestId = requestIdOf(req);
+    const withId = (error: Record<string, unknown>) => ({ error: { ...error, ...(requestId ? { requestId } : {}) } });
     // A route that answers text (a proof, a note) has set its content type already: errors are JSON regardless.
     res.setHeader('Content-Type', 'application/json; charset=utf-8');
     if (e instanceof AssayError) {
+      const status = HTTP_STATUS[e.kind];
+      if (status >= 500) logServerError(req, status, e);
       if (e.kind === 'unauthenticated') res.setHeader('WWW-Authenticate', 'Bearer realm="assay"');
-      res.status(HTTP_STATUS[e.kind]).json({ error: e.toJSON() });
+      res.status(status).json(withId(e.toJSON()));
       return;
     }
     if (e instanceof HttpException) {
+      const status = e.getStatus();
+      if (status >= 500) logServerError(req, status, e);
       const body = e.getResponse();
       const message = typeof body === 'string' ? body : ((body as { message?: unknown }).message ?? e.message);
-      res.status(e.getStatus()).json({
-        error: { code: 'HTTP_' + e.getStatus(), kind: 'invalid_input', message: Array.isArray(message) ? message.join('; ') : String(message), details: {} },
-      });
+      res.status(status).json(
+        withId({
+          code: 'HTTP_' + status,
+          kind: status >= 500 ? 'internal' : 'invalid_input',
+          message: Array.isArray(message) ? message.join('; ') : String(message),
+          details: {},
+        }),
+      );
       return;
     }
-    res.status(500).json({ error: { code: 'INTERNAL', kind: 'internal', message: 'internal error', details: {} } });
+    logServerError(req, 500, e);
+    res.status(500).json(withId({ code: 'INTERNAL', kind: 'internal', message: 'internal error', details: {} }));
   }
 }

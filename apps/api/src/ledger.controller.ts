@@ -1,4 +1,5 @@
-import { Body, Controller, Get, Header, Param, ParseIntPipe, Post, Query } from '@nestjs/common';
+import { Body, Controller, Get, Header, HttpStatus, Param, Post, Query, Res } from '@nestjs/common';
+import type { Response } from 'express';
 import { CommandBus, QueryBus } from '@nestjs/cqrs';
 import { Type } from 'class-transformer';
 import { ArrayMaxSize, ArrayMinSize, IsArray, IsObject, IsOptional, IsString, Matches, ValidateNested } from 'class-validator';
@@ -9,11 +10,13 @@ import {
   ProveInclusionQuery,
   SignCheckpointCommand,
   VerifyLedgerQuery,
+  LedgerHomeProvider,
   formatInclusionProof,
   type ExpectedRevision,
   type JsonObject,
 } from '@assay/ledger';
 import { runClaimRules } from '@assay/run';
+import { StrictIntPipe } from './http-edge';
 
 class NewEventDto {
   @IsString()
@@ -82,13 +85,13 @@ export class LedgerController {
 
   @Get('proofs/inclusion/:position')
   @Header('content-type', 'text/plain; charset=utf-8')
-  async inclusion(@Param('position', ParseIntPipe) position: number) {
+  async inclusion(@Param('position', new StrictIntPipe('position')) position: number) {
     return formatInclusionProof(await this.queries.execute(new ProveInclusionQuery(position)));
   }
 
   @Get('proofs/consistency')
-  consistency(@Query('old', ParseIntPipe) old: number, @Query('new') newer?: string) {
-    return this.queries.execute(new ProveConsistencyQuery(old, newer === undefined ? undefined : Number.parseInt(newer, 10)));
+  consistency(@Query('old', new StrictIntPipe('old')) old: number, @Query('new', new StrictIntPipe('new', { optional: true })) newer?: number) {
+    return this.queries.execute(new ProveConsistencyQuery(old, newer));
   }
 
   @Get('keys')
@@ -99,8 +102,20 @@ export class LedgerController {
 
 @Controller()
 export class HealthController {
+  constructor(private readonly p: LedgerHomeProvider) {}
+
+  /** Cheap: opens the ledger (once, read-only) and reports its size and last signed checkpoint; 503 with a reason when there is none. */
   @Get('health')
-  health() {
-    return { status: 'ok' };
+  async health(@Res({ passthrough: true }) res: Response) {
+    try {
+      const home = await this.p.reader();
+      const events = await home.db.events.size();
+      const cp = home.ledger.lastSigned();
+      return { status: 'ok', ledger: { events, lastCheckpoint: cp ? { treeSize: cp.treeSize, rootHash: cp.rootHash } : null } };
+    } catch (e) {
+      res.status(HttpStatus.SERVICE_UNAVAILABLE);
+      const reason = e instanceof Error ? e.message : String(e);
+      return { status: 'unavailable', reason };
+    }
   }
 }

@@ -307,17 +307,40 @@ export class LedgerHome {
     return verifyDatabase(this.db, { origin: this.config.origin, trustedRoot: this.config.rootKey, ...opts }, this.paths.witness);
   }
 
-  /** The keys registered in the ledger, folded from its key events (signatures are checked by `verify`). */
+  private keyCache: { registry: KeyRegistry; next: number } | null = null;
+  private keyCatchUp: Promise<unknown> = Promise.resolve();
+  /** Events read by keyRegistry() since this home was opened: a warm call reads only the events appended since. */
+  keyRegistryEventsRead = 0;
+
+  /**
+   * The keys registered in the ledger, folded from its key events (signatures are checked by `verify`). Kept between
+   * calls and caught up from the last position seen, so a call reads only the events appended since the previous one
+   * (the first reads the log once, yielding to the event loop between batches). Callers must not modify it.
+   */
   async keyRegistry(): Promise<KeyRegistry> {
-    const registry = new KeyRegistry(decodeVerifierKey);
-    for await (const batch of this.db.events.readAll({ batchSize: 2000 })) {
-      for (const e of batch) {
-        if (e.type !== 'KeyRegistered' && e.type !== 'KeyRevoked') continue;
-        const env = parseEnvelope(e.bytes, { position: e.position }).envelope;
-        if (!registry.authorize(env)) registry.apply(env);
+    const catchUp = async (): Promise<KeyRegistry> => {
+      const size = await this.db.events.size();
+      // A smaller log than seen means another database (a restore): start again.
+      if (!this.keyCache || size < this.keyCache.next) this.keyCache = { registry: new KeyRegistry(decodeVerifierKey), next: 0 };
+      const cache = this.keyCache;
+      for await (const batch of this.db.events.readAll({ fromPosition: cache.next, toPosition: size, batchSize: 2000 })) {
+        for (const e of batch) {
+          if (e.type === 'KeyRegistered' || e.type === 'KeyRevoked') {
+            const env = parseEnvelope(e.bytes, { position: e.position }).envelope;
+            if (!cache.registry.authorize(env)) cache.registry.apply(env);
+          }
+          cache.next = e.position + 1;
+        }
+        this.keyRegistryEventsRead += batch.length;
+        if (batch.length > 0) await new Promise<void>((r) => setImmediate(r));
       }
-    }
-    return registry;
+      cache.next = Math.max(cache.next, size);
+      return cache.registry;
+    };
+    // One catch-up at a time: two at once would apply the same events twice.
+    const run = this.keyCatchUp.then(catchUp, catchUp);
+    this.keyCatchUp = run.catch(() => undefined);
+    return run;
   }
 
   /** Events of one stream, or of the whole log, parsed from their stored bytes (unverified: use `verify`). */
