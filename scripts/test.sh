@@ -39,4 +39,4 @@ npm run --silent typecheck
 npm run --silent lint
 
 echo "== tests"
-exec npx jest --ci --selectProjects unit int e2e
+exec npx jest --ci --coverage --selectProjects unit int e2e
