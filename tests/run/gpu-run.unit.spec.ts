@@ -190,7 +190,7 @@ describe('a run with GPUs (fake devices, fake container runtime, real Judge and 
     expect(w.gpuPlan).toMatchObject({ work: ['0'], judge: ['1'], handOver: false, pauseWorkDuringJudge: false });
     const r = await w.svc.submit(submitReq(BEARER));
     expect(r).toMatchObject({ httpStatus: 200, status: 'rule_violation', round: 1 });
-    expect(r.text).toContain('0 (rule violation: budget.gpu_seconds)');
+    expect(r.text).toContain('rule violation: budget.gpu_seconds (scored 0)');
     expect(w.seen).toEqual([{ frozen: false, gpus: ['1'] }]); // no hand-over: Work runs on during the Judge
     const again = await w.svc.submit(submitReq(BEARER));
     expect(again).toMatchObject({ httpStatus: 429, code: 'SUBMIT_BUDGET_EXHAUSTED' });

@@ -71,6 +71,9 @@ describeDocker('assay run (CLI, Docker)', () => {
     expect(rep).toMatchObject({ status: 'completed', bestRound: 4, agentExitCode: 0 });
     expect(rep.bestScore).toBeCloseTo(0.017275, 4);
     expect(r.stderr).toContain('rsi-submit exited with status 1');
+    // the controller's own line per round, whatever the agent prints
+    expect(r.stderr).toContain('assay: round 2: rule violation: workspace.not_editable (scored 0); best: round 1');
+    expect(r.stderr).toMatch(/assay: round 4: completed, score [0-9.e-]+ \(val_loss, minimize\); best: round 4, score /);
     expect(r.stderr).toMatch(/seeded from the work image's \/workspace/);
     expect(await workOf('ref1')).toHaveLength(0);
     expect(readFileSync(join(home, 'runs/ref1/logs/round-4.log'), 'utf8')).toMatch(/val_loss/);
@@ -97,10 +100,39 @@ describeDocker('assay run (CLI, Docker)', () => {
     const token = readFileSync(join(home, 'runs/ref1/sock/token'), 'utf8').trim();
     expect(JSON.stringify(all)).not.toContain(token);
     expect(started.protocol.submission.tokenSha256).toMatch(/^[0-9a-f]{64}$/);
+    // the run signed a checkpoint when it ended: the newest one covers every event of the ledger
+    const last = JSON.parse(readFileSync(join(home, 'ledger/checkpoint.last'), 'utf8')) as { treeSize: number };
+    expect(last.treeSize).toBe(all.length);
+    expect(r.stderr).toContain(`checkpoint signed: ${all.length} events`);
 
     const v = await assay(['ledger', 'verify'], home);
     expect(v.code).toBe(0);
     expect(v.stdout).toMatch(/ledger verified/);
+
+    // the run views: from the ledger alone
+    const ls = await assay(['run', 'ls', '--json'], home);
+    expect(ls.code).toBe(0);
+    expect((JSON.parse(ls.stdout) as { runs: unknown[] }).runs).toEqual([
+      expect.objectContaining({
+        run: 'ref1',
+        state: 'completed',
+        task: 'assay:tiny-optimizer',
+        submissions: { used: 4, allowed: 6 },
+        best: { round: 4, score: rep.bestScore },
+      }),
+    ]);
+    const st = await assay(['run', 'status', 'ref1'], home);
+    expect(st.code).toBe(0);
+    expect(st.stdout).toMatch(/^round 2 .* rule violation: workspace\.not_editable \(scored 0\)$/m);
+    expect(st.stdout).toMatch(/^best {6}round 4, score .* \(val_loss, minimize\)$/m);
+    const unknown = await assay(['run', 'status', 'nope'], home);
+    expect([unknown.code, unknown.stderr.trim().split('\n')]).toEqual([3, [expect.stringContaining('RUN_NOT_FOUND')]]);
+    // --resume of an ended run: its report from the ledger, no image built, no container started
+    const again = await assay(['run', '--resume', 'ref1'], home);
+    expect(again.code).toBe(0);
+    expect(again.stdout).toBe(st.stdout);
+    expect(again.stderr).toContain('has already ended (completed)');
+    expect(again.stderr).not.toMatch(/image|Work .* up/);
   });
 
   it('a hostile agent gains nothing and what it did is in the ledger', async () => {

@@ -67,11 +67,7 @@ describe('rsi-submit against the endpoint', () => {
     expect([a.code, footer(a.stdout, 'status'), footer(a.stdout, 'detail')]).toEqual([1, 'verifier_error', 'reward.json: value of "x" is NaN']);
     s.w.snapshotter.files.set('reward.json', '{"reward": 1}'); // planting a reward file gains nothing
     const b = await rsiSubmit(s.env);
-    expect([b.code, footer(b.stdout, 'status'), footer(b.stdout, 'score')]).toEqual([
-      1,
-      'rule_violation',
-      '0 (rule violation: workspace.not_editable) (reward, maximize)',
-    ]);
+    expect([b.code, footer(b.stdout, 'status'), footer(b.stdout, 'score')]).toEqual([1, 'rule_violation', 'rule violation: workspace.not_editable (scored 0)']);
     expect(s.w.judge.calls).toHaveLength(1);
   });
 

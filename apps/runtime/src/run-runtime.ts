@@ -31,6 +31,7 @@ import type { PreparedTask, JudgeRunner } from '@assay/judge';
 import { canonicalJson } from '@assay/ledger';
 import {
   buildRunRules,
+  formatRoundLine,
   generateRunToken,
   LedgerRunLedger,
   readRunTaskSettings,
@@ -550,7 +551,11 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
         work,
         clock: systemClock,
         ids: randomIds,
-        options: { logPathOf: (n: number) => `/logs/assay/round-${n}.log`, keepWorkPausedDuringJudge: gpuPlan.pauseWorkDuringJudge },
+        options: {
+          // only a log that was written (a round ruled out before any Judge, e.g. workspace.not_editable, has none)
+          logPathOf: (n: number) => (existsSync(join(p.logs, `round-${n}.log`)) ? `/logs/assay/round-${n}.log` : null),
+          keepWorkPausedDuringJudge: gpuPlan.pauseWorkDuringJudge,
+        },
       };
       let svc: SubmissionService;
       // before this session appends anything (the recovery below would look like the dead session's last event)
@@ -611,7 +616,17 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
           log(`the previous session's agent time since its last record: ${killedAgentSec} s (recorded)`);
         }
         const sockPath = join(p.sock, 'submit.sock');
-        endpoint = await SubmitEndpoint.listen({ socketPath: sockPath, gateway: svc });
+        // Assay's own line per settled round, whatever the agent prints (formatRoundLine)
+        const gateway = {
+          submit: async (req: Parameters<typeof svc.submit>[0]) => {
+            const reply = await svc.submit(req);
+            const line = reply.round !== null ? formatRoundLine(svc.current, reply.round) : null;
+            if (line) log(line);
+            return reply;
+          },
+          history: (req: Parameters<typeof svc.history>[0]) => svc.history(req),
+        };
+        endpoint = await SubmitEndpoint.listen({ socketPath: sockPath, gateway });
         chmodSync(sockPath, 0o666);
         log(`run ${run}: Work ${workId.slice(0, 12)} up; agent ${agent.name} starting`);
         // Work's GPU-seconds since the last record: BudgetConsumed gpu_seconds {holder: work}
@@ -767,6 +782,13 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
       // the bounded workspace goes back into workspace/ (Work is gone: nothing writes it any more)
       if (bounded) bounded.release();
       if (existsSync(p.workspace) && !task0?.prepared.rootfs) stripSetIdBits(p.workspace);
+      // The run ended (completed, cancelled or failed): sign a checkpoint of the whole log, so the newest checkpoint
+      // covers every event of the run. Only for a recorded run; a failure to sign is reported, never hides the run's.
+      if (existsSync(p.meta))
+        await rt.ledgerHome.ledger
+          .checkpoint()
+          .then((cp) => log(`checkpoint signed: ${cp.treeSize} events`))
+          .catch((e: unknown) => log(`no checkpoint signed at the end of the run: ${(e as Error).message}`));
       await rt.close();
     }
   } finally {

@@ -68,3 +68,4 @@ export {
 // application
 export * from './application/run-token';
 export * from './application/submission-service';
+export * from './application/run-views';

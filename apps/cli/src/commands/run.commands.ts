@@ -16,7 +16,7 @@ const usage = (message: string) => new AssayError('CLI_USAGE', 'invalid_input', 
  * a fresh Judge, and prints the rounds and the selected best. Ctrl-C cancels the run (RunCompleted cancelled).
  */
 export function register(program: Command, ctx: CliContext): void {
-  program
+  const runCmd = program
     .command('run')
     .description('run an agent on a task: Work container, submissions judged by fresh Judges, best round selected')
     .argument('[task-dir]', 'task directory')
@@ -72,6 +72,16 @@ export function register(program: Command, ctx: CliContext): void {
           throw usage(`--run-id must be lowercase letters, digits and dashes, got "${o.runId}"`);
         if (o.resume !== undefined && !/^[a-z0-9][a-z0-9-]{0,62}$/.test(o.resume))
           throw usage(`--resume needs a run id (lowercase letters, digits and dashes), got "${o.resume}"`);
+        if (o.resume) {
+          // a run that has ended is reported from the ledger (its recorded times), with no image and no container
+          const ended = (await readRunViews(ctx).catch(() => [])).find((x) => x.run === o.resume && x.ended);
+          if (ended) {
+            ctx.err(`assay: run ${ended.run} has already ended (${ended.state}); its report from the ledger:`);
+            if (o.json) ctx.out(jsonOut(ended));
+            else for (const l of statusLines(ended)) ctx.out(l);
+            return;
+          }
+        }
         const { RUN_ERROR_CODES } = libs.run();
         const { agentOf, runResearch } = libs.runRuntime();
         const gpus = libs.gpuPool().parseGpuList(o.gpus);
@@ -128,6 +138,87 @@ export function register(program: Command, ctx: CliContext): void {
         }
       },
     );
+  registerViews(runCmd, ctx);
+}
+
+/**
+ * `assay run ls [--json]`, `assay run status RUN_ID [--json]`: read-only views of the ledger (no Docker, no state
+ * created: a missing ledger is LEDGER_NOT_INITIALIZED, not_found). `ls` and `status` are reserved first words of
+ * `assay run`; a task directory of that name is given as `./ls`.
+ */
+function registerViews(runCmd: Command, ctx: CliContext): void {
+  // `--json` after the subcommand may be taken by `run`'s own option of the same name: read both
+  const wantsJson = (o: { json?: boolean }, cmd: Command) => Boolean(o.json || (cmd.parent?.opts() as { json?: boolean }).json);
+  const views = () => readRunViews(ctx);
+  runCmd
+    .command('ls')
+    .description('every run in the ledger: state, task, agent, rounds used of allowed, budgets, best round')
+    .option('--json', 'print one JSON document')
+    .action(async (o: { json?: boolean }, cmd: Command) => {
+      const { runSummary } = libs.run();
+      const runs = (await views()).map(runSummary);
+      if (wantsJson(o, cmd)) return ctx.out(jsonOut({ runs }));
+      if (runs.length === 0) return ctx.out('no runs in this ledger');
+      const one = (t: string | null) => escapeTerminalText(t ?? '-', { newlines: true });
+      for (const r of runs) {
+        const allowed = r.submissions.allowed === null ? 'unlimited' : String(r.submissions.allowed);
+        ctx.out(
+          `${r.run}  ${r.state}  task ${one(r.task)}  agent ${one(r.agent)}  submissions ${r.submissions.used}/${allowed}  ` +
+            `wall ${Math.floor(r.budgets.wall_time.used)} s  agent ${Math.floor(r.budgets.agent_time.used)} s  ` +
+            `best ${r.best ? `round ${r.best.round}, score ${r.best.score} (${one(r.metric ?? 'reward')}, ${r.direction})` : '-'}`,
+        );
+      }
+    });
+  runCmd
+    .command('status')
+    .description("a run's rounds as judged (round, time, status, score, rule), budgets and the best so far")
+    .argument('<run-id>', 'the run id')
+    .option('--json', 'print one JSON document')
+    .action(async (id: string, o: { json?: boolean }, cmd: Command) => {
+      const v = (await views()).find((x) => x.run === id);
+      if (!v) throw new AssayError('RUN_NOT_FOUND', 'not_found', `no run ${escapeTerminalText(id)} in the ledger at ${ctx.home}`);
+      if (wantsJson(o, cmd)) return ctx.out(jsonOut(v));
+      for (const l of statusLines(v)) ctx.out(l);
+    });
+}
+
+/** Every run of the ledger in ctx.home, folded (read-only: nothing is created; no ledger is LEDGER_NOT_INITIALIZED). */
+async function readRunViews(ctx: CliContext): Promise<Array<import('@assay/run').RunStatusView>> {
+  const { LedgerHome } = libs.ledger();
+  const { randomIds, systemClock } = await import('@assay/core');
+  const home = await LedgerHome.open(ctx.home, { clock: systemClock, ids: randomIds, readOnly: true });
+  try {
+    const { readRunHistories, runStatusView } = libs.run();
+    const all = await readRunHistories(home.ledger);
+    return [...all].map(([run, events]) => runStatusView(run, events));
+  } finally {
+    await home.close();
+  }
+}
+
+function jsonOut(v: unknown): string {
+  return JSON.stringify(v, null, 2).replace(
+    /[\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\ufeff]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
+}
+
+/** `run status` as text: Assay's own lines (task and agent names escaped). */
+export function statusLines(v: import('@assay/run').RunStatusView): string[] {
+  const one = (t: string | null) => escapeTerminalText(t ?? '-', { newlines: true });
+  const metric = `${one(v.metric ?? 'reward')}, ${v.direction ?? '-'}`;
+  const lines = [`run       ${v.run} (${one(v.task)}) ${v.state}, agent ${one(v.agent)}, started ${v.startedAt ?? '-'}`];
+  if (v.rounds.length === 0) lines.push('rounds    none');
+  for (const r of v.rounds) {
+    const what =
+      r.status === 'rule_violation' ? `rule violation: ${one(r.rule)} (scored 0)` : `${r.status}${r.score !== null ? `, score ${r.score} (${metric})` : ''}`;
+    lines.push(`round ${r.round}   ${r.receivedAt}  ${what}`);
+  }
+  const b = v.budgets;
+  const lim = (x: { used: number; limit: number | null }) => `${Math.floor(x.used)}/${x.limit === null ? 'unlimited' : x.limit}`;
+  lines.push(`budgets   submissions ${lim(b.submissions)}, wall ${lim(b.wall_time)} s, agent ${lim(b.agent_time)} s, gpu ${lim(b.gpu_seconds)} GPU-s`);
+  lines.push(`best      ${v.best ? `round ${v.best.round}, score ${v.best.score} (${metric})` : 'none'}`);
+  return lines;
 }
 
 function printReport(ctx: CliContext, r: RunReport): void {
@@ -135,7 +226,9 @@ function printReport(ctx: CliContext, r: RunReport): void {
   const one = (t: string) => escapeTerminalText(t, { newlines: true });
   ctx.out(`run       ${r.run} (${one(r.task)}) ${r.status}`);
   for (const x of r.rounds) {
-    ctx.out(`round ${x.round}   ${x.status}${x.score !== null ? `  score ${x.score}` : ''}${x.rule ? `  rule ${one(x.rule)}` : ''}`);
+    // a rule violation's forced 0 is not a score: never printed like one
+    if (x.status === 'rule_violation') ctx.out(`round ${x.round}   rule violation: ${one(x.rule ?? 'unknown')} (scored 0)`);
+    else ctx.out(`round ${x.round}   ${x.status}${x.score !== null ? `  score ${x.score}` : ''}${x.rule ? `  rule ${one(x.rule)}` : ''}`);
   }
   ctx.out(`best      ${r.bestRound === null ? 'none' : `round ${r.bestRound}, score ${r.bestScore}, snapshot ${r.bestSnapshot}`}`);
   ctx.out(

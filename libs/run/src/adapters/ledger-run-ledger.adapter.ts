@@ -6,15 +6,12 @@
  * Reading a run's history scans the log from the run's first event for the Judge's events about it (they live in
  * their own streams); an index of judge events by run (a projection) can replace the scan when ledgers grow.
  */
-import { parseEnvelope, type Ledger, type RecordedEvent, type JsonObject } from '@assay/ledger';
-import { isJudgeStream, runStream, JUDGE_EVENT_TYPES, type RunEventDraft, type RunEventRecord } from '../domain/run-events';
+import type { Ledger, JsonObject } from '@assay/ledger';
+import { isJudgeStream, recordOf, runStream, JUDGE_EVENT_TYPES, type RunEventDraft, type RunEventRecord } from '../domain/run-events';
 import type { RunLedger } from '../ports/run-ledger.port';
 import type { Expected, ForeignEvent } from './memory-run-ledger.adapter';
 
-export function recordOf(e: RecordedEvent): RunEventRecord {
-  const env = parseEnvelope(e.bytes, { position: e.position }).envelope;
-  return { position: e.position, stream: env.stream, revision: env.revision, id: env.id, type: env.type, time: env.time, data: env.data };
-}
+export { recordOf };
 
 export class LedgerRunLedger implements RunLedger {
   constructor(private readonly ledger: Ledger) {}

@@ -67,7 +67,7 @@ describe('snapshot failures the agent causes count against it', () => {
     w.snapshotter.fail = e;
     const r = await svc.submit(submitReq());
     expect(r).toMatchObject({ httpStatus: 200, round: 1, status: 'rule_violation' });
-    expect(r.text).toContain(`score: 0 (rule violation: ${rule})`);
+    expect(r.text).toContain(`score: rule violation: ${rule} (scored 0)`);
     expect(types(w)).toEqual(['RunStarted', 'SubmissionReceived', 'RuleViolation', 'BudgetConsumed']);
     const [v, b] = w.ledger.all().slice(-2);
     expect(v?.data).toMatchObject({ round: 1, rule, score: 0 });
@@ -101,7 +101,7 @@ describe('snapshot failures the agent causes count against it', () => {
     const { w, svc } = await started({ work });
     const a = await svc.submit(submitReq());
     expect(a).toMatchObject({ httpStatus: 200, status: 'rule_violation' });
-    expect(a.text).toContain('score: 0 (rule violation: work.freeze_failed)');
+    expect(a.text).toContain('score: rule violation: work.freeze_failed (scored 0)');
     fail = new Error('connect ENOENT /var/run/docker.sock');
     const b = await svc.submit(submitReq());
     expect(b).toMatchObject({ httpStatus: 503, status: 'refunded' });

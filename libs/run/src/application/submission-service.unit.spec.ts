@@ -89,7 +89,7 @@ describe('SubmissionService', () => {
     w.snapshotter.files.set('numpy.py', 'raise ImportError');
     const r = await svc.submit(submitReq());
     expect(r).toMatchObject({ httpStatus: 200, status: 'rule_violation', round: 2 });
-    expect(r.text).toContain('score: 0 (rule violation: workspace.not_editable)');
+    expect(r.text).toContain('score: rule violation: workspace.not_editable (scored 0)');
     expect(r.text).toContain('added "numpy.py"');
     expect(w.judge.calls.map((c) => c.round)).toEqual([1]);
     const edited = w.ledger

@@ -10,7 +10,7 @@
  *   status: <completed | submission_error | verifier_error | verifier_timeout | rule_violation | refunded | rejected>
  *   code: <HTTP status>[ <rejection code>]
  *   reward: <key=value ...sorted by key | ->
- *   score: <primary score | 0 (rule violation: <rule>) | ->[ (<metric>, <direction>)]
+ *   score: <primary score (<metric>, <direction>) | rule violation: <rule> (scored 0) | ->
  *   best: <round <n>, score <s> | ->
  *   remaining: submissions=<n|unlimited> wall_time_s=<s|unlimited> agent_time_s=<s|unlimited> gpu_seconds=<s|unlimited>
  *   log: <path of the full Judge log inside Work | ->
@@ -113,9 +113,10 @@ export function formatRemaining(r: Readonly<Record<BudgetKind, number | null>>):
 
 export function formatFooter(f: FooterInput): string {
   let score = '-';
-  if (f.status === 'rule_violation') score = `0 (rule violation: ${oneLine(f.rule ?? 'unknown', 128)})`;
+  // a rule violation's forced 0 is not a score under the metric: no `(metric, direction)` after it
+  if (f.status === 'rule_violation') score = `rule violation: ${oneLine(f.rule ?? 'unknown', 128)} (scored 0)`;
   else if (f.score !== null) score = num(f.score);
-  if (score !== '-' && f.direction) score += ` (${f.metric ?? 'reward'}, ${f.direction})`;
+  if (score !== '-' && f.status !== 'rule_violation' && f.direction) score += ` (${f.metric ?? 'reward'}, ${f.direction})`;
   const lines = [
     FOOTER_START,
     `round: ${f.round ?? '-'}`,
@@ -212,10 +213,13 @@ export function formatHistory(s: RunState, now: Date, logPathOf: (round: number)
   if (s.rounds.length === 0) lines.push('no submissions yet');
   for (const r of s.rounds) {
     const v = roundView(s, r);
-    const score = v.status === 'rule_violation' ? `0 (rule violation: ${oneLine(v.rule ?? '', 128)})` : v.score === null ? '-' : num(v.score);
+    const what =
+      v.status === 'rule_violation'
+        ? `rule violation: ${oneLine(v.rule ?? '', 128)} (scored 0)`
+        : `${v.status}, score ${v.score === null ? '-' : num(v.score)}`;
     const log = v.status === 'refunded' ? null : logPathOf(r.round);
     lines.push(
-      `round ${v.round}: ${v.status}, score ${score}, snapshot ${v.snapshot ?? '-'}, received ${v.receivedAt}${log ? `, log ${oneLine(log, 1024)}` : ''}${v.detail ? `, detail: ${oneLine(v.detail, 160)}` : ''}`,
+      `round ${v.round}: ${what}, snapshot ${v.snapshot ?? '-'}, received ${v.receivedAt}${log ? `, log ${oneLine(log, 1024)}` : ''}${v.detail ? `, detail: ${oneLine(v.detail, 160)}` : ''}`,
     );
   }
   if (s.rejections > 0) lines.push(`refused requests (no round used): ${s.rejections}`);
@@ -226,4 +230,22 @@ export function formatHistory(s: RunState, now: Date, logPathOf: (round: number)
   if (s.completed) lines.push(`run ended: ${s.completed.status}`);
   lines.push(FOOTER_END);
   return `${lines.join('\n')}\n`;
+}
+
+/**
+ * The controller's own line for a settled round (printed by `assay run` whatever the agent prints):
+ * `round 3: completed, score 0.0172 (val_loss, minimize); best: round 3, score 0.0172`;
+ * a rule violation reads `round 2: rule violation: workspace.not_editable (scored 0); best: ...`, never like a score.
+ */
+export function formatRoundLine(s: RunState, round: number): string | null {
+  const r = s.rounds.find((x) => x.round === round);
+  if (!r) return null;
+  const v = roundView(s, r);
+  const metric = s.started ? ` (${s.started.selection.metric ?? 'reward'}, ${s.started.selection.direction})` : '';
+  let what: string;
+  if (v.status === 'rule_violation') what = `rule violation: ${oneLine(v.rule ?? 'unknown', 128)} (scored 0)`;
+  else if (v.status === 'refunded') what = 'refunded (not counted)';
+  else what = `${v.status}${v.score !== null ? `, score ${num(v.score)}${metric}` : ''}`;
+  const best = bestRound(s);
+  return `round ${v.round}: ${what}; best: ${best ? `round ${best.round}, score ${num(best.score)}` : '-'}`;
 }

@@ -1,5 +1,5 @@
 import { Sim } from '../../../../tests/run/support/run-fixtures';
-import { formatFooter, formatHistory, historyJson, oneLine, rejectionFooter, roundFooter } from './feedback';
+import { formatFooter, formatHistory, formatRoundLine, historyJson, oneLine, rejectionFooter, roundFooter } from './feedback';
 
 describe('footer', () => {
   it('has exactly the documented lines for a judged round', () => {
@@ -34,7 +34,7 @@ describe('footer', () => {
     s.ok({ kind: 'settle', round: 2, violation: { rule: 'workspace.not_editable', detail: 'added "numpy.py"\nand more' } });
     const v = roundFooter(s.state, 2, s.date, null);
     expect(v.text).toContain(
-      'status: rule_violation\ncode: 200\nreward: -\nscore: 0 (rule violation: workspace.not_editable) (reward, maximize)\nbest: round 1, score 0.5\n',
+      'status: rule_violation\ncode: 200\nreward: -\nscore: rule violation: workspace.not_editable (scored 0)\nbest: round 1, score 0.5\n',
     );
     expect(v.text).toContain('detail: added "numpy.py" and more\n');
     s.submit();
@@ -96,5 +96,21 @@ describe('history', () => {
     const j = historyJson(s.state, s.date);
     expect(j).toMatchObject({ run: 'r1', refusedRequests: 1, best: { round: 1, score: 0.5, snapshot: 'bafy1' }, remaining: { submissions: 1 }, closed: null });
     expect((j.rounds as unknown[]).length).toBe(3);
+  });
+});
+
+describe('the controller round line', () => {
+  it('one line per settled round: status, score with metric and direction, best so far; a rule violation never reads like a score', () => {
+    const s = new Sim('r1', { settings: { direction: 'minimize', primaryMetric: 'val_loss' } });
+    s.round('completed', { val_loss: 0.125 });
+    expect(formatRoundLine(s.state, 1)).toBe('round 1: completed, score 0.125 (val_loss, minimize); best: round 1, score 0.125');
+    s.submit();
+    s.snapshot(2, 'bafy2');
+    s.ok({ kind: 'settle', round: 2, violation: { rule: 'workspace.not_editable', detail: 'x' } });
+    expect(formatRoundLine(s.state, 2)).toBe('round 2: rule violation: workspace.not_editable (scored 0); best: round 1, score 0.125');
+    s.submit();
+    s.ok({ kind: 'settle', round: 3, infrastructure: 'docker died' });
+    expect(formatRoundLine(s.state, 3)).toBe('round 3: refunded (not counted); best: round 1, score 0.125');
+    expect(formatRoundLine(s.state, 9)).toBeNull();
   });
 });

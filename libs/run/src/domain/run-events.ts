@@ -10,7 +10,7 @@
  * Both are folded in global position order (docs/run.md, "Events").
  */
 
-import { BUDGETS, JUDGE_STATUSES, RUN_STATUSES, type JsonObject } from '@assay/ledger';
+import { BUDGETS, JUDGE_STATUSES, RUN_STATUSES, parseEnvelope, type JsonObject, type RecordedEvent } from '@assay/ledger';
 
 // One vocabulary: the ledger's catalogue defines JSON, budgets and statuses; the run uses its names for them.
 export type { JsonPrimitive, JsonValue, JsonObject } from '@assay/ledger';
@@ -95,4 +95,10 @@ export function clipText(text: string, max: number): string {
   const clean = text.replace(/[\u0000-\u0008\u000b-\u001f\u007f]/g, ' ');
   if (clean.length <= max) return clean;
   return `${clean.slice(0, Math.max(0, max - 14))} [... clipped]`;
+}
+
+/** A stored event as the run reads it: its envelope parsed (the ledger's own parser and checks). */
+export function recordOf(e: RecordedEvent): RunEventRecord {
+  const env = parseEnvelope(e.bytes, { position: e.position }).envelope;
+  return { position: e.position, stream: env.stream, revision: env.revision, id: env.id, type: env.type, time: env.time, data: env.data };
 }

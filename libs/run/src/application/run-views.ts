@@ -1,0 +1,107 @@
+/**
+ * Read-side views of runs (`assay run ls`, `assay run status`): every run in a ledger, folded from its `run-<id>`
+ * stream and the Judge events about it, with nothing but the ledger (no Docker, no run directory). Pure over the
+ * events; `readRunHistories` is the one scan of the log that feeds them.
+ */
+import type { Ledger } from '@assay/ledger';
+import { isJudgeStream, JUDGE_EVENT_TYPES, recordOf, type RunEventRecord } from '../domain/run-events';
+import { bestRound, foldRun, type RunState } from '../domain/run-state';
+import { roundView, type RoundViewStatus } from '../domain/feedback';
+import type { BudgetKind } from '../domain/run-events';
+
+/** Every run's history (its stream + the Judge events naming it), in log order, by run id, in order of first event. */
+export async function readRunHistories(ledger: Ledger): Promise<Map<string, RunEventRecord[]>> {
+  const out = new Map<string, RunEventRecord[]>();
+  for await (const batch of ledger.store.readAll({ fromPosition: 0, batchSize: 1000 })) {
+    for (const e of batch) {
+      if (e.stream.startsWith('run-')) {
+        const run = e.stream.slice(4);
+        const list = out.get(run) ?? [];
+        list.push(recordOf(e));
+        out.set(run, list);
+      } else if (isJudgeStream(e.stream) && (JUDGE_EVENT_TYPES as readonly string[]).includes(e.type)) {
+        const rec = recordOf(e);
+        const run = typeof rec.data.run === 'string' ? rec.data.run : null;
+        const list = run !== null ? out.get(run) : undefined;
+        if (list) list.push(rec); // a Judge event comes after its run's RunStarted
+      }
+    }
+  }
+  return out;
+}
+
+export type RunViewState = 'running' | 'completed' | 'no_valid_submission' | 'cancelled' | 'failed' | 'not_started' | string;
+
+export interface RunRoundLine {
+  readonly round: number;
+  readonly receivedAt: string;
+  readonly status: RoundViewStatus;
+  /** The primary score; null for a rule violation (its forced 0 is not a score) and when none. */
+  readonly score: number | null;
+  readonly rule: string | null;
+}
+
+export interface RunSummary {
+  readonly run: string;
+  /** From the fold: `running` until RunCompleted (a dead controller's run too: `--resume` continues it), else its status. */
+  readonly state: RunViewState;
+  readonly task: string | null;
+  readonly agent: string | null;
+  readonly startedAt: string | null;
+  /** RunCompleted's time, else the last event's. */
+  readonly lastEventAt: string | null;
+  readonly ended: boolean;
+  readonly metric: string | null;
+  readonly direction: 'maximize' | 'minimize' | null;
+  readonly submissions: { readonly used: number; readonly allowed: number | null };
+  readonly budgets: Readonly<Record<BudgetKind, { readonly used: number; readonly limit: number | null }>>;
+  readonly best: { readonly round: number; readonly score: number } | null;
+}
+
+export interface RunStatusView extends RunSummary {
+  readonly rounds: readonly RunRoundLine[];
+  readonly refusedRequests: number;
+  readonly violations: ReadonlyArray<{ readonly round: number | null; readonly rule: string }>;
+}
+
+const KINDS: readonly BudgetKind[] = ['submissions', 'wall_time', 'agent_time', 'gpu_seconds'];
+
+export function runStatusView(run: string, events: readonly RunEventRecord[]): RunStatusView {
+  const s: RunState = foldRun(run, events);
+  const last = events[events.length - 1];
+  const limits = s.started?.protocol.budgets as Readonly<Record<BudgetKind, number | null>> | undefined;
+  // wall time used: recorded, or (while running) never less than the time from RunStarted to the last event
+  const used = (k: BudgetKind): number => {
+    if (k !== 'wall_time' || !s.started) return s.consumed[k];
+    const end = s.completed?.at ?? last?.time;
+    const elapsed = end ? Math.max(0, (Date.parse(end) - Date.parse(s.started.startedAt)) / 1000) : 0;
+    return Math.max(s.consumed[k], Math.floor(elapsed));
+  };
+  const budgets = Object.fromEntries(KINDS.map((k) => [k, { used: used(k), limit: limits?.[k] ?? null }])) as RunSummary['budgets'];
+  const best = bestRound(s);
+  return {
+    run,
+    state: !s.started ? 'not_started' : s.completed ? s.completed.status : 'running',
+    task: s.started?.task ?? null,
+    agent: s.started?.agent ?? null,
+    startedAt: s.started?.startedAt ?? null,
+    lastEventAt: s.completed?.at ?? last?.time ?? null,
+    ended: s.completed !== null,
+    metric: s.started?.selection.metric ?? null,
+    direction: s.started?.selection.direction ?? null,
+    submissions: { used: s.consumed.submissions, allowed: limits?.submissions ?? null },
+    budgets,
+    best: best ? { round: best.round, score: best.score } : null,
+    rounds: s.rounds.map((r) => {
+      const v = roundView(s, r);
+      return { round: v.round, receivedAt: v.receivedAt, status: v.status, score: v.status === 'rule_violation' ? null : v.score, rule: v.rule };
+    }),
+    refusedRequests: s.rejections,
+    violations: s.violations.map((v) => ({ round: v.round, rule: v.rule })),
+  };
+}
+
+export function runSummary(v: RunStatusView): RunSummary {
+  const { rounds: _r, refusedRequests: _q, violations: _v, ...rest } = v;
+  return rest;
+}
