@@ -127,6 +127,23 @@ describeDocker('assay run (CLI, Docker)', () => {
     expect(st.stdout).toMatch(/^best {6}round 4, score .* \(val_loss, minimize\)$/m);
     const unknown = await assay(['run', 'status', 'nope'], home);
     expect([unknown.code, unknown.stderr.trim().split('\n')]).toEqual([3, [expect.stringContaining('RUN_NOT_FOUND')]]);
+    // the logs: the agent's transcript kept by the controller, marked as the agent's; the Judge logs are the bytes
+    // whose digests JudgeCompleted recorded
+    const logs = await assay(['run', 'logs', 'ref1'], home);
+    expect(logs.code).toBe(0);
+    expect(logs.stdout).toMatch(/^== .*runs\/ref1\/agent\/session-1\.log$/m);
+    expect(logs.stdout).toMatch(/^agent\| == reference-agent: 1\/4/m);
+    expect(
+      logs.stdout
+        .split('\n')
+        .filter((l) => l !== '' && !l.startsWith('== '))
+        .every((l) => l.startsWith('agent| ')),
+    ).toBe(true);
+    const judgeLogs = await assay(['run', 'logs', 'ref1', '--judge', '--json'], home);
+    const files = (JSON.parse(judgeLogs.stdout) as { files: Array<{ path: string; sha256: string }> }).files;
+    const recorded = all.filter((e) => e.type === 'JudgeCompleted').map((e) => (e.data as { outputDigest: string }).outputDigest);
+    expect(files.map((f) => f.path.replace(/.*\//, ''))).toEqual(['round-1.log', 'round-3.log', 'round-4.log']);
+    for (const f of files) expect(recorded).toContain(`sha256:${f.sha256}`);
     // --resume of an ended run: its report from the ledger, no image built, no container started
     const again = await assay(['run', '--resume', 'ref1'], home);
     expect(again.code).toBe(0);

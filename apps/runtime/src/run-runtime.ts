@@ -20,7 +20,21 @@
  *   left of the agent-time/wall budget runs out, or SIGINT), the run completes with its selection and the Work
  *   container is killed and removed (never unpaused).
  */
-import { copyFileSync, cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync, chmodSync, chownSync } from 'node:fs';
+import {
+  closeSync,
+  copyFileSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  writeFileSync,
+  writeSync,
+  chmodSync,
+  chownSync,
+} from 'node:fs';
 import { join, resolve } from 'node:path';
 import Docker from 'dockerode';
 import { AssayError, escapeTerminalText, MarkedLineStream, randomIds, systemClock } from '@assay/core';
@@ -155,7 +169,47 @@ interface RunMeta {
 
 function runPaths(home: string, run: string) {
   const dir = join(resolve(home), 'runs', run);
-  return { dir, workspace: join(dir, 'workspace'), sock: join(dir, 'sock'), logs: join(dir, 'logs'), meta: join(dir, 'run.json') };
+  return { dir, workspace: join(dir, 'workspace'), sock: join(dir, 'sock'), logs: join(dir, 'logs'), agent: join(dir, 'agent'), meta: join(dir, 'run.json') };
+}
+
+/** A controller session keeps at most this much of the agent's output (after the cap, a line says how much was dropped). */
+export const MAX_TRANSCRIPT_BYTES = 16 * 1024 * 1024;
+
+/**
+ * The agent's transcript of one controller session, `<run>/agent/session-<n>.log`: its stdout and stderr as they came
+ * (secrets already redacted), interleaved in arrival order, at most MAX_TRANSCRIPT_BYTES. `assay run logs` shows it.
+ */
+export class AgentTranscript {
+  private fd: number | null;
+  private kept = 0;
+  private dropped = 0;
+  readonly path: string;
+
+  constructor(dir: string) {
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    const n = readdirSync(dir).filter((f) => /^session-\d+\.log$/.test(f)).length + 1;
+    this.path = join(dir, `session-${n}.log`);
+    this.fd = openSync(this.path, 'wx', 0o600);
+  }
+
+  write(chunk: Buffer | string): void {
+    if (this.fd === null) return;
+    const b = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+    const room = MAX_TRANSCRIPT_BYTES - this.kept;
+    if (room > 0) writeSync(this.fd, b, 0, Math.min(room, b.length));
+    this.kept += Math.min(Math.max(room, 0), b.length);
+    this.dropped += Math.max(0, b.length - Math.max(room, 0));
+  }
+
+  close(): { path: string; bytes: number; dropped: number } {
+    if (this.fd !== null) {
+      if (this.dropped > 0)
+        writeSync(this.fd, `\n[assay: transcript cut at ${MAX_TRANSCRIPT_BYTES} bytes; ${this.dropped} more bytes of agent output were not kept]\n`);
+      closeSync(this.fd);
+      this.fd = null;
+    }
+    return { path: this.path, bytes: this.kept, dropped: this.dropped };
+  }
 }
 
 /** Snapshots of the run's workspace directory into the store under ASSAY_HOME (no events: the run records them). */
@@ -403,6 +457,7 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
     let endpoint: SubmitEndpoint | null = null;
     let secrets: AgentLaunchSpec | null = null; // whose values never leave in an error message
     let proxy: EgressProxy | null = null;
+    const transcripts: AgentTranscript[] = [];
     let lifeline: Lifeline | null = null;
     let bounded: BoundedWorkspace | null = null;
     let task0: LoadedTask | null = null;
@@ -656,7 +711,13 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
         const show = (text: string) => {
           if (text) o.agentOutput?.(Buffer.from(text));
         };
-        const demux = new StreamDemuxer((s, chunk) => show(markedOf(s).push(agent.secretEnv.length ? redactorOf(s).push(chunk) : chunk)));
+        const transcript = new AgentTranscript(p.agent);
+        transcripts.push(transcript);
+        const demux = new StreamDemuxer((s, chunk) => {
+          const clean = agent.secretEnv.length ? redactorOf(s).push(chunk) : chunk;
+          transcript.write(clean);
+          show(markedOf(s).push(clean));
+        });
         stream.on('data', (c: Buffer) => demux.push(c));
         const ta = Date.now();
         // Agent time is recorded as it is used (every AGENT_TIME_RECORD_SEC and at the end), so a controller that is
@@ -772,6 +833,10 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
       throw redactErrorSecrets(e, secrets);
     } finally {
       if (endpoint) await endpoint.close().catch(() => undefined);
+      for (const t of transcripts) {
+        const kept = t.close();
+        log(`agent transcript: ${kept.path} (${kept.bytes} bytes${kept.dropped > 0 ? `, ${kept.dropped} more not kept` : ''}); \`assay run logs ${run}\``);
+      }
       if (proxy && secrets) await stopEgressProxy(proxy, { runDir: p.dir, agent: secrets, log }).catch(() => undefined);
       if (workId) {
         await rt.containers.kill(workId).catch(() => undefined);

@@ -180,6 +180,105 @@ function registerViews(runCmd: Command, ctx: CliContext): void {
       if (wantsJson(o, cmd)) return ctx.out(jsonOut(v));
       for (const l of statusLines(v)) ctx.out(l);
     });
+
+  runCmd
+    .command('logs')
+    .description("the agent's transcript (every controller session) or, with --judge or --round, the Judge logs of the run's rounds")
+    .argument('<run-id>', 'the run id')
+    .option('--judge', "the Judge logs (every round's), not the agent's transcript")
+    .option('--round <n>', "only this round's Judge log")
+    .option('--follow', 'keep printing what is added while the run is live (until its controller ends, or Ctrl-C)')
+    .option('--json', 'print {run, files: [{kind, path, bytes, sha256}]} instead of the contents')
+    .action(async (id: string, o: { judge?: boolean; round?: string; follow?: boolean; json?: boolean }, cmd: Command) => {
+      if (!/^[a-z0-9][a-z0-9-]{0,62}$/.test(id)) throw usage(`the run id must be lowercase letters, digits and dashes, got "${id}"`);
+      if (o.round !== undefined && !/^[1-9]\d{0,5}$/.test(o.round)) throw usage(`--round must be a round number (1, 2, ...), got "${o.round}"`);
+      await showRunLogs(ctx, id, {
+        judge: o.judge === true || o.round !== undefined,
+        ...(o.round !== undefined ? { round: Number(o.round) } : {}),
+        follow: o.follow === true,
+        json: wantsJson(o, cmd),
+      });
+    });
+}
+
+/**
+ * `assay run logs`: the files under `<home>/runs/<id>/`: `agent/session-<n>.log` (the agent's output, secrets
+ * redacted) and `logs/round-<n>.log` (each round's Judge log). Their text is the agent's or the candidate's: printed
+ * escaped and marked `agent| ` or `judge| `, so nothing in it acts on the terminal or passes for Assay's own lines.
+ */
+async function showRunLogs(ctx: CliContext, run: string, o: { judge: boolean; round?: number; follow: boolean; json: boolean }): Promise<void> {
+  const { existsSync, readdirSync, statSync, openSync, readSync, closeSync, readFileSync } = await import('node:fs');
+  const { join } = await import('node:path');
+  const { createHash } = await import('node:crypto');
+  const { MarkedLineStream } = await import('@assay/core');
+  const dir = join(ctx.home, 'runs', run);
+  if (!existsSync(dir)) throw new AssayError('RUN_NOT_FOUND', 'not_found', `no run ${run} under ${join(ctx.home, 'runs')}`);
+  const sub = o.judge ? join(dir, 'logs') : join(dir, 'agent');
+  const pattern = o.judge ? /^round-(\d+)\.log$/ : /^session-(\d+)\.log$/;
+  const list = () =>
+    (existsSync(sub) ? readdirSync(sub) : [])
+      .map((f) => ({ f, m: pattern.exec(f) }))
+      .filter((x): x is { f: string; m: RegExpExecArray } => x.m !== null && (o.round === undefined || Number(x.m[1]) === o.round))
+      .sort((a, b) => Number(a.m[1]) - Number(b.m[1]))
+      .map((x) => join(sub, x.f));
+  if (o.json) {
+    const files = list().map((path) => {
+      const bytes = readFileSync(path);
+      return { kind: o.judge ? 'judge' : 'agent', path, bytes: bytes.length, sha256: createHash('sha256').update(bytes).digest('hex') };
+    });
+    return ctx.out(JSON.stringify({ run, files }, null, 2));
+  }
+  const what = o.judge ? (o.round !== undefined ? `round ${o.round}'s Judge log` : 'Judge logs') : 'agent transcript';
+  const offsets = new Map<string, number>();
+  const marks = new Map<string, InstanceType<typeof MarkedLineStream>>();
+  const drain = (): boolean => {
+    let grew = false;
+    for (const path of list()) {
+      const from = offsets.get(path) ?? 0;
+      const size = statSync(path).size;
+      if (size <= from) continue;
+      if (from === 0) ctx.out(`== ${path}`);
+      const fd = openSync(path, 'r');
+      try {
+        const buf = Buffer.alloc(Math.min(size - from, 1 << 20));
+        let at = from;
+        while (at < size) {
+          const n = readSync(fd, buf, 0, Math.min(buf.length, size - at), at);
+          if (n <= 0) break;
+          const mark = marks.get(path) ?? marks.set(path, new MarkedLineStream(o.judge ? 'judge| ' : 'agent| ')).get(path)!;
+          const text = mark.push(buf.subarray(0, n));
+          if (text) ctx.out(text);
+          at += n;
+        }
+        offsets.set(path, at);
+        grew = true;
+      } finally {
+        closeSync(fd);
+      }
+    }
+    return grew;
+  };
+  const shown = drain();
+  if (o.follow) {
+    // follow while the run's controller holds its lock, then print what came last
+    let stop = false;
+    const onInt = () => (stop = true);
+    process.once('SIGINT', onInt);
+    try {
+      while (!stop && existsSync(join(dir, 'controller.lock'))) {
+        await new Promise((r) => setTimeout(r, 500));
+        drain();
+      }
+      drain();
+    } finally {
+      process.off('SIGINT', onInt);
+    }
+  }
+  for (const [, m] of marks) {
+    const rest = m.end();
+    if (rest) ctx.out(rest);
+  }
+  if (!shown && offsets.size === 0) ctx.err(`assay: run ${run} has no ${what} yet (${sub})`);
 }
 
 /** Every run of the ledger in ctx.home, folded (read-only: nothing is created; no ledger is LEDGER_NOT_INITIALIZED). */
