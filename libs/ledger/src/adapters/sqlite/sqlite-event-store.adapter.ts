@@ -180,13 +180,7 @@ export class SqliteEventStore implements EventStore {
         }
         this.s.commit.run();
       } catch (e) {
-        if (this.db.inTransaction) {
-          try {
-            this.s.rollback.run();
-          } catch {
-            // the connection is gone; the transaction dies with it
-          }
-        }
+        this.rollbackQuietly();
         throw e;
       }
     } catch (e) {
@@ -232,13 +226,7 @@ export class SqliteEventStore implements EventStore {
         }
         this.s.commit.run();
       } catch (e) {
-        if (this.db.inTransaction) {
-          try {
-            this.s.rollback.run();
-          } catch {
-            // the connection is gone; the transaction dies with it
-          }
-        }
+        this.rollbackQuietly();
         throw e;
       }
     } catch (e) {
@@ -379,5 +367,15 @@ export class SqliteEventStore implements EventStore {
     const subs = [...this.subs];
     this.subs.clear();
     await Promise.all(subs.map((s) => s.stop()));
+  }
+
+  /** Rolls back the open transaction, if any; a connection that is gone takes its transaction with it. */
+  private rollbackQuietly(): void {
+    if (!this.db.inTransaction) return;
+    try {
+      this.s.rollback.run();
+    } catch {
+      // the connection is gone; the transaction dies with it
+    }
   }
 }
