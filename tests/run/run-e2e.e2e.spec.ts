@@ -209,10 +209,11 @@ describeDocker('assay run (CLI, Docker)', () => {
     const run = await homeEvents(home, 'run-cancel1');
     expect(run[run.length - 1]).toMatchObject({ type: 'RunCompleted', data: { status: 'cancelled' } });
 
-    // resume of a completed run: nothing more is appended
+    // resume of an ended run: its report from the ledger (the run status view), nothing started, nothing appended
     const again = await assay(['run', '--resume', 'cancel1', '--json'], home, 120_000);
     expect(again.code).toBe(0);
-    expect((JSON.parse(again.stdout) as Report).status).toBe('cancelled');
+    expect(JSON.parse(again.stdout)).toMatchObject({ run: 'cancel1', state: 'cancelled', ended: true });
+    expect(again.stderr).toContain('has already ended (cancelled)');
     expect(await homeEvents(home, 'run-cancel1')).toHaveLength(run.length);
     expect(existsSync(join(home, 'runs/cancel1/workspace/optimizer.py'))).toBe(true);
   });
