@@ -86,7 +86,7 @@ describe('claims follow from events (SQLite ledger, CLI, API)', () => {
     ]);
     expect(await eventCount(home)).toBe(homes.total);
     // an operator's type in a stream only Assay writes: it would shift the run's revisions (and break --resume)
-    for (const stream of ['run-real', 'judge-j1', 'key-assay-controller']) {
+    for (const stream of ['run-real', 'judge-j1', 'key-assay-controller', 'transcript-real']) {
       const n = await assay(['ledger', 'append', '--stream', stream, '--type', 'Note', '--data', '{"text":"hi"}'], home);
       expect([n.code, n.stderr]).toEqual([
         6,

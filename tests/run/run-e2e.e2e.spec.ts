@@ -3,7 +3,8 @@
  * Judges), the reference agent on examples/tasks/tiny-optimizer; a hostile command agent; Ctrl-C; resume.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Docker from 'dockerode';
@@ -16,6 +17,8 @@ import { homeTag } from '../../apps/runtime/src';
 jest.setTimeout(180_000);
 
 const TASK = join(REPO_ROOT, 'examples/tasks/tiny-optimizer');
+/** The `check` of every file `assay run logs --json` lists. */
+const judgeLogsChecks = (stdout: string): string[] => (JSON.parse(stdout) as { files: Array<{ check: string }> }).files.map((f) => f.check);
 
 interface Report {
   run: string;
@@ -144,12 +147,33 @@ describeDocker('assay run (CLI, Docker)', () => {
     const recorded = all.filter((e) => e.type === 'JudgeCompleted').map((e) => (e.data as { outputDigest: string }).outputDigest);
     expect(files.map((f) => f.path.replace(/.*\//, ''))).toEqual(['round-1.log', 'round-3.log', 'round-4.log']);
     for (const f of files) expect(recorded).toContain(`sha256:${f.sha256}`);
+    expect(judgeLogsChecks(judgeLogs.stdout)).toEqual(['recorded', 'recorded', 'recorded']);
+    // the transcript's digest is in the ledger (stream transcript-ref1), and it is the file's
+    const session1 = join(home, 'runs/ref1/agent/session-1.log');
+    const transcriptDigest = `sha256:${createHash('sha256').update(readFileSync(session1)).digest('hex')}`;
+    expect((await homeEvents(home, 'transcript-ref1')).map((e) => [e.type, e.data])).toEqual([
+      ['AgentTranscriptRecorded', { run: 'ref1', session: 1, digest: transcriptDigest, bytes: readFileSync(session1).length, dropped: 0, recovered: false }],
+    ]);
+    expect(r.stderr).toContain(`${session1} (${readFileSync(session1).length} bytes, ${transcriptDigest})`);
+    const agentLogs = await assay(['run', 'logs', 'ref1', '--json'], home);
+    expect(JSON.parse(agentLogs.stdout)).toEqual({
+      run: 'ref1',
+      files: [
+        expect.objectContaining({ kind: 'agent', path: session1, check: 'recorded', recorded: { digest: transcriptDigest, position: expect.any(Number) } }),
+      ],
+    });
     // --resume of an ended run: its report from the ledger, no image built, no container started
     const again = await assay(['run', '--resume', 'ref1'], home);
     expect(again.code).toBe(0);
     expect(again.stdout).toBe(st.stdout);
     expect(again.stderr).toContain('has already ended (completed)');
     expect(again.stderr).not.toMatch(/image|Work .* up/);
+    // a transcript changed after the run: `run logs` says it is not the recorded file
+    appendFileSync(session1, 'forged line\n');
+    const forged = await assay(['run', 'logs', 'ref1'], home);
+    expect(forged.code).toBe(0);
+    expect(forged.stderr).toContain(`assay: warning: ${session1} is not the file the ledger recorded (${transcriptDigest} at position`);
+    expect(judgeLogsChecks((await assay(['run', 'logs', 'ref1', '--json'], home)).stdout)).toEqual(['differs']);
   });
 
   it('a hostile agent gains nothing and what it did is in the ledger', async () => {
@@ -234,6 +258,10 @@ describeDocker('assay run (CLI, Docker)', () => {
     expect(await workOf('kill1')).toHaveLength(1); // left behind by the killed controller
     const before = await homeEvents(home, 'run-kill1');
     expect(before.map((e) => e.type)).not.toContain('RunCompleted');
+    // no controller runs it now: interrupted, and status says how to go on
+    const st = await assay(['run', 'status', 'kill1'], home);
+    expect(st.stdout).toMatch(/^run {7}kill1 .* interrupted, agent /m);
+    expect(st.stdout).toContain('no controller is running this run (it was killed or crashed): `assay run --resume kill1` goes on with it');
 
     const again = await assay(['run', '--resume', 'kill1', '--json'], home, 120_000);
     expect(again.code).toBe(0);
@@ -248,6 +276,15 @@ describeDocker('assay run (CLI, Docker)', () => {
     expect(after.filter((e) => e.type === 'RunStarted')).toHaveLength(1);
     expect(after.filter((e) => e.type === 'WorkStarted')).toHaveLength(2);
     expect(after[after.length - 1]).toMatchObject({ type: 'RunCompleted', data: { status: 'completed', bestRound: 1 } });
+    // the killed controller's transcript is recorded by the one that resumed, marked recovered
+    const transcripts = (await homeEvents(home, 'transcript-kill1')).map((e) => e.data as { session: number; recovered: boolean; digest: string });
+    expect(transcripts.map((t) => [t.session, t.recovered])).toEqual([
+      [1, true],
+      [2, false],
+    ]);
+    expect(again.stderr).toContain('agent transcript of session 1 recorded (its controller had ended without it)');
+    const logs = JSON.parse((await assay(['run', 'logs', 'kill1', '--json'], home)).stdout) as { files: Array<{ check: string }> };
+    expect(logs.files.map((f) => f.check)).toEqual(['recorded', 'recorded']);
     expect((await assay(['ledger', 'verify'], home)).code).toBe(0);
   });
 

@@ -12,4 +12,5 @@ export const libs = {
   runtime: () => require('../../runtime/src') as typeof import('../../runtime/src'),
   runRuntime: () => require('../../runtime/src/run-runtime') as typeof import('../../runtime/src/run-runtime'),
   gpuPool: () => require('../../runtime/src/gpu-pool') as typeof import('../../runtime/src/gpu-pool'),
+  controllerLock: () => require('../../runtime/src/controller-lock') as typeof import('../../runtime/src/controller-lock'),
 };

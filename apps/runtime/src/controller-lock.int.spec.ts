@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CONTROLLER_LOCK, acquireControllerLock, systemProbe, type LockHolder, type ProcessProbe } from './controller-lock';
+import { CONTROLLER_LOCK, acquireControllerLock, controllerLockState, systemProbe, type LockHolder, type ProcessProbe } from './controller-lock';
 
 describe('one live controller per run (controller.lock)', () => {
   let dir: string;
@@ -28,6 +28,22 @@ describe('one live controller per run (controller.lock)', () => {
     expect(h).toMatchObject({ pid: process.pid, host: systemProbe.host() });
     lock.release();
     expect(existsSync(lockFile())).toBe(false);
+  });
+
+  it('reads whether a controller runs the run, without taking the lock', () => {
+    expect(controllerLockState(dir)).toBe('none');
+    const lock = acquireControllerLock(dir);
+    expect(controllerLockState(dir)).toBe('alive');
+    lock.release();
+    plant(holder({ pid: 2 ** 22 + 1 })); // above pid_max: no such process
+    expect(controllerLockState(dir)).toBe('gone');
+    plant(holder({ bootId: 'another-boot' }));
+    expect(controllerLockState(dir)).toBe(systemProbe.bootId() === null ? 'alive' : 'gone');
+    plant(holder({ host: 'elsewhere.example' }));
+    expect(controllerLockState(dir)).toBe('alive'); // another host: cannot be checked from here
+    writeFileSync(lockFile(), 'not a lock');
+    expect(controllerLockState(dir)).toBe('unknown');
+    expect(existsSync(lockFile())).toBe(true);
   });
 
   it('refuses while the holder is alive, naming its pid', () => {

@@ -70,6 +70,19 @@ function holderGone(h: LockHolder, probe: ProcessProbe): boolean {
   return h.startTicks !== null && ticks !== h.startTicks; // the pid now belongs to another process
 }
 
+/**
+ * Whether a controller runs this run now, read from its lock without taking it: `alive` (held by a live process, or
+ * one on another host that cannot be checked from here), `gone` (the holder is certainly dead: killed, crashed, or
+ * the machine rebooted), `none` (no lock: no controller), `unknown` (the lock is not one Assay wrote).
+ */
+export function controllerLockState(runDir: string, probe: ProcessProbe = systemProbe): 'alive' | 'gone' | 'none' | 'unknown' {
+  const path = join(runDir, CONTROLLER_LOCK);
+  if (!existsSync(path)) return 'none';
+  const h = readHolder(path);
+  if (h === 'unreadable') return existsSync(path) ? 'unknown' : 'none';
+  return holderGone(h, probe) ? 'gone' : 'alive';
+}
+
 export interface ControllerLock {
   /** Whether a stale lock (a killed controller) was taken over. */
   readonly tookOver: LockHolder | null;

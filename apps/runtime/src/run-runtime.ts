@@ -36,6 +36,7 @@ import {
   chownSync,
 } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { createHash } from 'node:crypto';
 import Docker from 'dockerode';
 import { AssayError, escapeTerminalText, MarkedLineStream, randomIds, systemClock } from '@assay/core';
 import { StreamDemuxer } from '@assay/containers';
@@ -74,6 +75,8 @@ import {
   type WorkspaceChange,
   type WorkspaceSnapshot,
   WORK_FREEZE_REFUSED,
+  recordTranscripts,
+  type TranscriptFacts,
 } from '@assay/run';
 import { computeTaskDigests, mergeRunSettings, protocolFingerprint, protocolFingerprintInput, type RunSettingsOverrides } from '@assay/task-format';
 import { JudgeRuntime, homeTag, type LoadedTask } from './judge-runtime';
@@ -183,33 +186,63 @@ export class AgentTranscript {
   private fd: number | null;
   private kept = 0;
   private dropped = 0;
+  private readonly hash = createHash('sha256');
+  private digest = '';
   readonly path: string;
+  readonly session: number;
 
   constructor(dir: string) {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
-    const n = readdirSync(dir).filter((f) => /^session-\d+\.log$/.test(f)).length + 1;
-    this.path = join(dir, `session-${n}.log`);
+    this.session = readdirSync(dir).filter((f) => TRANSCRIPT_FILE_RE.test(f)).length + 1;
+    this.path = join(dir, `session-${this.session}.log`);
     this.fd = openSync(this.path, 'wx', 0o600);
   }
 
   write(chunk: Buffer | string): void {
     if (this.fd === null) return;
     const b = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
-    const room = MAX_TRANSCRIPT_BYTES - this.kept;
-    if (room > 0) writeSync(this.fd, b, 0, Math.min(room, b.length));
-    this.kept += Math.min(Math.max(room, 0), b.length);
-    this.dropped += Math.max(0, b.length - Math.max(room, 0));
+    const room = Math.max(MAX_TRANSCRIPT_BYTES - this.kept, 0);
+    const part = b.subarray(0, Math.min(room, b.length));
+    if (part.length > 0) {
+      writeSync(this.fd, part);
+      this.hash.update(part);
+    }
+    this.kept += part.length;
+    this.dropped += b.length - part.length;
   }
 
-  close(): { path: string; bytes: number; dropped: number } {
+  /** Closes the file (the cut line written when output was dropped): what was kept and its digest. */
+  close(): TranscriptFacts & { path: string } {
     if (this.fd !== null) {
-      if (this.dropped > 0)
-        writeSync(this.fd, `\n[assay: transcript cut at ${MAX_TRANSCRIPT_BYTES} bytes; ${this.dropped} more bytes of agent output were not kept]\n`);
+      if (this.dropped > 0) {
+        const cut = Buffer.from(`\n[assay: transcript cut at ${MAX_TRANSCRIPT_BYTES} bytes; ${this.dropped} more bytes of agent output were not kept]\n`);
+        writeSync(this.fd, cut);
+        this.hash.update(cut);
+      }
       closeSync(this.fd);
       this.fd = null;
+      this.digest = `sha256:${this.hash.digest('hex')}`;
     }
-    return { path: this.path, bytes: this.kept, dropped: this.dropped };
+    return { path: this.path, session: this.session, digest: this.digest, bytes: this.kept, dropped: this.dropped, recovered: false };
   }
+}
+
+const TRANSCRIPT_FILE_RE = /^session-(\d+)\.log$/;
+
+/**
+ * The transcripts of earlier sessions of this run that the ledger has not recorded (their controller was killed):
+ * their files as they are now, to be recorded as `recovered`.
+ */
+function strayTranscripts(dir: string, mine: ReadonlySet<number>): TranscriptFacts[] {
+  if (!existsSync(dir)) return [];
+  const out: TranscriptFacts[] = [];
+  for (const f of readdirSync(dir)) {
+    const m = TRANSCRIPT_FILE_RE.exec(f);
+    if (!m || mine.has(Number(m[1]))) continue;
+    const bytes = readFileSync(join(dir, f));
+    out.push({ session: Number(m[1]), digest: `sha256:${createHash('sha256').update(bytes).digest('hex')}`, bytes: bytes.length, dropped: 0, recovered: true });
+  }
+  return out;
 }
 
 /** Snapshots of the run's workspace directory into the store under ASSAY_HOME (no events: the run records them). */
@@ -833,9 +866,18 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
       throw redactErrorSecrets(e, secrets);
     } finally {
       if (endpoint) await endpoint.close().catch(() => undefined);
-      for (const t of transcripts) {
-        const kept = t.close();
-        log(`agent transcript: ${kept.path} (${kept.bytes} bytes${kept.dropped > 0 ? `, ${kept.dropped} more not kept` : ''}); \`assay run logs ${run}\``);
+      const kept = transcripts.map((t) => t.close());
+      for (const k of kept)
+        log(`agent transcript: ${k.path} (${k.bytes} bytes${k.dropped > 0 ? `, ${k.dropped} more not kept` : ''}, ${k.digest}); \`assay run logs ${run}\``);
+      // Their digests go into the ledger (with those of earlier sessions whose controller was killed), before the
+      // checkpoint below; a failure is reported, never hides the run's own outcome.
+      if (existsSync(p.meta)) {
+        const sessions = [...kept, ...strayTranscripts(p.agent, new Set(kept.map((k) => k.session)))];
+        await recordTranscripts(rt.ledgerHome.ledger, run, sessions)
+          .then((done) =>
+            done.filter((d) => d.recovered).forEach((d) => log(`agent transcript of session ${d.session} recorded (its controller had ended without it)`)),
+          )
+          .catch((e: unknown) => log(`the agent transcripts' digests were not recorded: ${(e as Error).message}`));
       }
       if (proxy && secrets) await stopEgressProxy(proxy, { runDir: p.dir, agent: secrets, log }).catch(() => undefined);
       if (workId) {

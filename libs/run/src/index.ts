@@ -69,3 +69,4 @@ export {
 export * from './application/run-token';
 export * from './application/submission-service';
 export * from './application/run-views';
+export * from './application/run-logs';

@@ -188,7 +188,7 @@ function registerViews(runCmd: Command, ctx: CliContext): void {
     .option('--judge', "the Judge logs (every round's), not the agent's transcript")
     .option('--round <n>', "only this round's Judge log")
     .option('--follow', 'keep printing what is added while the run is live (until its controller ends, or Ctrl-C)')
-    .option('--json', 'print {run, files: [{kind, path, bytes, sha256}]} instead of the contents')
+    .option('--json', 'print {run, files: [{kind, path, bytes, sha256, recorded, check}]} instead of the contents (check: recorded, differs or unrecorded)')
     .action(async (id: string, o: { judge?: boolean; round?: string; follow?: boolean; json?: boolean }, cmd: Command) => {
       if (!/^[a-z0-9][a-z0-9-]{0,62}$/.test(id)) throw usage(`the run id must be lowercase letters, digits and dashes, got "${id}"`);
       if (o.round !== undefined && !/^[1-9]\d{0,5}$/.test(o.round)) throw usage(`--round must be a round number (1, 2, ...), got "${o.round}"`);
@@ -221,13 +221,17 @@ async function showRunLogs(ctx: CliContext, run: string, o: { judge: boolean; ro
       .filter((x): x is { f: string; m: RegExpExecArray } => x.m !== null && (o.round === undefined || Number(x.m[1]) === o.round))
       .sort((a, b) => Number(a.m[1]) - Number(b.m[1]))
       .map((x) => join(sub, x.f));
-  if (o.json) {
-    const files = list().map((path) => {
-      const bytes = readFileSync(path);
-      return { kind: o.judge ? 'judge' : 'agent', path, bytes: bytes.length, sha256: createHash('sha256').update(bytes).digest('hex') };
-    });
-    return ctx.out(JSON.stringify({ run, files }, null, 2));
-  }
+  // the digests the ledger recorded for these files: a file that differs is not the one the run recorded
+  const recorded = await readRecordedLogDigests(ctx, run, o.judge);
+  const numberOf = (path: string) => Number(pattern.exec(path.slice(sub.length + 1))?.[1]);
+  const { checkLogDigest } = libs.run();
+  const checked = (path: string) => {
+    const bytes = readFileSync(path);
+    const sha256 = createHash('sha256').update(bytes).digest('hex');
+    const rec = recorded.get(numberOf(path)) ?? null;
+    return { kind: o.judge ? 'judge' : 'agent', path, bytes: bytes.length, sha256, recorded: rec, check: checkLogDigest(`sha256:${sha256}`, rec ?? undefined) };
+  };
+  if (o.json) return ctx.out(JSON.stringify({ run, files: list().map(checked) }, null, 2));
   const what = o.judge ? (o.round !== undefined ? `round ${o.round}'s Judge log` : 'Judge logs') : 'agent transcript';
   const offsets = new Map<string, number>();
   const marks = new Map<string, InstanceType<typeof MarkedLineStream>>();
@@ -279,6 +283,25 @@ async function showRunLogs(ctx: CliContext, run: string, o: { judge: boolean; ro
     if (rest) ctx.out(rest);
   }
   if (!shown && offsets.size === 0) ctx.err(`assay: run ${run} has no ${what} yet (${sub})`);
+  for (const f of list().map(checked))
+    if (f.check === 'differs')
+      ctx.err(
+        `assay: warning: ${f.path} is not the file the ledger recorded (${f.recorded?.digest} at position ${f.recorded?.position}; the file is sha256:${f.sha256})`,
+      );
+}
+
+/** The ledger's digests of the run's agent transcripts (by session) or Judge logs (by round); read-only. */
+async function readRecordedLogDigests(ctx: CliContext, run: string, judge: boolean): Promise<Map<number, { digest: string; position: number }>> {
+  const { LedgerHome } = libs.ledger();
+  const { randomIds, systemClock } = await import('@assay/core');
+  const home = await LedgerHome.open(ctx.home, { clock: systemClock, ids: randomIds, readOnly: true });
+  try {
+    const { recordedJudgeLogs, recordedTranscripts } = libs.run();
+    const m = judge ? await recordedJudgeLogs(home.ledger, run) : await recordedTranscripts(home.ledger, run);
+    return new Map([...m].map(([k, v]) => [k, { digest: v.digest, position: v.position }]));
+  } finally {
+    await home.close();
+  }
 }
 
 /** Every run of the ledger in ctx.home, folded (read-only: nothing is created; no ledger is LEDGER_NOT_INITIALIZED). */
@@ -289,7 +312,18 @@ async function readRunViews(ctx: CliContext): Promise<Array<import('@assay/run')
   try {
     const { readRunHistories, runStatusView } = libs.run();
     const all = await readRunHistories(home.ledger);
-    return [...all].map(([run, events]) => runStatusView(run, events));
+    // A run the ledger says is running, whose directory is here but whose controller is not (killed, crashed, the
+    // machine rebooted): `interrupted`, to be resumed. Without its directory (a copied ledger) it stays `running`.
+    const { existsSync } = await import('node:fs');
+    const { join } = await import('node:path');
+    const { controllerLockState } = libs.controllerLock();
+    const interrupted = (run: string) => {
+      const dir = join(ctx.home, 'runs', run);
+      return existsSync(join(dir, 'run.json')) && ['gone', 'none'].includes(controllerLockState(dir));
+    };
+    return [...all]
+      .map(([run, events]) => runStatusView(run, events))
+      .map((v) => (v.state === 'running' && interrupted(v.run) ? { ...v, state: 'interrupted' } : v));
   } finally {
     await home.close();
   }
@@ -317,6 +351,7 @@ export function statusLines(v: import('@assay/run').RunStatusView): string[] {
   const lim = (x: { used: number; limit: number | null }) => `${Math.floor(x.used)}/${x.limit === null ? 'unlimited' : x.limit}`;
   lines.push(`budgets   submissions ${lim(b.submissions)}, wall ${lim(b.wall_time)} s, agent ${lim(b.agent_time)} s, gpu ${lim(b.gpu_seconds)} GPU-s`);
   lines.push(`best      ${v.best ? `round ${v.best.round}, score ${v.best.score} (${metric})` : 'none'}`);
+  if (v.state === 'interrupted') lines.push(`no controller is running this run (it was killed or crashed): \`assay run --resume ${v.run}\` goes on with it`);
   return lines;
 }
 

@@ -75,6 +75,7 @@ const TEMPLATES: Array<(n: number) => string> = [
   (n) => '0'.repeat(n),
   (n) => `${'k'.repeat(Math.max(0, n - 9))}+0123abcd`,
   (n) => `${'k'.repeat(Math.max(0, n - 54))}+0123abcd+${'A'.repeat(44)}`,
+  (n) => `sha256:${'0'.repeat(Math.max(0, n - 7))}`,
 ];
 
 function sample(spec: StringSpec, n: number): string | null {

@@ -275,6 +275,24 @@ const specs: EventTypeSpec[] = [
     },
   },
   {
+    type: 'AgentTranscriptRecorded',
+    roles: ['controller'],
+    onlyWrittenBy: 'the run controller (`assay run`)',
+    summary: "The digest of one controller session's agent transcript (`runs/<run>/agent/session-<n>.log`), in the run's transcript stream `transcript-<run>`.",
+    maxDataBytes: 2 * KIB,
+    schema: {
+      run: id(),
+      session: { kind: 'integer', min: 1 },
+      /** sha256:<hex> of the file's bytes as kept (redacted, cut at the cap, the cut line included). */
+      digest: { kind: 'string', max: 71, min: 71, pattern: /^sha256:[0-9a-f]{64}$/ },
+      bytes: count(),
+      /** Bytes of agent output not kept after the cap. */
+      dropped: count(),
+      /** Recorded by a later controller for a session whose controller ended without recording it (killed). */
+      recovered: { kind: 'boolean' },
+    },
+  },
+  {
     type: 'RejudgeCompleted',
     roles: ['auditor'],
     onlyWrittenBy: null,
@@ -329,14 +347,14 @@ export const GENERIC_EVENT_TYPES: readonly string[] = specs.filter((s) => s.only
  * `{code, message}` naming the type and its writer. Unknown types are left to eventDataProblem.
  */
 /** Stream categories a generic append never writes: their revisions belong to the run controller, the runtime, the Judge and the key commands. */
-export const RESERVED_STREAM_CATEGORIES: readonly string[] = ['run', 'judge', 'key'];
+export const RESERVED_STREAM_CATEGORIES: readonly string[] = ['run', 'judge', 'key', 'transcript'];
 
 /** Why a generic append may not write to `stream` (a reserved category), or null. */
 export function genericStreamProblem(stream: string): { code: string; message: string } | null {
   const dash = stream.indexOf('-');
   const category = dash < 0 ? stream : stream.slice(0, dash);
   if (!RESERVED_STREAM_CATEGORIES.includes(category)) return null;
-  const owner = category === 'key' ? 'the key commands' : 'the run controller, the runtime and the Judge';
+  const owner = category === 'key' ? 'the key commands' : category === 'transcript' ? 'the run controller' : 'the run controller, the runtime and the Judge';
   return {
     code: 'LEDGER_STREAM_RESERVED',
     message: `stream "${stream}": ${category}- streams are written only by ${owner}; a generic append would shift their revisions (annotate in another stream, e.g. note-${stream.slice(dash + 1) || 'ops'})`,

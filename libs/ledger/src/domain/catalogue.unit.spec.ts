@@ -82,9 +82,9 @@ describe('generic appends', () => {
 });
 
 describe('generic appends: streams', () => {
-  it('never write into run-, judge- or key- streams, whose revisions belong to Assay itself', () => {
-    for (const stream of ['run-r1', 'judge-0b7c', 'key-assay-controller'])
+  it('never write into run-, judge-, key- or transcript- streams, whose revisions belong to Assay itself', () => {
+    for (const stream of ['run-r1', 'judge-0b7c', 'key-assay-controller', 'transcript-r1'])
       expect(genericStreamProblem(stream)).toMatchObject({ code: 'LEDGER_STREAM_RESERVED', message: expect.stringContaining(`stream "${stream}"`) });
-    for (const stream of ['note-ops', 'task-t1', 'rejudge-r1', 'runs-x', 'keys-x']) expect(genericStreamProblem(stream)).toBeNull();
+    for (const stream of ['note-ops', 'task-t1', 'rejudge-r1', 'runs-x', 'keys-x', 'transcripts-x']) expect(genericStreamProblem(stream)).toBeNull();
   });
 });

@@ -30,7 +30,8 @@ export async function readRunHistories(ledger: Ledger): Promise<Map<string, RunE
   return out;
 }
 
-export type RunViewState = 'running' | 'completed' | 'no_valid_submission' | 'cancelled' | 'failed' | 'not_started' | string;
+/** `interrupted`: running in the ledger, but no controller runs it here (set by the CLI, which sees the run directory). */
+export type RunViewState = 'running' | 'interrupted' | 'completed' | 'no_valid_submission' | 'cancelled' | 'failed' | 'not_started' | string;
 
 export interface RunRoundLine {
   readonly round: number;
