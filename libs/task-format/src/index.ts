@@ -16,6 +16,7 @@ export type {
   NetworkMode,
   NetworkPolicy,
   SchemaVersion,
+  SchemaVersionSource,
   TaskFiles,
   TaskPlan,
   VerifierPlan,
@@ -23,9 +24,11 @@ export type {
 export {
   compileTask,
   DEFAULT_BUILD_TIMEOUT_SEC,
+  DEFAULT_SCHEMA_VERSION,
   DEFAULT_SHM_SIZE_BYTES,
   DEFAULT_VERIFIER_TIMEOUT_SEC,
   JUDGE_TEST_COMMAND,
+  judgeNetworkWarnings,
   normalizeAllowedHost,
   normalizeWorkdir,
   RESERVED_CONTAINER_PATHS,
@@ -65,6 +68,7 @@ export {
   type ProtocolBudgets,
   type ProtocolFingerprintInput,
 } from './domain/fingerprint';
+export { findNetworkFetches, type NetworkFetch } from './domain/test-script';
 export type { DirectoryDigester } from './ports/directory-digester.port';
 export { computeTaskDigests, type TaskDigests } from './task-digests';
 export { DEFAULT_TASK_DIR_LIMITS, loadTaskPlan, validateTaskDir, type TaskDirLimits, type TaskDirOptions, type TaskValidation } from './task-dir';

@@ -99,6 +99,18 @@ describe('validateTaskDir', () => {
     const v = await validateTaskDir(dir);
     expect(v.plan?.name).toBe('local/My-Task-');
   });
+
+  it('warns, without refusing, when tests/test.sh downloads tools and the Judge has no network', async () => {
+    makeTask(root, { 'tests/test.sh': '#!/bin/bash\npip install pytest\npytest /tests && echo 1 > /logs/verifier/reward.txt\n' });
+    const v = await validateTaskDir(root);
+    expect(v.ok).toBe(true);
+    expect(v.problems).toEqual([]);
+    expect(v.warnings).toEqual([expect.objectContaining({ code: C.TESTS_NEED_NETWORK, file: 'tests/test.sh', key: null })]);
+    expect(v.warnings[0]?.message).toContain('(line 2: pip install)');
+    expect(v.plan?.warnings).toEqual(v.warnings);
+    writeFileSync(join(root, 'task.toml'), `${TOML}[verifier]\nnetwork_mode = "public"\n`);
+    expect((await validateTaskDir(root)).warnings).toEqual([]);
+  });
 });
 
 describe('loadTaskPlan', () => {

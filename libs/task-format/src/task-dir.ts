@@ -45,6 +45,8 @@ export interface TaskValidation {
   readonly plan: TaskPlan | null;
   /** Every problem found, file-system problems first. */
   readonly problems: readonly TaskProblem[];
+  /** The plan's warnings (TaskPlan.warnings); empty when the task does not validate. */
+  readonly warnings: readonly TaskProblem[];
 }
 
 export interface TaskDirOptions {
@@ -111,6 +113,7 @@ export async function readBoundedFile(root: string, rel: string, limit: number):
 }
 
 const UTF8 = new TextDecoder('utf-8', { fatal: true });
+const LENIENT_UTF8 = new TextDecoder('utf-8');
 
 function decodeText(bytes: Buffer, rel: string): { ok: true; text: string } | { ok: false; problem: TaskProblem } {
   try {
@@ -214,7 +217,7 @@ export async function validateTaskDir(dir: string, options: TaskDirOptions = {})
   } catch (e) {
     const why = (e as NodeJS.ErrnoException).code === 'ENOTDIR' ? 'is not a directory' : 'does not exist or cannot be read';
     const abs = resolve(dir);
-    return { ok: false, dir: abs, plan: null, problems: [problem(C.DIR_NOT_FOUND, abs, null, `the task directory ${why}`)] };
+    return { ok: false, dir: abs, plan: null, problems: [problem(C.DIR_NOT_FOUND, abs, null, `the task directory ${why}`)], warnings: [] };
   }
 
   const tomlState = await checkPath(root, TASK_TOML, 'file', problems, true);
@@ -224,11 +227,14 @@ export async function validateTaskDir(dir: string, options: TaskDirOptions = {})
   const solutionState = await checkPath(root, 'solution', 'dir', problems, false);
   const dockerfileState = envState === 'ok' ? await checkPath(root, DOCKERFILE, 'file', problems, false) : 'absent';
   const composeState = envState === 'ok' ? await checkPath(root, COMPOSE_FILE, 'file', problems, false) : 'absent';
+  let testScript: string | null = null;
   if (testsState === 'ok' && (await checkPath(root, TEST_SCRIPT, 'file', problems, true)) === 'ok') {
     const r = await readBoundedFile(root, TEST_SCRIPT, limits.maxTestScriptBytes);
     if (!r.ok) problems.push(r.problem);
     else if (r.bytes.length === 0)
       problems.push(problem(C.INVALID_VALUE, TEST_SCRIPT, null, 'is empty; it must write /logs/verifier/reward.json or reward.txt'));
+    // Read only for warnings (a script that downloads tools while the Judge has no network), so decoded leniently.
+    else testScript = LENIENT_UTF8.decode(r.bytes);
   }
   await walkTree(root, limits, problems);
 
@@ -236,7 +242,7 @@ export async function validateTaskDir(dir: string, options: TaskDirOptions = {})
   const instruction = instrState === 'ok' ? await readText(root, INSTRUCTION_MD, limits.maxInstructionBytes, problems) : undefined;
   const compose = composeState === 'ok' ? await readText(root, COMPOSE_FILE, limits.maxComposeBytes, problems) : undefined;
 
-  if (taskToml === undefined) return { ok: false, dir: root, plan: null, problems };
+  if (taskToml === undefined) return { ok: false, dir: root, plan: null, problems, warnings: [] };
   const result = compileTask({
     dirName: basename(root),
     taskToml,
@@ -246,10 +252,11 @@ export async function validateTaskDir(dir: string, options: TaskDirOptions = {})
     hasDockerfile: dockerfileState !== 'absent' || envState !== 'ok',
     hasSolution: solutionState === 'ok',
     compose: compose ?? null,
+    testScript,
   });
   const all = [...problems, ...result.problems];
-  if (all.length > 0 || !result.ok) return { ok: false, dir: root, plan: null, problems: all };
-  return { ok: true, dir: root, plan: result.plan, problems: [] };
+  if (all.length > 0 || !result.ok) return { ok: false, dir: root, plan: null, problems: all, warnings: [] };
+  return { ok: true, dir: root, plan: result.plan, problems: [], warnings: result.plan.warnings };
 }
 
 /** Loads a task's plan, or throws TASK_DIR_NOT_FOUND / TASK_INVALID (whose details list every problem). */

@@ -43,11 +43,16 @@ export const TASK_ERROR_CODES = {
   FINGERPRINT_INPUT: 'TASK_FINGERPRINT_INPUT',
   /** The injected directory digester failed. */
   DIGEST_FAILED: 'TASK_DIGEST_FAILED',
+  /**
+   * A warning, never an error: tests/test.sh appears to download tools (curl, wget, pip install, apt-get, uv, ...)
+   * while the Judge's network policy gives it no network, so the Judge will probably fail.
+   */
+  TESTS_NEED_NETWORK: 'TASK_TESTS_NEED_NETWORK',
 } as const;
 
 export type TaskErrorCode = (typeof TASK_ERROR_CODES)[keyof typeof TASK_ERROR_CODES];
 
-/** One thing wrong with a task. Validation collects all of them rather than stopping at the first. */
+/** One thing wrong with a task (or, in TaskPlan.warnings, one thing that looks wrong). Validation collects all of them. */
 export interface TaskProblem {
   readonly code: TaskErrorCode;
   /** Path relative to the task directory (`task.toml`, `environment/docker-compose.yaml`) or `<command line>`. */

@@ -52,6 +52,27 @@ describe('assay task', () => {
     expect(r.out).toEqual([expect.stringMatching(/^ok assay\/hello-judge \(schema 1\.4\): /)]);
   });
 
+  it('validate: ok, then one line per warning (also in --json); show prints them too', async () => {
+    const copy = mkdtempSync(join(tmpdir(), 'assay-task-warn-'));
+    try {
+      cpSync(EXAMPLE, copy, { recursive: true });
+      writeFileSync(join(copy, 'tests', 'test.sh'), '#!/bin/bash\napt-get install -y jq\necho 1 > /logs/verifier/reward.txt\n');
+      const r = await run(['task', 'validate', copy]);
+      expect(r).toMatchObject({ code: 0, err: [] });
+      expect(r.out).toEqual([
+        expect.stringMatching(/^ok assay\/hello-judge /),
+        expect.stringMatching(/^warning TASK_TESTS_NEED_NETWORK tests\/test.sh: appears to download tools or packages \(line 2: apt-get\)/),
+      ]);
+      const j = JSON.parse((await run(['task', 'validate', copy, '--json'])).out[0] as string) as { ok: boolean; warnings: { code: string }[] };
+      expect(j).toMatchObject({ ok: true, warnings: [{ code: 'TASK_TESTS_NEED_NETWORK' }] });
+      const h = await run(['task', 'show', copy]);
+      expect(h.out.some((l) => l.startsWith('placement   '))).toBe(true);
+      expect(h.out.some((l) => l.startsWith('warning     TASK_TESTS_NEED_NETWORK tests/test.sh: '))).toBe(true);
+    } finally {
+      rmSync(copy, { recursive: true, force: true });
+    }
+  });
+
   it('validate: every problem, exit 2', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'assay-cli-'));
     try {

@@ -5,8 +5,9 @@ import type { CliContext } from '../cli-context';
 import { libs } from '../libs';
 
 /**
- * `assay task validate DIR [--json]`: exit 0 with a one-line summary, or every problem found (one per line on stdout,
- * `<code> <file>: <key>: <message>`) and exit 2 (TASK_INVALID).
+ * `assay task validate DIR [--json]`: exit 0 with a one-line summary (then one `warning <code> <file>: <message>` line
+ * per warning), or every problem found (one per line on stdout, `<code> <file>: <key>: <message>`) and exit 2
+ * (TASK_INVALID).
  * `assay task show DIR [--json]`: the validated plan (JSON with --json), or the same error as validate.
  */
 export function register(program: Command, ctx: CliContext): void {
@@ -21,9 +22,10 @@ export function register(program: Command, ctx: CliContext): void {
       const { validateTaskDir, summarizePlan, formatProblem } = libs.taskFormat();
       const v = await validateTaskDir(dir);
       if (opts.json) {
-        ctx.out(JSON.stringify({ ok: v.ok, dir: v.dir, summary: v.plan ? summarizePlan(v.plan) : null, problems: v.problems }));
+        ctx.out(JSON.stringify({ ok: v.ok, dir: v.dir, summary: v.plan ? summarizePlan(v.plan) : null, problems: v.problems, warnings: v.warnings }));
       } else if (v.ok && v.plan) {
         ctx.out(`ok ${summarizePlan(v.plan)}`);
+        for (const w of v.warnings) ctx.out(`warning ${w.code} ${formatProblem(w)}`);
       } else {
         for (const p of v.problems) ctx.out(`${p.code} ${formatProblem(p)}`);
       }

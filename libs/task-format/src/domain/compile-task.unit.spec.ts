@@ -1,5 +1,6 @@
 import { TASK_ERROR_CODES as C, type TaskProblem } from '../task-format.errors';
-import { compileTask, normalizeAllowedHost, normalizeWorkdir, type TaskSources } from './compile-task';
+import { compileTask, judgeNetworkWarnings, normalizeAllowedHost, normalizeWorkdir, type TaskSources } from './compile-task';
+import { findNetworkFetches } from './test-script';
 
 const BASE_14 = `
 schema_version = "1.4"
@@ -184,7 +185,7 @@ min_entries = 3
 
   it('names an existing local image with docker_image when there is no Dockerfile', () => {
     const p = plan(`${BASE_14}docker_image = "assay/base:bookworm"\n`, { hasDockerfile: false });
-    expect(p.environment.image).toEqual({ kind: 'image', ref: 'assay/base:bookworm' });
+    expect(p.environment.image).toEqual({ kind: 'image', ref: 'assay/base:bookworm', recipe: null });
   });
 
   it('takes run settings from [metadata.assay]', () => {
@@ -214,6 +215,172 @@ gpu_budget_hours = 12
     expect(problems(`${BASE_14}[metadata.assay]\ngpu_budget_sec = 900\ngpu_budget_hours = 1\n`).map((x) => x.key)).toContain('metadata.assay.gpu_budget_hours');
     expect(problems(`${BASE_14}[metadata.assay]\npause_work_during_judge = "yes"\n`).map((x) => x.key)).toContain('metadata.assay.pause_work_during_judge');
   });
+});
+
+describe("compileTask: what Harbor's task model accepts", () => {
+  it("accepts Harbor's empty defaults: artifacts, steps, mcp_servers, collect, gpu_types and an empty [solution.env]", () => {
+    const p = plan(`
+schema_version = "1.1"
+artifacts = []
+steps = []
+multi_step_reward_strategy = "mean"
+[environment]
+mcp_servers = []
+gpu_types = []
+[environment.env]
+[verifier]
+collect = []
+[verifier.env]
+[solution.env]
+`);
+    expect(p.environment).toMatchObject({ gpus: 0, gpuType: null, env: {} });
+    expect(p.verifier.env).toEqual({});
+  });
+
+  it('refuses what asks for something, naming the file, the key and the reason', () => {
+    const ps = problems(`
+schema_version = "1.1"
+artifacts = ["/app/out.json"]
+[environment]
+mcp_servers = [{ name = "m", transport = "stdio", command = "srv" }]
+[verifier]
+collect = [{ command = "true" }]
+[solution.env]
+OPENAI_API_KEY = "\${OPENAI_API_KEY}"
+`);
+    expect(ps.map((x) => [x.code, x.file, x.key, x.message])).toEqual([
+      [
+        C.UNSUPPORTED,
+        'task.toml',
+        'artifacts',
+        'not supported by Assay: Harbor artifact collection (what is judged is the snapshot of the workspace that Assay takes)',
+      ],
+      [C.UNSUPPORTED, 'task.toml', 'environment.mcp_servers', 'not supported by Assay: MCP servers (tools served to the agent from outside its container)'],
+      [C.UNSUPPORTED, 'task.toml', 'verifier.collect', 'not supported by Assay: verifier collect hooks'],
+      [
+        C.UNSUPPORTED,
+        'task.toml',
+        'solution.env',
+        'not supported by Assay: solution environment values (the reference solution runs with the task environment)',
+      ],
+    ]);
+    expect(find(problems('artifacts = "x"\n'), 'artifacts', C.INVALID_TYPE).message).toBe('expected an array, got the string "x"');
+    expect(find(problems('multi_step_reward_strategy = "max"\n'), 'multi_step_reward_strategy', C.INVALID_VALUE).message).toContain('"mean", "final"');
+  });
+
+  it('reads a file without a schema key with Harbor\'s default schema version, and "1.1" as declared', () => {
+    const none = plan('[environment]\ncpus = 2\n');
+    expect(none).toMatchObject({ schemaVersion: '1.1', schemaVersionSource: 'default' });
+    expect(plan('schema_version = "1.1"\n')).toMatchObject({ schemaVersion: '1.1', schemaVersionSource: 'schema_version' });
+    expect(plan('version = "1.1"\n')).toMatchObject({ schemaVersion: '1.1', schemaVersionSource: 'version' });
+    expect(plan('schema_version = "1.3"\n').schemaVersion).toBe('1.3');
+    expect(plan('schema_version = "1.4"\nversion = "1.4"\n').schemaVersionSource).toBe('schema_version');
+  });
+
+  it('accepts an author whose name is empty, as Harbor does; the name key itself is still required', () => {
+    expect(plan('[task]\nname = "a/b"\nauthors = [{name = ""}]\n').authors).toEqual([{ name: '', email: null }]);
+    const missing = find(problems('[task]\nname = "a/b"\nauthors = [{email = "x@example.invalid"}]\n'), 'task.authors[0].name', C.MISSING_KEY);
+    expect(missing).toMatchObject({ file: 'task.toml', message: 'an author needs a name' });
+  });
+
+  it('accepts memory next to memory_mb (and storage next to storage_mb) when they agree, as Harbor does', () => {
+    expect(plan(`${BASE_14}memory = "2G"\nmemory_mb = 2048\nstorage = "10G"\nstorage_mb = 10240\n`).environment).toMatchObject({
+      memoryMb: 2048,
+      storageMb: 10240,
+    });
+    const ps = problems(`${BASE_14}memory = "2G"\nmemory_mb = 1024\nstorage = "1G"\nstorage_mb = 2048\n`);
+    expect(find(ps, 'environment.memory', C.CONFLICT).message).toBe('memory = "2G" is 2048 MiB but memory_mb = 1024; they must agree (keep memory_mb only)');
+    expect(find(ps, 'environment.storage', C.CONFLICT).message).toBe(
+      'storage = "1G" is 1024 MiB but storage_mb = 2048; they must agree (keep storage_mb only)',
+    );
+    // A bad memory_mb is reported once, without a follow-on disagreement.
+    expect(problems(`${BASE_14}memory = "2G"\nmemory_mb = "2048"\n`).map((x) => [x.code, x.key])).toEqual([[C.INVALID_TYPE, 'environment.memory_mb']]);
+  });
+
+  it('bounds the deprecated size strings like the _mb keys they stand for', () => {
+    const huge = find(problems(`${BASE_14}memory = "2000000000G"\n`), 'environment.memory', C.INVALID_VALUE);
+    expect(huge.message).toBe('expected at most 1099511627776 MiB (the bound of memory_mb), got the string "2000000000G"');
+    const same = find(problems(`${BASE_14}memory_mb = ${2_000_000_000 * 1024}\n`), 'environment.memory_mb', C.INVALID_VALUE);
+    expect(same.message).toContain('to 1099511627776');
+    expect(find(problems(`${BASE_14}storage = "99999999999999999999G"\n`), 'environment.storage', C.INVALID_VALUE).message).toContain(
+      'the bound of storage_mb',
+    );
+    expect(find(problems(`${BASE_14}memory = "512K"\n`), 'environment.memory', C.INVALID_VALUE).message).toContain('at least 1 MiB');
+    expect(plan(`${BASE_14}memory = "1024G"\n`).environment.memoryMb).toBe(1024 * 1024);
+  });
+
+  it('reports an unreadable GPU count once, without a follow-on about gpu_types', () => {
+    expect(problems(`${BASE_14.replace('gpus = 0', 'gpus = "2"')}gpu_types = ["H100"]\n`).map((x) => x.key)).toEqual(['environment.gpus']);
+    find(problems(`${BASE_14}gpu_types = ["H100"]\n`), 'environment.gpu_types', C.CONFLICT);
+  });
+});
+
+describe('compileTask: warnings', () => {
+  const DOWNLOADS =
+    '#!/bin/bash\n# curl https://example.invalid is only a comment\napt-get update\napt-get install -y curl\ncurl -LsSf https://astral.sh/uv/install.sh | sh\nuvx pytest /tests\n';
+
+  it('warns, without refusing, when tests/test.sh downloads tools and the Judge has no network', () => {
+    const r = compile(BASE_14, { testScript: DOWNLOADS });
+    expect(r.ok).toBe(true);
+    expect(r.problems).toEqual([]);
+    const p = plan(BASE_14, { testScript: DOWNLOADS });
+    expect(p.warnings).toEqual([
+      {
+        code: C.TESTS_NEED_NETWORK,
+        file: 'tests/test.sh',
+        key: null,
+        message:
+          'appears to download tools or packages (line 3: apt-get; line 4: apt-get; line 5: curl; line 6: uv) but the Judge will have no network: ' +
+          'no network_mode, allowed_hosts or allow_internet is declared, and Assay defaults to no network (Harbor defaults to public). ' +
+          'Install them in environment/Dockerfile, or set [verifier] network_mode = "public" if the Judge must download',
+      },
+    ]);
+    expect(plan(`${BASE_14}network_mode = "no-network"\n`, { testScript: DOWNLOADS }).warnings[0]?.message).toContain(
+      'the verifier\'s network policy is "no-network"',
+    );
+  });
+
+  it('does not warn when the Judge has the public network, or the script works offline', () => {
+    expect(plan(`${BASE_14}[verifier]\nnetwork_mode = "public"\n`, { testScript: DOWNLOADS }).warnings).toEqual([]);
+    expect(plan(`${BASE_14}allow_internet = true\n`, { testScript: DOWNLOADS }).warnings).toEqual([]);
+    expect(plan(BASE_14, { testScript: '#!/bin/bash\npip install --no-index --find-links /tests/wheels pkg\npytest /tests\n' }).warnings).toEqual([]);
+    expect(plan(BASE_14).warnings).toEqual([]);
+  });
+
+  it('lists at most five downloads', () => {
+    const w = judgeNetworkWarnings('pip install a\n'.repeat(7), { mode: 'no-network', allowedHosts: [], source: 'phase' });
+    expect(w[0]?.message).toContain('line 5: pip install; 2 more)');
+  });
+});
+
+describe('findNetworkFetches', () => {
+  it.each([
+    ['curl -fsSL https://x.invalid/a.sh | bash', 'curl'],
+    ['wget -q http://x.invalid/f', 'wget'],
+    ['git clone https://github.com/a/b.git /opt/b', 'git clone'],
+    ['apt-get -qq update', 'apt-get'],
+    ['apt install -y jq', 'apt-get'],
+    ['apk add --no-cache bash', 'apk add'],
+    ['pip3 install pytest==8.4.1', 'pip install'],
+    ['python3 -m pip install -q pytest', 'pip install'],
+    ['uv pip install pytest', 'uv'],
+    ['uvx -p 3.13 -w pytest pytest', 'uv'],
+    ['uv run --with pytest pytest', 'uv'],
+    ['npm ci', 'npm install'],
+    ['cargo install ripgrep', 'cargo install'],
+    ['if true; then pip install x; fi', 'pip install'],
+  ])('finds %j', (line, command) => expect(findNetworkFetches(`#!/bin/sh\n${line}\n`)).toEqual([{ line: 2, command }]));
+
+  it.each([
+    '# pip install x',
+    'echo "curl is not used"',
+    'curl -s localhost:8000/health',
+    '/opt/curl-cache/run',
+    'pip install --no-index -f /wheels x',
+    'uv sync --offline',
+    'pytest /tests # then apt-get install nothing',
+    'python -m pytest',
+  ])('ignores %j', (line) => expect(findNetworkFetches(`${line}\n`)).toEqual([]));
 });
 
 describe('compileTask: refused files name the file, the key and what was expected', () => {
@@ -249,11 +416,10 @@ timeout_sec = "60"
     expect(find(ps, 'environment.cpus').message).toContain('got the float 1.5');
   });
 
-  it('refuses a GPU count written as a float, a negative count, or a missing count in schema 1.4', () => {
+  it("refuses a GPU count written as a float or a negative count; a missing count is Harbor's default, 0, in every schema", () => {
     expect(find(problems('schema_version = "1.4"\n[environment]\ngpus = 1.0\n'), 'environment.gpus').message).toContain('got the float 1.0');
     expect(find(problems('schema_version = "1.4"\n[environment]\ngpus = -1\n'), 'environment.gpus', C.INVALID_VALUE).message).toContain('from 0 to 4096');
-    const missing = find(problems('schema_version = "1.4"\n[environment]\ncpus = 1\n'), 'environment.gpus', C.MISSING_KEY);
-    expect(missing.message).toContain('set environment.gpus = 0');
+    expect(plan('schema_version = "1.4"\n[environment]\ncpus = 1\n').environment).toMatchObject({ gpus: 0, gpusDeclared: false, cpus: 1 });
     expect(find(problems(`${BASE_14}[metadata.rsi_harness.verifier]\ngpus = "1"\n`), 'metadata.rsi_harness.verifier.gpus', C.INVALID_TYPE)).toBeDefined();
   });
 
@@ -269,7 +435,7 @@ timeout_sec = "60"
     find(more, 'metadata.rsi_harness.verifier.cpus', C.UNKNOWN_KEY);
   });
 
-  it('refuses Harbor features Assay does not support, saying which', () => {
+  it('refuses Harbor features Assay does not support, saying which, once per feature', () => {
     const ps = problems(`
 schema_version = "1.4"
 multi_step_reward_strategy = "mean"
@@ -300,7 +466,6 @@ version = 2
 `);
     for (const key of [
       'steps',
-      'multi_step_reward_strategy',
       'artifacts',
       'environment.os',
       'environment.gpu_types',
@@ -314,15 +479,22 @@ version = 2
       'solution.env',
       'metadata.rsi_harness.sandbox',
     ]) {
-      expect(find(ps, key, C.UNSUPPORTED).message).toMatch(/^not supported by Assay: /);
+      const p = find(ps, key, C.UNSUPPORTED);
+      expect(p.file).toBe('task.toml');
+      expect(p.message).toMatch(/^not supported by Assay: \S/);
     }
+    // The strategy only combines the steps' rewards: the steps are the root cause, reported once.
+    expect(ps.filter((x) => x.key === 'multi_step_reward_strategy')).toEqual([]);
+    expect(ps.filter((x) => x.key === 'environment.mcp_servers')).toHaveLength(1);
   });
 
-  it('checks the schema version', () => {
-    expect(find(problems('[environment]\ngpus = 0\n'), 'schema_version', C.SCHEMA_VERSION).message).toContain('declare schema_version = "1.4"');
-    expect(find(problems('schema_version = "1.3"\n[environment]\ngpus = 0\n'), 'schema_version', C.SCHEMA_VERSION).message).toContain('"1.3"');
-    expect(find(problems('schema_version = 1.4\n[environment]\ngpus = 0\n'), 'schema_version', C.INVALID_TYPE)).toBeDefined();
-    expect(find(problems('schema_version = "1.4"\nversion = "1.0"\n[environment]\ngpus = 0\n'), 'version', C.CONFLICT)).toBeDefined();
+  it('checks the schema version: any 1.x is read, other majors and types are refused', () => {
+    const bad = find(problems('schema_version = "2.0"\n[environment]\ngpus = 0\n'), 'schema_version', C.SCHEMA_VERSION);
+    expect(bad).toMatchObject({ file: 'task.toml' });
+    expect(bad.message).toMatch(/^unsupported schema version "2\.0"; Assay reads Harbor's 1\.x task files/);
+    expect(find(problems('schema_version = 1.4\n[environment]\ngpus = 0\n'), 'schema_version', C.INVALID_TYPE).message).toContain('got the float 1.4');
+    const both = find(problems('schema_version = "1.4"\nversion = "1.0"\n[environment]\ngpus = 0\n'), 'version', C.CONFLICT);
+    expect(both.message).toBe('schema_version = "1.4" and Harbor\'s legacy version = "1.0" disagree; keep schema_version only');
   });
 
   it('checks the [task] table', () => {
@@ -337,13 +509,42 @@ version = 2
 
   it('checks network policies', () => {
     find(problems(`${BASE_14}network_mode = "none"\n`), 'environment.network_mode', C.INVALID_VALUE);
-    find(problems(`${BASE_14}network_mode = "allowlist"\n`), 'environment.allowed_hosts', C.MISSING_KEY);
-    find(problems(`${BASE_14}allowed_hosts = ["a.example"]\n`), 'environment.allowed_hosts', C.CONFLICT);
-    find(problems(`${BASE_14}network_mode = "allowlist"\nallowed_hosts = ["http://a.example/x"]\n`), 'environment.allowed_hosts[0]', C.INVALID_VALUE);
+    const explicit = find(problems(`${BASE_14}network_mode = "public"\nallowed_hosts = ["a.example"]\n`), 'environment.allowed_hosts', C.CONFLICT);
+    expect(explicit.message).toBe('allowed_hosts is only valid with network_mode = "allowlist", not "public"');
     find(problems(`${BASE_14}network_mode = "public"\nallow_internet = false\n`), 'environment.allow_internet', C.CONFLICT);
+    find(problems(`${BASE_14}network_mode = "no-network"\nallow_internet = true\n`), 'environment.allow_internet', C.CONFLICT);
     find(problems(`${BASE_14}allow_internet = "yes"\n`), 'environment.allow_internet', C.INVALID_TYPE);
-    find(problems(`${BASE_14}[agent]\nallowed_hosts = ["a.example"]\n`), 'agent.allowed_hosts', C.CONFLICT);
+    find(problems(`${BASE_14}[agent]\nnetwork_mode = "no-network"\nallowed_hosts = ["a.example"]\n`), 'agent.allowed_hosts', C.CONFLICT);
     expect(plan(`${BASE_14}allow_internet = false\n`).environment.network).toMatchObject({ mode: 'no-network', source: 'environment' });
+  });
+
+  it('reads allowed_hosts without network_mode as an allowlist, as Harbor does, in [environment] and in each phase', () => {
+    const p = plan(
+      `${BASE_14}allowed_hosts = ["pypi.org", "*.pythonhosted.org", "pypi.org."]\n[verifier]\nallowed_hosts = ["github.com"]\n[agent]\nallowed_hosts = []\n`,
+    );
+    expect(p.environment.network).toEqual({ mode: 'allowlist', allowedHosts: ['pypi.org', '*.pythonhosted.org'], source: 'environment' });
+    expect(p.verifier.network).toEqual({ mode: 'allowlist', allowedHosts: ['github.com'], source: 'phase' });
+    // An empty list asks for nothing: the agent keeps the baseline.
+    expect(p.agent.network).toEqual(p.environment.network);
+    // allow_internet = false with hosts is an allowlist in Harbor too.
+    expect(plan(`${BASE_14}allow_internet = false\nallowed_hosts = ["a.example"]\n`).environment.network.mode).toBe('allowlist');
+  });
+
+  it('reads an allowlist without hosts as what Harbor runs it as, deny-all: no-network', () => {
+    const p = plan(`${BASE_14}network_mode = "allowlist"\n[agent]\nnetwork_mode = "allowlist"\nallowed_hosts = []\n`);
+    expect(p.environment.network).toEqual({ mode: 'no-network', allowedHosts: [], source: 'environment' });
+    expect(p.agent.network).toEqual({ mode: 'no-network', allowedHosts: [], source: 'phase' });
+  });
+
+  it('reports a bad allowlist host once, not also as an empty allowlist', () => {
+    const ps = problems(
+      `${BASE_14}network_mode = "allowlist"\nallowed_hosts = ["http://a.example/x"]\n[verifier]\nnetwork_mode = "allowlist"\nallowed_hosts = [1]\n`,
+    );
+    expect(ps.map((x) => [x.code, x.key])).toEqual([
+      [C.INVALID_VALUE, 'environment.allowed_hosts[0]'],
+      [C.INVALID_TYPE, 'verifier.allowed_hosts[0]'],
+    ]);
+    expect(ps[0]?.message).toBe('expected a hostname, *.hostname, IP address or CIDR, got the string "http://a.example/x"');
   });
 
   it('checks working directories', () => {
@@ -403,11 +604,16 @@ sharpness = 3
     find(ps, 'metadata.weird', C.INVALID_VALUE);
   });
 
-  it('needs exactly one environment image source', () => {
-    find(problems(`${BASE_14}docker_image = "x:1"\n`), 'environment.docker_image', C.CONFLICT);
+  it('uses a named image even when environment/Dockerfile exists: the Dockerfile is its recipe', () => {
+    expect(plan(`${BASE_14}docker_image = "x:1"\n`).environment.image).toEqual({ kind: 'image', ref: 'x:1', recipe: 'environment/Dockerfile' });
+    expect(plan(`${BASE_14}docker_image = "x:1"\n`, { hasDockerfile: false }).environment.image).toEqual({ kind: 'image', ref: 'x:1', recipe: null });
+  });
+
+  it('needs an environment image source, and reports an unreadable one once', () => {
     const missing = problems(BASE_14, { hasDockerfile: false });
     expect(missing).toEqual([expect.objectContaining({ code: C.FILE_MISSING, file: 'environment/Dockerfile', key: null })]);
-    find(problems(`${BASE_14}docker_image = "has space"\n`, { hasDockerfile: false }), 'environment.docker_image', C.INVALID_VALUE);
+    const spaced = problems(`${BASE_14}docker_image = "has space"\n`, { hasDockerfile: false });
+    expect(spaced.map((x) => [x.code, x.file, x.key])).toEqual([[C.INVALID_VALUE, 'task.toml', 'environment.docker_image']]);
   });
 
   it('reports TOML syntax errors with their position, and refuses prototype keys', () => {
@@ -416,6 +622,20 @@ sharpness = 3
     expect(p?.message).toMatch(/line 2/);
     expect(problems('schema_version = "1.4"\n[metadata]\n__proto__ = 1\n')[0]?.code).toBe(C.TOML_SYNTAX);
     expect(problems('a = 1\na = 2\n')[0]?.code).toBe(C.TOML_SYNTAX);
+  });
+
+  it('names the duplicated key, with its line', () => {
+    const [dup] = problems(`${BASE_14}cpus = 1\ncpus = 2\n`);
+    expect(dup).toEqual({
+      code: C.TOML_SYNTAX,
+      file: 'task.toml',
+      key: 'environment.cpus',
+      message: 'duplicate key at line 8, column 1: environment.cpus is already defined; TOML 1.0 forbids defining a key or table twice',
+    });
+    expect(problems('a = 1\na = 2\n')[0]?.key).toBe('a');
+    expect(problems(`${BASE_14}[agent]\n[agent]\n`)[0]?.key).toBe('agent');
+    expect(problems(`${BASE_14}[environment.env]\n"A.B" = "1"\n"A.B" = "2"\n`)[0]?.key).toBe('environment.env."A.B"');
+    expect(problems(`${BASE_14}[verifier]\nenv = { A = "1", A = "2" }\n`)[0]?.key).toBe('verifier.env.A');
   });
 
   it('refuses an empty instruction', () => {
@@ -459,7 +679,10 @@ describe('compileTask: environment/docker-compose.yaml', () => {
     expect(plan(noGpus, { compose: compose(3) }).environment).toMatchObject({ gpus: 3, gpusDeclared: true });
     find(problems(`${noGpus}[environment]\ngpus = 1\n`, { compose: compose(3) }), 'environment.gpus', C.CONFLICT);
     const all = problems(noGpus, { compose: compose('all') });
-    expect(all.find((x) => x.file === F && x.code === C.UNSUPPORTED)?.message).toContain('count: all');
+    // One root cause, one problem: no follow-on about the GPU count, the image or gpu_types.
+    expect(all.map((x) => [x.code, x.file, x.key])).toEqual([[C.UNSUPPORTED, F, 'services.main.deploy.resources.reservations.devices[0].count']]);
+    expect(all[0]?.message).toContain('count: all');
+    expect(problems(`${noGpus}[environment]\ngpu_types = ["H100"]\n`, { compose: compose('all'), hasDockerfile: false })).toHaveLength(1);
   });
 
   it('refuses everything outside the subset, naming the Compose key', () => {

@@ -2,13 +2,20 @@
  * The validated, immutable plan of one task directory. Plain data (JSON-serializable, deep-frozen): it carries the
  * templates of environment values, never values resolved from the host, so it can be printed, logged and recorded.
  */
+import type { TaskProblem } from '../task-format.errors';
 import type { JsonObject } from './json';
 import type { RunSettingsOverrides } from './run-settings';
 
 export type { JsonObject, JsonValue } from './json';
 
-/** `1.0`: Harbor's legacy `version = "1.0"` files. `1.4`: the OpenRSI Index / RSI Harness `schema_version`. */
-export type SchemaVersion = '1.0' | '1.4';
+/**
+ * The declared schema version, `1.<minor>`: Harbor's legacy `version = "1.0"`, Terminal-Bench 2.x `"1.1"`, the OpenRSI
+ * Index's `"1.4"`, ... Harbor's task model never branches on it, and neither does Assay: it is recorded, not obeyed.
+ */
+export type SchemaVersion = string;
+
+/** Where the schema version came from: `schema_version`, Harbor's legacy `version`, or Harbor's default (no key). */
+export type SchemaVersionSource = 'schema_version' | 'version' | 'default';
 
 export type NetworkMode = 'no-network' | 'public' | 'allowlist';
 
@@ -35,8 +42,12 @@ export interface Author {
 export type EnvironmentImage =
   /** Built locally from `environment/` as the Docker build context. */
   | { readonly kind: 'dockerfile'; readonly context: 'environment'; readonly dockerfile: 'environment/Dockerfile' }
-  /** An image that must already exist in the local Docker daemon (no registry is ever contacted). */
-  | { readonly kind: 'image'; readonly ref: string };
+  /**
+   * An image that must already exist in the local Docker daemon (no registry is ever contacted). `recipe` is
+   * `environment/Dockerfile` when the task also ships one (Terminal-Bench, swebench-verified): the image is what runs,
+   * the Dockerfile is how it was made; null when there is none.
+   */
+  | { readonly kind: 'image'; readonly ref: string; readonly recipe: 'environment/Dockerfile' | null };
 
 export interface EnvironmentPlan {
   readonly os: 'linux';
@@ -47,7 +58,7 @@ export interface EnvironmentPlan {
   readonly storageMb: number | null;
   /** GPUs visible to Work. */
   readonly gpus: number;
-  /** False when a Harbor 1.0 file did not declare the count and 0 was assumed. */
+  /** False when the file declared no count (task.toml or Compose) and Harbor's default, 0, was assumed. */
   readonly gpusDeclared: boolean;
   /** The one acceptable GPU type (matched case-insensitively against device names), or null for any. */
   readonly gpuType: string | null;
@@ -109,6 +120,7 @@ export interface TaskFiles {
 
 export interface TaskPlan {
   readonly schemaVersion: SchemaVersion;
+  readonly schemaVersionSource: SchemaVersionSource;
   /** `org/name` from [task].name, or `local/<directory name>` when the file has no [task] table. */
   readonly name: string;
   readonly nameSource: 'task' | 'directory';
@@ -130,4 +142,9 @@ export interface TaskPlan {
   /** All of [metadata], free-form description, as JSON (dates become RFC 3339 strings). */
   readonly metadata: JsonObject;
   readonly files: TaskFiles;
+  /**
+   * What is legal but probably not what the author meant (tests/test.sh downloads tools while the Judge has no
+   * network, ...). Never a reason to refuse the task; `assay task validate` and `task show` print them.
+   */
+  readonly warnings: readonly TaskProblem[];
 }

@@ -73,8 +73,72 @@ export function parseTomlText(text: string, file: string): TomlParse {
   } catch (e) {
     const where = e instanceof TomlError ? ` at line ${e.line}, column ${e.column}` : '';
     const first = (e instanceof Error ? e.message : String(e)).split('\n')[0] ?? 'parse error';
+    if (e instanceof TomlError && /redefine/.test(first)) {
+      const key = duplicateKeyAt(text, e.line, e.column);
+      if (key !== undefined) {
+        return {
+          ok: false,
+          problem: problem(C.TOML_SYNTAX, file, key, `duplicate key${where}: ${key} is already defined; TOML 1.0 forbids defining a key or table twice`),
+        };
+      }
+    }
     return { ok: false, problem: problem(C.TOML_SYNTAX, file, null, `not valid TOML 1.0${where}: ${first}`) };
   }
+}
+
+const TOML_KEY_PART = /^\s*(?:([A-Za-z0-9_-]+)|"((?:[^"\\]|\\.)*)"|'([^']*)')\s*/;
+
+/** Reads the dotted key at the start of `s` (bare, "basic" or 'literal' parts), or undefined. */
+function readTomlKey(s: string): string[] | undefined {
+  const parts: string[] = [];
+  let rest = s;
+  for (;;) {
+    const m = TOML_KEY_PART.exec(rest);
+    if (!m) return undefined;
+    let part = m[1] ?? m[3];
+    if (part === undefined) {
+      try {
+        part = JSON.parse(`"${m[2] ?? ''}"`) as string;
+      } catch {
+        part = m[2] ?? '';
+      }
+    }
+    parts.push(part);
+    rest = rest.slice(m[0].length);
+    if (!rest.startsWith('.')) return parts;
+    rest = rest.slice(1);
+  }
+}
+
+/**
+ * The dotted path of the key that a "redefine" error points at (line and column are 1-based): a table header names
+ * itself; a key is prefixed with the last table header above it. Best effort: undefined when the text there is not
+ * recognisably a key (the problem then names no key).
+ */
+export function duplicateKeyAt(text: string, line: number, column: number): string | undefined {
+  const lines = text.split(/\r?\n/);
+  const here = lines[line - 1];
+  if (here === undefined) return undefined;
+  const header = /^\s*\[\[?(.*?)\]\]?\s*(?:#.*)?$/.exec(here);
+  if (header) {
+    const parts = readTomlKey(header[1] ?? '');
+    return parts === undefined ? undefined : parts.reduce(keyPath, '');
+  }
+  const parts = readTomlKey(here.slice(Math.max(0, column - 1)));
+  if (parts === undefined) return undefined;
+  let table: string[] = [];
+  for (let i = line - 2; i >= 0; i -= 1) {
+    const h = /^\s*\[\[?(.*?)\]\]?\s*(?:#.*)?$/.exec(lines[i] ?? '');
+    if (h) {
+      table = readTomlKey(h[1] ?? '') ?? [];
+      break;
+    }
+  }
+  // Inside an inline table (`a = {b = 1, b = 2}`) the key before the brace is the parent.
+  const before = here.slice(0, Math.max(0, column - 1));
+  const brace = before.lastIndexOf('{');
+  const inline = brace >= 0 ? readTomlKey(before.slice(0, before.lastIndexOf('=', brace))) : undefined;
+  return [...table, ...(inline ?? []), ...parts].reduce(keyPath, '');
 }
 
 /** Reports every key of `t` that is neither allowed nor known-unsupported. */
