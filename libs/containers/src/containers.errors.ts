@@ -1,4 +1,4 @@
-import { AssayError, type ErrorKind } from '@assay/core';
+import { errorFactory, type ErrorTable } from '@assay/core';
 
 /** Every error the container adapters raise: a stable code and the kind that decides exit code and HTTP status. */
 export const CONTAINER_ERROR_KINDS = {
@@ -16,10 +16,8 @@ export const CONTAINER_ERROR_KINDS = {
   CONTAINER_ARCHIVE_TOO_LARGE: 'refused',
   /** A container spec Assay itself would never send (a GPU request with a junk device id or another driver). */
   CONTAINER_INVALID_SPEC: 'invalid_input',
-} as const satisfies Record<string, ErrorKind>;
+} as const satisfies ErrorTable;
 
 export type ContainerErrorCode = keyof typeof CONTAINER_ERROR_KINDS;
 
-export function containerError(code: ContainerErrorCode, message: string, details: Record<string, unknown> = {}, cause?: unknown): AssayError {
-  return new AssayError(code, CONTAINER_ERROR_KINDS[code], message, cause === undefined ? { details } : { details, cause });
-}
+export const containerError = errorFactory(CONTAINER_ERROR_KINDS);

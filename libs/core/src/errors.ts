@@ -35,7 +35,27 @@ export function isAssayError(e: unknown): e is AssayError {
   return e instanceof AssayError;
 }
 
-/** Builds a family of error constructors sharing a code prefix, e.g. `LEDGER_`. */
+/**
+ * One error table per lib: every code the lib raises, with the kind that decides its exit code and HTTP status. The
+ * factory it returns is the lib's only way to build those errors, so a code and its kind cannot drift apart:
+ *
+ *   export const JUDGE_ERROR_KINDS = { JUDGE_BAD_REQUEST: 'invalid_input', ... } as const satisfies ErrorTable;
+ *   export const judgeError = errorFactory(JUDGE_ERROR_KINDS);
+ *   throw judgeError('JUDGE_BAD_REQUEST', '--repeat must be 1..100', { repeat });
+ */
+export type ErrorTable = Readonly<Record<string, ErrorKind>>;
+
+export type ErrorFactory<T extends ErrorTable> = (code: keyof T & string, message: string, details?: Record<string, unknown>, cause?: unknown) => AssayError;
+
+export function errorFactory<T extends ErrorTable>(table: T): ErrorFactory<T> {
+  return (code, message, details = {}, cause) => {
+    const kind = table[code];
+    if (kind === undefined) throw new AssayError('INTERNAL_UNKNOWN_ERROR_CODE', 'internal', `error code ${code} is not in its lib's table`);
+    return new AssayError(code, kind, message, cause === undefined ? { details } : { details, cause });
+  };
+}
+
+/** A plain invalid_input error (codes outside any lib's table: the CLI's own usage errors). */
 export function invalidInput(code: string, message: string, details?: Record<string, unknown>): AssayError {
   return new AssayError(code, 'invalid_input', message, details ? { details } : {});
 }

@@ -1,4 +1,4 @@
-import { AssayError, type ErrorKind } from '@assay/core';
+import { errorFactory, type ErrorTable } from '@assay/core';
 
 /**
  * Errors of the judge lib. Judge outcomes (completed, verifier_error, ...) are results, not errors: these are the
@@ -36,10 +36,8 @@ export const JUDGE_ERROR_KINDS = {
   IMAGE_CONTEXT_INVALID: 'invalid_input',
   /** scripts/build-base-image.sh failed. */
   IMAGE_BASE_BUILD_FAILED: 'unavailable',
-} as const satisfies Record<string, ErrorKind>;
+} as const satisfies ErrorTable;
 
 export type JudgeErrorCode = keyof typeof JUDGE_ERROR_KINDS;
 
-export function judgeError(code: JudgeErrorCode, message: string, details: Record<string, unknown> = {}, cause?: unknown): AssayError {
-  return new AssayError(code, JUDGE_ERROR_KINDS[code], message, cause === undefined ? { details } : { details, cause });
-}
+export const judgeError = errorFactory(JUDGE_ERROR_KINDS);
