@@ -52,6 +52,7 @@ describe('import boundaries: the rules', () => {
     ['lib-layers-core', 'libs/core/src/index.ts', 'libs/ledger/src/index.ts'],
     ['lib-layers-base', 'libs/ledger/src/domain/back.ts', 'libs/judge/src/index.ts'],
     ['lib-layers-top', 'libs/run/src/index.ts', 'libs/judge/src/index.ts'],
+    ['lib-layers-outer', 'libs/run/src/to-bundles.ts', 'libs/bundles/src/index.ts'],
     ['lib-in-a-layer', 'libs/extra/src/index.ts', 'libs/ledger/src/index.ts'],
     ['no-circular', 'libs/judge/src/domain/cycle-a.ts', 'libs/judge/src/domain/cycle-b.ts'],
     ['no-dev-dependency-in-shipped-code', 'libs/judge/src/uses-dev.ts', 'node_modules/tweetnacl/nacl-fast.js'],

@@ -135,6 +135,12 @@ describe('CLI fuzz: random argument mixtures never end in exit 70', () => {
         );
       } else if (code === 5 && args[0] === 'ledger' && args[1] === 'verify' && /ledger verification FAILED|"ok": false/.test(q.outcome().out)) {
         // a verification that fails is a report on stdout (docs/operations.md), not an error line
+      } else if (
+        (code === 5 || code === 6) &&
+        args[0] === 'verify' &&
+        /^(INVALID|could not check): step |"verdict": "(invalid|cannot_check)"/m.test(q.outcome().out)
+      ) {
+        // so is a bundle's verdict (docs/bundle-format.md, "Verifying")
       } else if (code !== 0) {
         // a failure is one line (a usage error may add commander's "(Did you mean ...?)"), with a code
         const lines = err

@@ -4,7 +4,7 @@
  */
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Docker from 'dockerode';
@@ -161,6 +161,16 @@ describeDocker('assay run (CLI, Docker)', () => {
       files: [
         expect.objectContaining({ kind: 'agent', path: session1, check: 'recorded', recorded: { digest: transcriptDigest, position: expect.any(Number) } }),
       ],
+    });
+    // the result bundle: exported, then verified elsewhere with only the file and the root key
+    const bundleFile = join(home, 'ref1.bundle');
+    expect((await assay(['bundle', 'export', 'ref1', '-o', bundleFile], home)).code).toBe(0);
+    const rootPub = readdirSync(join(home, 'keys')).find((f) => /^assay-controller-.*\.pub$/.test(f)) as string;
+    const checked = await assay(['verify', bundleFile, '--trusted-key', join(home, 'keys', rootPub), '--json'], join(home, 'elsewhere'));
+    expect(checked.code).toBe(0);
+    expect(JSON.parse(checked.stdout)).toMatchObject({
+      verdict: 'valid',
+      claim: { run: 'ref1', round: 4, claimedScore: rep.bestScore, counts: { rounds: 4, violating: 1 } },
     });
     // --resume of an ended run: its report from the ledger, no image built, no container started
     const again = await assay(['run', '--resume', 'ref1'], home);

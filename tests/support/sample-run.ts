@@ -12,6 +12,8 @@
  *
  * `npx jest tests/run/sample-run.unit.spec.ts` checks the file against this; `SAMPLE_RUN_WRITE=1` rewrites it.
  */
+import { CID } from 'multiformats/cid';
+import * as Digest from 'multiformats/hashes/digest';
 import { createHash } from 'node:crypto';
 import { ManualClock, SequentialIds } from '@assay/core';
 import { EMPTY_OUTPUT_DIGEST, judgeCompletedData, judgeLaunchedData, rewardRecordedData, type LaunchedLimits } from '@assay/judge';
@@ -43,23 +45,10 @@ const TASK_DIGEST = 'sha256:0ebb429fa86d481c2630fac53db1c91cffed5d4d41d1021c1794
 const TESTS_DIGEST = 'sha256:59830ebc3a4184110566bf1a290d08473dfdcbd492ce498b14cd1a5e2fa2e441';
 const JUDGE_IMAGE = 'sha256:b29814cf5792e684cd75d6a7fce7a67a11887e312f87ca2ac2496d81f365ff72';
 const WORK_IMAGE = 'sha256:5c1f0e7a9b3d2c4e6f8a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e';
-const BASE32 = 'abcdefghijklmnopqrstuvwxyz234567';
 
-/** A CIDv1-looking name (base32, `bafyrei…`) for a fake snapshot root: the sample reads like a real ledger. */
+/** A real CIDv1 (dag-cbor, sha2-256 of the fake root's name) for a fake snapshot root: the sample reads like a real ledger. */
 function cidOf(root: string): string {
-  const h = createHash('sha256').update(root).digest();
-  let bits = 0;
-  let value = 0;
-  let out = '';
-  for (const b of h) {
-    value = (value << 8) | b;
-    bits += 8;
-    while (bits >= 5) {
-      out += BASE32[(value >>> (bits - 5)) & 31];
-      bits -= 5;
-    }
-  }
-  return `bafyrei${out.slice(0, 52)}`;
+  return CID.createV1(0x71, Digest.create(0x12, createHash('sha256').update(root).digest())).toString();
 }
 
 /** The fake snapshotter under CID-looking names. */

@@ -6,6 +6,7 @@
 export const libs = {
   ledger: () => require('@assay/ledger') as typeof import('@assay/ledger'),
   run: () => require('@assay/run') as typeof import('@assay/run'),
+  bundles: () => require('@assay/bundles') as typeof import('@assay/bundles'),
   judge: () => require('@assay/judge') as typeof import('@assay/judge'),
   snapshots: () => require('@assay/snapshots') as typeof import('@assay/snapshots'),
   taskFormat: () => require('@assay/task-format') as typeof import('@assay/task-format'),

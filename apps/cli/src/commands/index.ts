@@ -15,6 +15,7 @@ import { register as images } from './images.commands';
 import { register as snapshot } from './snapshot.commands';
 import { register as run } from './run.commands';
 import { register as api } from './api.commands';
+import { register as bundle } from './bundle.commands';
 
 const groups: Register[] = [
   ledger,
@@ -25,6 +26,7 @@ const groups: Register[] = [
   run,
   (p, ctx) => snapshot(p, ctx, { sink: (c) => new (require('../snapshot-ledger-sink') as typeof import('../snapshot-ledger-sink')).LedgerSnapshotSink(c) }),
   api,
+  bundle,
 ];
 
 export function registerCommands(program: Command, ctx: CliContext): void {

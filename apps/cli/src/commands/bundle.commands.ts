@@ -1,0 +1,137 @@
+import { createReadStream, existsSync, readFileSync, statSync } from 'node:fs';
+import { resolve } from 'node:path';
+import type { Command } from 'commander';
+import { AssayError } from '@assay/core';
+import type { CliContext } from '../cli-context';
+import { libs } from '../libs';
+
+/**
+ * `assay bundle export` (a run's result bundle, from this home's ledger) and `assay verify` (a bundle, offline: no
+ * ledger, no ASSAY_HOME, no Docker, no network). docs/bundle-format.md specifies the file.
+ */
+const usage = (message: string) => new AssayError('CLI_USAGE', 'invalid_input', message);
+
+/** A key argument: verifier key text, or a file holding one. */
+function keyText(value: string, what: string): string {
+  if (/^[^\s+/]+\+[0-9a-f]{8}\+[A-Za-z0-9+/]+={0,2}$/.test(value) && !existsSync(value)) return value;
+  let text: string;
+  try {
+    text = readFileSync(value, 'utf8').trim();
+  } catch (e) {
+    throw new AssayError(
+      'CLI_FILE_UNREADABLE',
+      'invalid_input',
+      `cannot read ${what} file ${value}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`,
+    );
+  }
+  return text;
+}
+
+export function register(program: Command, ctx: CliContext): void {
+  const bundle = program.command('bundle').description('signed result bundles: a run and its claim, for auditors and publishers');
+  bundle
+    .command('export')
+    .description("write a run's result bundle: its events with inclusion proofs against one signed checkpoint, and the claim they support, signed (DSSE)")
+    .argument('<run-id>', 'the run (it must have ended)')
+    .requiredOption('-o, --output <file>', 'the bundle file to write (written whole, then renamed into place)')
+    .option('--json', 'print a JSON summary')
+    .action(async (run: string, o: { output: string; json?: boolean }) => {
+      if (!/^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/.test(run)) throw usage(`the run id "${run}" is not a run id`);
+      const out = resolve(o.output);
+      if (existsSync(out) && statSync(out).isDirectory()) throw usage(`--output ${o.output} is a directory; give a file name`);
+      const { LedgerHome } = libs.ledger();
+      const { randomIds, systemClock } = await import('@assay/core');
+      const home = await LedgerHome.open(ctx.home, { clock: systemClock, ids: randomIds });
+      try {
+        const publisher = home.ledger.key('controller');
+        if (!publisher) throw new AssayError('LEDGER_NO_KEY_FOR_ROLE', 'refused', `signing a bundle needs the controller key (in ${ctx.home}/keys)`);
+        const progress = ctx.progress();
+        progress.start('exporting events');
+        const r = await libs.bundles().exportBundle(home.ledger, { run, out, publisher, progress: (d, t) => progress.tick(d, t) });
+        progress.end();
+        if (o.json)
+          return ctx.out(
+            JSON.stringify(
+              { path: r.path, run, events: r.events, treeSize: r.treeSize, bytes: r.bytes, contentDigest: r.contentDigest, claim: r.claim },
+              null,
+              2,
+            ),
+          );
+        const c = r.claim;
+        ctx.out(`bundle    ${r.path} (${r.bytes} bytes)`);
+        ctx.out(
+          `run       ${run}: ${c.status}, ${c.round !== null ? `round ${c.round}, score ${c.claimedScore} (${c.metric ?? 'reward'}, ${c.direction})` : 'no valid submission'}`,
+        );
+        ctx.out(`events    ${r.events}, proved against a checkpoint of ${r.treeSize}; signed by ${publisher.signer}`);
+        ctx.out(`check it  assay verify ${o.output} --trusted-key <the ledger's controller public key>`);
+      } finally {
+        await home.close();
+      }
+    });
+
+  program
+    .command('verify')
+    .description(
+      'verify a result bundle offline against the keys you trust: signatures, roles, chains, proofs, checkpoint, and that the claim follows from the events',
+    )
+    .argument('<file>', 'the bundle')
+    .option('--trusted-key <key...>', "the ledger's root (controller) key: verifier key text or a .pub file; repeatable")
+    .option('--trusted-keys <file>', 'a file of verifier key texts, one per line (# comments)')
+    .option('--json', 'print the verdict as JSON')
+    .action(async (file: string, o: { trustedKey?: string[]; trustedKeys?: string; json?: boolean }) => {
+      const trusted = (o.trustedKey ?? []).map((k) => keyText(k, 'trusted key'));
+      if (o.trustedKeys !== undefined)
+        trusted.push(
+          ...keyText(o.trustedKeys, 'trusted keys')
+            .split('\n')
+            .map((l) => l.trim())
+            .filter((l) => l !== '' && !l.startsWith('#')),
+        );
+      const { parseVerifierKey } = libs.ledger();
+      for (const k of trusted) {
+        try {
+          parseVerifierKey(k);
+        } catch (e) {
+          throw usage(`--trusted-key: "${k.slice(0, 80)}" is not a verifier key (name+hex+base64): ${(e as Error).message}`);
+        }
+      }
+      let size: number;
+      try {
+        const st = statSync(file);
+        if (!st.isFile()) throw usage(`${file} is not a file`);
+        size = st.size;
+      } catch (e) {
+        if (e instanceof AssayError) throw e;
+        throw new AssayError('BUNDLE_UNREADABLE', 'not_found', `cannot read bundle ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+      }
+      const progress = ctx.progress();
+      progress.start(`verifying ${size} bytes`);
+      const v = await libs.bundles().verifyBundle(createReadStream(file), {
+        trustedKeys: trusted,
+        claims: libs.run().runClaimRules(),
+        progress: (d, t) => progress.tick(d, t),
+      });
+      progress.end();
+      if (o.json) ctx.out(JSON.stringify({ file, ...v }, null, 2));
+      else {
+        for (const s of v.steps) ctx.out(`${s.status.padEnd(7)} ${s.name.padEnd(11)} ${s.checked}`);
+        if (v.failure)
+          ctx.out(`${v.verdict === 'cannot_check' ? 'could not check' : 'INVALID'}: step ${v.failure.step}: ${v.failure.code}: ${v.failure.message}`);
+        else {
+          const c = v.claim as {
+            run: string;
+            status: string;
+            round: number | null;
+            claimedScore: number | null;
+            metric: string | null;
+            direction: string | null;
+          };
+          ctx.out(
+            `valid: run ${c.run} ${c.status}, ${c.round !== null ? `round ${c.round}, score ${c.claimedScore} (${c.metric ?? 'reward'}, ${c.direction})` : 'no valid submission'}`,
+          );
+        }
+      }
+      if (v.verdict === 'invalid') process.exitCode = 5;
+      else if (v.verdict === 'cannot_check') process.exitCode = 6;
+    });
+}

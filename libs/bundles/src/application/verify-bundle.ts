@@ -1,0 +1,497 @@
+/**
+ * `assay verify FILE --trusted-key KEY`: checks a result bundle with nothing but the file and the public key(s) the
+ * auditor trusts: no ledger, no ASSAY_HOME, no Docker, no network. Named steps, in order (docs/bundle-format.md,
+ * "Verifying"); the first failure stops the walk and is the verdict, naming the step and the first bad item:
+ *
+ *   format      the archive holds exactly the four entries in order, within bounds; manifest and lines parse
+ *   trust       position 0 registers a controller key that is one of the trusted keys
+ *   signatures  every envelope parses, its data fits the catalogue, its signer held a role allowed for its type at
+ *               its position (not revoked before it), and the Ed25519 signature verifies
+ *   chains      every carried stream is dense from revision 0 and each `prev` is the SHA-256 of the event before
+ *   checkpoint  the checkpoint note is signed by a controller key of the bundle, its origin and size are the manifest's
+ *   proofs      every event's inclusion proof leads from its leaf hash to the checkpoint's root
+ *   claims      the run's events obey the run's rules (the ledger verifier's claims step) and end in RunCompleted
+ *   statement   the DSSE envelope is signed by a controller key of the bundle; its Statement's content subject is
+ *               the digest of the entries before it, and its predicate is exactly the claim the events support
+ *
+ * Two kinds of "no": `invalid` (a step failed: exit 5) and `cannot_check` (no trusted key given, the root key is not
+ * one of them, an unsupported format version: exit 6). Neither is an error of the verifier.
+ */
+import {
+  CLAIM_EVENT_TYPES,
+  canonicalJson,
+  ed25519NoteVerifier,
+  envelopeHash,
+  eventDataProblem,
+  KeyRegistry,
+  leafHash,
+  nodeEd25519,
+  openCheckpoint,
+  parseEnvelope,
+  parseVerifierKey,
+  verifyInclusion,
+  type ClaimRules,
+  type Envelope,
+  type JsonObject,
+} from '@assay/ledger';
+import { TAR_BLOCK, TAR_END, tarHeader, tarPadding } from '@assay/containers';
+import { runStatusView, type RunEventRecord } from '@assay/run';
+import { parseCid } from '@assay/snapshots';
+import {
+  BUNDLE_FORMAT,
+  claimOf,
+  CONTENT_SUBJECT,
+  contentDigest,
+  contentLine,
+  DSSE_PAYLOAD_TYPE,
+  ENTRY,
+  ENTRY_ORDER,
+  LIMITS,
+  pae,
+  PREDICATE_TYPE,
+  STATEMENT_TYPE,
+  type BundleManifest,
+} from '../domain/bundle-format';
+
+export const BUNDLE_STEPS = ['format', 'trust', 'signatures', 'chains', 'checkpoint', 'proofs', 'claims', 'statement'] as const;
+export type BundleStep = (typeof BUNDLE_STEPS)[number];
+
+export interface BundleVerdict {
+  readonly verdict: 'valid' | 'invalid' | 'cannot_check';
+  readonly steps: ReadonlyArray<{ readonly name: BundleStep; readonly status: 'ok' | 'failed' | 'skipped'; readonly checked: number }>;
+  readonly failure: { readonly step: BundleStep; readonly code: string; readonly message: string; readonly position: number | null } | null;
+  /** What the bundle claims, once the statement verified; null otherwise. */
+  readonly claim: JsonObject | null;
+  readonly run: string | null;
+  readonly events: number;
+}
+
+export interface VerifyBundleOptions {
+  /** Verifier key texts (`name+hex+base64`) the auditor trusts as the ledger's root (controller) key. */
+  readonly trustedKeys: readonly string[];
+  /** The run's claim rules (`runClaimRules()` from @assay/run). */
+  readonly claims: ClaimRules;
+  readonly progress?: (done: number, total: number) => void;
+}
+
+class StepFailure extends Error {
+  constructor(
+    readonly step: BundleStep,
+    readonly code: string,
+    message: string,
+    readonly position: number | null = null,
+    readonly cannotCheck = false,
+  ) {
+    super(message);
+  }
+}
+
+interface BundleEvent {
+  readonly position: number;
+  readonly wire: Buffer;
+  readonly env: Envelope;
+  readonly signing: Buffer;
+  readonly signature: Buffer;
+  readonly proof: Buffer[];
+}
+
+export async function verifyBundle(source: AsyncIterable<Uint8Array>, o: VerifyBundleOptions): Promise<BundleVerdict> {
+  const checked = new Map<BundleStep, number>();
+  let step: BundleStep = 'format';
+  const enter = (s: BundleStep) => {
+    step = s;
+    checked.set(s, 0);
+  };
+  const count = (n = 1) => checked.set(step, (checked.get(step) ?? 0) + n);
+  let run: string | null = null;
+  let events: BundleEvent[] = [];
+  let claim: JsonObject | null = null;
+  try {
+    enter('format');
+    const parts = await readEntries(source);
+    const manifest = parseManifest(parts.get(ENTRY.manifest) as Buffer);
+    run = manifest.run;
+    events = parseEvents(parts.get(ENTRY.events) as Buffer, manifest);
+    count(events.length);
+
+    enter('trust');
+    if (o.trustedKeys.length === 0)
+      throw new StepFailure('trust', 'BUNDLE_NO_TRUSTED_KEY', 'no trusted key given (--trusted-key KEY or --trusted-keys FILE)', null, true);
+    const genesis = events[0];
+    if (!genesis || genesis.position !== 0)
+      throw new StepFailure(
+        'trust',
+        'BUNDLE_NO_GENESIS',
+        'the bundle does not carry position 0, the ledger registering its root key',
+        genesis?.position ?? null,
+      );
+    const rootKey = genesis.env.data.publicKey;
+    if (genesis.env.type !== 'KeyRegistered' || typeof rootKey !== 'string')
+      throw new StepFailure('trust', 'BUNDLE_NO_GENESIS', 'position 0 is not a KeyRegistered of the root key', 0);
+    const trusted = o.trustedKeys.map((k) => parseVerifierKey(k.trim()).text);
+    if (!trusted.includes(rootKey))
+      throw new StepFailure('trust', 'BUNDLE_UNTRUSTED_ROOT', `the ledger's root key ${String(genesis.env.data.keyId)} is none of the trusted keys`, 0, true);
+    count();
+
+    enter('signatures');
+    const registry = new KeyRegistry((text) => {
+      const k = parseVerifierKey(text);
+      return { keyId: k.signer, publicKey: k.publicKey };
+    });
+    for (const e of events) {
+      const dp = eventDataProblem(e.env.type, e.env.data);
+      if (dp) throw new StepFailure('signatures', dp.code.replace(/^LEDGER_/, 'VERIFY_'), `position ${e.position}: ${dp.message}`, e.position);
+      const auth = registry.authorize(e.env);
+      if (auth) throw new StepFailure('signatures', auth.code, `position ${e.position}: ${auth.message}`, e.position);
+      const key = e.position === 0 ? parseVerifierKey(rootKey).publicKey : registry.get(e.env.signer)?.publicKey;
+      if (!key || !nodeEd25519.verify(key, e.signing, e.signature))
+        throw new StepFailure('signatures', 'VERIFY_BAD_SIGNATURE', `the signature of position ${e.position} does not verify with ${e.env.signer}`, e.position);
+      registry.apply(e.env);
+      count();
+      o.progress?.(checked.get('signatures') as number, events.length);
+    }
+
+    enter('chains');
+    const heads = new Map<string, { revision: number; hash: Buffer }>();
+    for (const e of events) {
+      const head = heads.get(e.env.stream);
+      const want = head ? head.revision + 1 : 0;
+      if (e.env.revision !== want)
+        throw new StepFailure(
+          'chains',
+          'VERIFY_CHAIN_BROKEN',
+          `${e.env.stream} revision ${e.env.revision} where ${want} was expected (position ${e.position})`,
+          e.position,
+        );
+      const wantPrev = head ? head.hash.toString('hex') : '0'.repeat(64);
+      if (e.env.prev !== wantPrev)
+        throw new StepFailure('chains', 'VERIFY_CHAIN_BROKEN', `prev of ${e.env.stream}@${e.env.revision} is not the hash of the event before it`, e.position);
+      heads.set(e.env.stream, { revision: e.env.revision, hash: envelopeHash(e.wire) });
+      count();
+    }
+    const carried = [...heads.keys()].sort();
+    if (canonicalJson(carried) !== canonicalJson([...manifest.streams]))
+      throw new StepFailure(
+        'chains',
+        'BUNDLE_STREAMS_MISMATCH',
+        `the manifest lists streams ${manifest.streams.join(', ')}, the events carry ${carried.join(', ')}`,
+      );
+
+    enter('checkpoint');
+    const controllers = registry.all().filter((k) => k.role === 'controller' && (k.revokedAt === null || k.revokedAt >= manifest.treeSize));
+    const verifiers = controllers.map((k) => ed25519NoteVerifier(k.keyId.slice(0, k.keyId.lastIndexOf('+')), k.publicKey));
+    let cp: { origin: string; treeSize: number; rootHash: Uint8Array };
+    try {
+      cp = openCheckpoint(parts.get(ENTRY.checkpoint) as Buffer, verifiers).checkpoint;
+    } catch (err) {
+      throw new StepFailure('checkpoint', 'BUNDLE_CHECKPOINT_INVALID', `the checkpoint: ${(err as Error).message}`);
+    }
+    if (cp.origin !== manifest.origin)
+      throw new StepFailure('checkpoint', 'BUNDLE_CHECKPOINT_INVALID', `the checkpoint's origin "${cp.origin}" is not the manifest's "${manifest.origin}"`);
+    if (cp.treeSize !== manifest.treeSize)
+      throw new StepFailure(
+        'checkpoint',
+        'BUNDLE_CHECKPOINT_INVALID',
+        `the checkpoint signs a tree of ${cp.treeSize} events, the manifest says ${manifest.treeSize}`,
+      );
+    count();
+
+    enter('proofs');
+    for (const e of events) {
+      if (e.position >= cp.treeSize || !verifyInclusion(e.position, cp.treeSize, leafHash(e.wire), e.proof, cp.rootHash))
+        throw new StepFailure(
+          'proofs',
+          'VERIFY_PROOF_INVALID',
+          `the inclusion proof of position ${e.position} does not lead to the checkpoint's root (tree size ${cp.treeSize})`,
+          e.position,
+        );
+      count();
+    }
+
+    enter('claims');
+    const checker = o.claims.start();
+    const runEvents: RunEventRecord[] = [];
+    for (const e of events) {
+      if (!CLAIM_EVENT_TYPES.includes(e.env.type)) continue;
+      const problem = checker.event({
+        position: e.position,
+        stream: e.env.stream,
+        revision: e.env.revision,
+        type: e.env.type,
+        signer: e.env.signer,
+        data: e.env.data,
+      });
+      if (problem) throw new StepFailure('claims', problem.code, `${problem.stream}: ${problem.rule}: ${problem.message}`, problem.position);
+      if (e.env.stream === `run-${manifest.run}` || e.env.stream.startsWith('judge-'))
+        runEvents.push({
+          position: e.position,
+          stream: e.env.stream,
+          revision: e.env.revision,
+          id: e.env.id,
+          type: e.env.type,
+          time: e.env.time,
+          data: e.env.data,
+        });
+      count();
+    }
+    const end = checker.end();
+    if (end) throw new StepFailure('claims', end.code, `${end.stream}: ${end.rule}: ${end.message}`, end.position);
+    const completed = runEvents.find((e) => e.stream === `run-${manifest.run}` && e.type === 'RunCompleted');
+    if (!completed) throw new StepFailure('claims', 'BUNDLE_RUN_INCOMPLETE', `the bundle does not carry run-${manifest.run} up to its RunCompleted`);
+    const started = runEvents.find((e) => e.type === 'RunStarted')?.data as { taskDigest: string; fingerprint: string; model?: string; selection: JsonObject };
+    const supported = claimOf(runStatusView(manifest.run, runEvents), {
+      taskDigest: started.taskDigest,
+      fingerprint: started.fingerprint,
+      model: started.model ?? null,
+      selection: started.selection,
+    });
+    const recomputed = { ...supported, snapshot: (completed.data as { bestSnapshot: string | null }).bestSnapshot } as unknown as JsonObject;
+
+    enter('statement');
+    const statement = openStatement(parts.get(ENTRY.statement) as Buffer, registry, manifest.treeSize);
+    const content = contentDigest(ENTRY_ORDER.slice(0, 3).map((n) => contentLine(n, parts.get(n) as Buffer)));
+    checkStatement(statement, content, recomputed);
+    claim = statement.predicate as JsonObject;
+    count();
+    o.progress?.(events.length, events.length);
+    return verdict('valid', null);
+  } catch (err) {
+    if (err instanceof StepFailure) return verdict(err.cannotCheck ? 'cannot_check' : 'invalid', err);
+    throw err;
+  }
+
+  function verdict(v: BundleVerdict['verdict'], f: StepFailure | null): BundleVerdict {
+    const failedAt = f ? BUNDLE_STEPS.indexOf(f.step) : BUNDLE_STEPS.length;
+    return {
+      verdict: v,
+      steps: BUNDLE_STEPS.map((name, i) => ({ name, status: i < failedAt ? 'ok' : i === failedAt ? 'failed' : 'skipped', checked: checked.get(name) ?? 0 })),
+      failure: f ? { step: f.step, code: f.code, message: f.message, position: f.position } : null,
+      claim,
+      run,
+      events: events.length,
+    };
+  }
+}
+
+const fmt = (code: string, message: string) => new StepFailure('format', code, message);
+
+/**
+ * Reads the four entries strictly: each header must be byte for byte the header the writer makes for that name and
+ * size (so no header byte can change unnoticed), padding and the end (two zero blocks) must be zeros, and nothing
+ * may follow. Streams the source; keeps only the entries, within their bounds.
+ */
+async function readEntries(source: AsyncIterable<Uint8Array>): Promise<Map<string, Buffer>> {
+  const bound: Record<string, number> = {
+    [ENTRY.manifest]: LIMITS.manifestBytes,
+    [ENTRY.checkpoint]: LIMITS.checkpointBytes,
+    [ENTRY.events]: LIMITS.eventsBytes,
+    [ENTRY.statement]: LIMITS.statementBytes,
+  };
+  const input = new ByteReader(source);
+  const parts = new Map<string, Buffer>();
+  for (const name of ENTRY_ORDER) {
+    const header = await input.take(TAR_BLOCK);
+    if (!header) throw fmt('BUNDLE_ENTRY_MISSING', `the archive ends after ${parts.size} entries; ${name} is missing`);
+    const sizeField = header.subarray(124, 136).toString('latin1');
+    const m = /^([0-7]{11})\0$/.exec(sizeField);
+    const size = m ? parseInt(m[1] as string, 8) : -1;
+    const gotName = header.subarray(0, 100).toString('latin1').replace(/\0.*$/s, '');
+    if (gotName !== name)
+      throw fmt('BUNDLE_ENTRY_UNEXPECTED', `entry ${parts.size + 1} is "${gotName}", expected "${name}" (at byte ${input.offset - TAR_BLOCK})`);
+    if (size < 0) throw fmt('BUNDLE_HEADER_INVALID', `the header of ${name} has no valid size field (at byte ${input.offset - TAR_BLOCK})`);
+    if (size > (bound[name] as number)) throw fmt('BUNDLE_ENTRY_TOO_LARGE', `${name} is ${size} bytes, more than its limit of ${bound[name]}`);
+    if (!tarHeader({ path: name, type: 'file', mode: 0o644, size }).equals(header))
+      throw fmt(
+        'BUNDLE_HEADER_INVALID',
+        `the header of ${name} is not the canonical one (ustar, mode 0644, mtime 0, uid/gid 0; at byte ${input.offset - TAR_BLOCK})`,
+      );
+    const content = await input.take(size);
+    if (!content) throw fmt('BUNDLE_TRUNCATED', `the archive ends inside ${name}`);
+    const pad = await input.take(tarPadding(size).length);
+    if (!pad) throw fmt('BUNDLE_TRUNCATED', `the archive ends inside the padding of ${name}`);
+    if (pad.some((b) => b !== 0)) throw fmt('BUNDLE_HEADER_INVALID', `the padding after ${name} is not all zeros`);
+    parts.set(name, content);
+  }
+  const end = await input.take(TAR_END.length);
+  if (!end) throw fmt('BUNDLE_TRUNCATED', 'the archive has no end marker (two zero blocks): truncated');
+  if (end.some((b) => b !== 0)) throw fmt('BUNDLE_TRAILING_DATA', 'the end marker (two zero blocks) is not all zeros');
+  if (!(await input.atEnd())) throw fmt('BUNDLE_TRAILING_DATA', `bytes follow the end of the archive (at byte ${input.offset})`);
+  return parts;
+}
+
+/** Exact reads from a byte stream, never holding more than one pending chunk beyond what was asked. */
+class ByteReader {
+  private readonly it: AsyncIterator<Uint8Array>;
+  private buf: Buffer = Buffer.alloc(0);
+  private done = false;
+  offset = 0;
+  constructor(source: AsyncIterable<Uint8Array>) {
+    this.it = source[Symbol.asyncIterator]();
+  }
+
+  private async fill(n: number): Promise<boolean> {
+    const chunks = [this.buf];
+    let have = this.buf.length;
+    while (have < n && !this.done) {
+      const r = await this.it.next();
+      if (r.done) this.done = true;
+      else {
+        chunks.push(Buffer.from(r.value.buffer, r.value.byteOffset, r.value.byteLength));
+        have += r.value.byteLength;
+        if (this.offset + have > LIMITS.archiveBytes) throw fmt('BUNDLE_ENTRY_TOO_LARGE', `the archive is larger than ${LIMITS.archiveBytes} bytes`);
+      }
+    }
+    if (chunks.length > 1) this.buf = Buffer.concat(chunks);
+    return have >= n;
+  }
+
+  /** Exactly n bytes, or null when the stream ends first. */
+  async take(n: number): Promise<Buffer | null> {
+    if (!(await this.fill(n))) return null;
+    const out = Buffer.from(this.buf.subarray(0, n));
+    this.buf = this.buf.subarray(n);
+    this.offset += n;
+    return out;
+  }
+
+  async atEnd(): Promise<boolean> {
+    return !(await this.fill(1));
+  }
+}
+
+function parseCanonical(bytes: Buffer, what: string): JsonObject {
+  let v: unknown;
+  try {
+    v = JSON.parse(bytes.toString('utf8'));
+  } catch (err) {
+    throw fmt('BUNDLE_JSON_INVALID', `${what}: not JSON (${(err as Error).message})`);
+  }
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw fmt('BUNDLE_JSON_INVALID', `${what}: expected a JSON object`);
+  if (canonicalJson(v as JsonObject) !== bytes.toString('utf8')) throw fmt('BUNDLE_JSON_INVALID', `${what}: not canonical JSON (RFC 8785)`);
+  return v as JsonObject;
+}
+
+function parseManifest(bytes: Buffer): BundleManifest {
+  const m = parseCanonical(bytes, ENTRY.manifest) as Record<string, unknown>;
+  if (m.format !== BUNDLE_FORMAT)
+    throw new StepFailure(
+      'format',
+      'BUNDLE_UNSUPPORTED_VERSION',
+      `${ENTRY.manifest}: format "${String(m.format)}" is not one this verifier reads (${BUNDLE_FORMAT})`,
+      null,
+      true,
+    );
+  const ok =
+    typeof m.origin === 'string' &&
+    typeof m.run === 'string' &&
+    Number.isSafeInteger(m.events) &&
+    Number.isSafeInteger(m.treeSize) &&
+    Array.isArray(m.streams) &&
+    m.streams.every((s) => typeof s === 'string') &&
+    m.snapshots === 'none' &&
+    m.logs === 'none' &&
+    Object.keys(m).length === 8;
+  if (!ok)
+    throw fmt(
+      'BUNDLE_MANIFEST_INVALID',
+      `${ENTRY.manifest}: expected exactly {format, origin, run, events, treeSize, streams, snapshots: "none", logs: "none"}`,
+    );
+  return m as unknown as BundleManifest;
+}
+
+function parseEvents(bytes: Buffer, m: BundleManifest): BundleEvent[] {
+  const text = bytes.toString('utf8');
+  if (text.length > 0 && !text.endsWith('\n')) throw fmt('BUNDLE_EVENTS_INVALID', `${ENTRY.events}: the last line has no newline (truncated?)`);
+  const lines = text.length === 0 ? [] : text.slice(0, -1).split('\n');
+  if (lines.length !== m.events) throw fmt('BUNDLE_EVENTS_INVALID', `${ENTRY.events} has ${lines.length} lines; the manifest says ${m.events} events`);
+  if (lines.length > LIMITS.events) throw fmt('BUNDLE_EVENTS_INVALID', `${ENTRY.events}: more than ${LIMITS.events} events`);
+  let last = -1;
+  return lines.map((line, i) => {
+    const where = `${ENTRY.events} line ${i + 1}`;
+    const o = parseCanonical(Buffer.from(line, 'utf8'), where) as Record<string, unknown>;
+    if (typeof o.envelope !== 'string' || !Array.isArray(o.proof) || Object.keys(o).length !== 2 || o.proof.length > 64)
+      throw fmt('BUNDLE_EVENTS_INVALID', `${where}: expected exactly {envelope: base64, proof: [base64 hash, ...]}`);
+    const wire = strictBase64(o.envelope, where);
+    const proof = o.proof.map((h) => {
+      const b = typeof h === 'string' ? strictBase64(h, where) : null;
+      if (!b || b.length !== 32) throw fmt('BUNDLE_EVENTS_INVALID', `${where}: a proof hash is not 32 bytes of base64`);
+      return b;
+    });
+    let parsed: ReturnType<typeof parseEnvelope>;
+    try {
+      parsed = parseEnvelope(wire, { line: i + 1 });
+    } catch (err) {
+      throw fmt('BUNDLE_EVENTS_INVALID', `${where}: ${(err as Error).message}`);
+    }
+    const position = parsed.envelope.position;
+    if (position <= last)
+      throw fmt('BUNDLE_EVENTS_INVALID', `${where}: position ${position} after position ${last} (events must be in increasing position order)`);
+    last = position;
+    return { position, wire, env: parsed.envelope, signing: parsed.signing, signature: parsed.signature, proof };
+  });
+}
+
+function strictBase64(s: string, where: string): Buffer {
+  const b = Buffer.from(s, 'base64');
+  if (b.toString('base64') !== s) throw fmt('BUNDLE_EVENTS_INVALID', `${where}: not canonical standard base64`);
+  return b;
+}
+
+interface Statement {
+  readonly _type: string;
+  readonly subject: ReadonlyArray<{ name: string; digest: Record<string, string> }>;
+  readonly predicateType: string;
+  readonly predicate: unknown;
+}
+
+function openStatement(bytes: Buffer, registry: KeyRegistry, treeSize: number): Statement {
+  const bad = (code: string, message: string) => new StepFailure('statement', code, message);
+  let env: Record<string, unknown>;
+  try {
+    env = parseCanonical(bytes, ENTRY.statement) as Record<string, unknown>;
+  } catch (err) {
+    throw bad('BUNDLE_DSSE_INVALID', (err as Error).message);
+  }
+  if (env.payloadType !== DSSE_PAYLOAD_TYPE || typeof env.payload !== 'string' || !Array.isArray(env.signatures) || env.signatures.length === 0)
+    throw bad('BUNDLE_DSSE_INVALID', `${ENTRY.statement}: expected a DSSE envelope {payloadType: "${DSSE_PAYLOAD_TYPE}", payload, signatures: [...]}`);
+  const payload = Buffer.from(env.payload, 'base64');
+  if (payload.toString('base64') !== env.payload) throw bad('BUNDLE_DSSE_INVALID', `${ENTRY.statement}: payload is not canonical standard base64`);
+  const message = pae(DSSE_PAYLOAD_TYPE, payload);
+  const good = (env.signatures as Array<Record<string, unknown>>).some((s) => {
+    const key = typeof s.keyid === 'string' ? registry.get(s.keyid) : undefined;
+    if (!key || key.role !== 'controller' || (key.revokedAt !== null && key.revokedAt < treeSize) || typeof s.sig !== 'string') return false;
+    const sig = Buffer.from(s.sig, 'base64');
+    return sig.toString('base64') === s.sig && nodeEd25519.verify(key.publicKey, message, sig);
+  });
+  if (!good)
+    throw bad('BUNDLE_DSSE_NOT_SIGNED', `${ENTRY.statement}: no signature verifies with a controller key the bundle's events register (and do not revoke)`);
+  let st: Statement;
+  try {
+    st = parseCanonical(payload, 'the DSSE payload') as unknown as Statement;
+  } catch (err) {
+    throw bad('BUNDLE_STATEMENT_INVALID', (err as Error).message);
+  }
+  if (st?._type !== STATEMENT_TYPE || st.predicateType !== PREDICATE_TYPE || !Array.isArray(st.subject))
+    throw bad('BUNDLE_STATEMENT_INVALID', `the DSSE payload is not an in-toto Statement v1 with predicateType ${PREDICATE_TYPE}`);
+  return st;
+}
+
+function checkStatement(st: Statement, content: string, recomputed: JsonObject): void {
+  const bad = (code: string, message: string) => new StepFailure('statement', code, message);
+  const subj = st.subject.find((s) => s?.name === CONTENT_SUBJECT);
+  if (!subj || subj.digest?.sha256 !== content)
+    throw bad('BUNDLE_CONTENT_MISMATCH', `the statement's ${CONTENT_SUBJECT} digest is not the digest of the bundle's entries (${content})`);
+  const claimed = (st.predicate ?? {}) as Record<string, unknown>;
+  for (const k of new Set([...Object.keys(recomputed), ...Object.keys(claimed)])) {
+    const a = canonicalJson((claimed[k] ?? null) as JsonObject);
+    const b = canonicalJson((recomputed[k] ?? null) as JsonObject);
+    if (a !== b) throw bad('BUNDLE_CLAIM_MISMATCH', `the claim's ${k} is ${a.slice(0, 200)}, but the events support ${b.slice(0, 200)}`);
+  }
+  const snapshot = recomputed.snapshot;
+  const others = st.subject.filter((s) => s?.name !== CONTENT_SUBJECT);
+  if (typeof snapshot === 'string') {
+    const want = Buffer.from(parseCid(snapshot).multihash.digest).toString('hex');
+    if (others.length !== 1 || others[0]?.name !== `snapshot:${snapshot}` || others[0]?.digest?.sha256 !== want)
+      throw bad('BUNDLE_SUBJECT_MISMATCH', `the statement's snapshot subject must be snapshot:${snapshot} with sha256 ${want}`);
+  } else if (others.length !== 0) throw bad('BUNDLE_SUBJECT_MISMATCH', 'the run selected no snapshot, but the statement names one');
+}

@@ -1,0 +1,19 @@
+import { errorFactory, type ErrorTable } from '@assay/core';
+
+/**
+ * Errors of @assay/bundles. A bundle that fails a verification step is not an error of the verifier: it is a verdict
+ * (`BundleVerdict`, exit 5). These are what stops an export, or a verification that could not be done at all.
+ */
+export const BUNDLE_ERROR_KINDS = {
+  /** The run is not in the ledger, or has not ended (no RunCompleted): nothing to claim yet. */
+  BUNDLE_RUN_NOT_FOUND: 'not_found',
+  BUNDLE_RUN_NOT_ENDED: 'conflict',
+  /** An export option is out of range (`--snapshots`, `--logs` values this version does not write). */
+  BUNDLE_BAD_OPTION: 'invalid_input',
+  /** The bundle cannot be read (missing, unreadable). */
+  BUNDLE_UNREADABLE: 'not_found',
+  /** A trusted key given on the command line is not a verifier key. */
+  BUNDLE_BAD_TRUSTED_KEY: 'invalid_input',
+} as const satisfies ErrorTable;
+
+export const bundleError = errorFactory(BUNDLE_ERROR_KINDS);

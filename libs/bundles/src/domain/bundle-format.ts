@@ -1,0 +1,160 @@
+/**
+ * The result bundle, version 1 (docs/bundle-format.md is the specification; keep the two in step). Pure: names,
+ * limits, the claim a run's events support, the in-toto Statement around it, DSSE's pre-authentication encoding and
+ * the content digest. No I/O.
+ *
+ * A bundle is a POSIX ustar archive of exactly these regular files, in this order:
+ *
+ *   assay-bundle/manifest.json        canonical JSON: format, origin, run, counts, what is included
+ *   assay-bundle/checkpoint           the signed checkpoint note every inclusion proof is against
+ *   assay-bundle/events.jsonl         one canonical JSON line per event, position order: {envelope, proof}
+ *   assay-bundle/statement.dsse.json  DSSE envelope: an in-toto Statement v1 whose predicate is the claim
+ *
+ * The statement's first subject is the content digest: SHA-256 over one line per earlier entry,
+ * `<name> <size> <sha256 hex of its content>\n`, in archive order. Signing it binds the claim to the exact bytes.
+ */
+import { createHash } from 'node:crypto';
+import { canonicalJson, type JsonObject } from '@assay/ledger';
+import type { RunStatusView } from '@assay/run';
+
+export const BUNDLE_FORMAT = 'assay-bundle/v1';
+export const ENTRY = {
+  manifest: 'assay-bundle/manifest.json',
+  checkpoint: 'assay-bundle/checkpoint',
+  events: 'assay-bundle/events.jsonl',
+  statement: 'assay-bundle/statement.dsse.json',
+} as const;
+export const ENTRY_ORDER: readonly string[] = [ENTRY.manifest, ENTRY.checkpoint, ENTRY.events, ENTRY.statement];
+
+/** Bounds a reader enforces before it parses anything (a hostile bundle cannot make it allocate more). */
+export const LIMITS = {
+  archiveBytes: 512 * 1024 * 1024,
+  manifestBytes: 64 * 1024,
+  checkpointBytes: 64 * 1024,
+  eventsBytes: 480 * 1024 * 1024,
+  statementBytes: 1024 * 1024,
+  events: 2_000_000,
+} as const;
+
+export const DSSE_PAYLOAD_TYPE = 'application/vnd.in-toto+json';
+export const STATEMENT_TYPE = 'https://in-toto.io/Statement/v1';
+/** An identifier, never fetched. */
+export const PREDICATE_TYPE = 'https://assay.dev/result-claim/v1';
+export const CONTENT_SUBJECT = 'assay-bundle-content';
+
+export interface BundleManifest {
+  readonly format: typeof BUNDLE_FORMAT;
+  /** The ledger's checkpoint origin line. */
+  readonly origin: string;
+  readonly run: string;
+  /** Events in events.jsonl. */
+  readonly events: number;
+  /** The size of the tree the checkpoint signs (every proof is against it). */
+  readonly treeSize: number;
+  /** Streams included whole, sorted. */
+  readonly streams: readonly string[];
+  /** `none` in this version: the selected snapshot is named by its CID only. */
+  readonly snapshots: 'none';
+  /** `none` in this version: log digests are in the events (JudgeCompleted, AgentTranscriptRecorded), not the files. */
+  readonly logs: 'none';
+}
+
+/** One line of events.jsonl: the stored envelope bytes (base64) and its inclusion proof (base64 hashes, leaf side first). */
+export interface BundleEventLine {
+  readonly envelope: string;
+  readonly proof: readonly string[];
+}
+
+export function eventLine(bytes: Uint8Array, proof: readonly string[]): string {
+  return `${canonicalJson({ envelope: Buffer.from(bytes).toString('base64'), proof: [...proof] })}\n`;
+}
+
+/** The claim, as the run's events support it (predicate of the Statement). Every field is recomputed by `assay verify`. */
+export interface ResultClaim {
+  readonly run: string;
+  readonly task: string;
+  readonly taskDigest: string;
+  readonly agent: string;
+  readonly model: string | null;
+  readonly protocolFingerprint: string;
+  readonly selection: JsonObject;
+  readonly metric: string | null;
+  readonly direction: string | null;
+  readonly status: string;
+  readonly claimedScore: number | null;
+  readonly round: number | null;
+  readonly snapshot: string | null;
+  readonly counts: {
+    readonly rounds: number;
+    readonly completed: number;
+    readonly violating: number;
+    readonly invalid: number;
+    readonly failed: number;
+    readonly refunded: number;
+    readonly refusedRequests: number;
+  };
+  readonly budgets: Readonly<Record<string, { readonly granted: number | null; readonly used: number }>>;
+}
+
+/** The claim a run's fold supports (null when the run has not started or not ended). */
+export function claimOf(
+  v: RunStatusView,
+  started: { taskDigest: string; fingerprint: string; model: string | null; selection: JsonObject },
+): ResultClaim | null {
+  if (!v.ended || v.task === null || v.agent === null) return null;
+  const n = (pred: (s: string) => boolean) => v.rounds.filter((r) => pred(r.status)).length;
+  return {
+    run: v.run,
+    task: v.task,
+    taskDigest: started.taskDigest,
+    agent: v.agent,
+    model: started.model,
+    protocolFingerprint: started.fingerprint,
+    selection: started.selection,
+    metric: v.metric,
+    direction: v.direction,
+    status: v.state,
+    claimedScore: v.best?.score ?? null,
+    round: v.best?.round ?? null,
+    snapshot: null,
+    counts: {
+      rounds: v.rounds.length,
+      completed: n((s) => s === 'completed'),
+      violating: n((s) => s === 'rule_violation'),
+      invalid: n((s) => s === 'submission_error'),
+      failed: n((s) => s === 'verifier_error' || s === 'verifier_timeout'),
+      refunded: n((s) => s === 'refunded'),
+      refusedRequests: v.refusedRequests,
+    },
+    budgets: Object.fromEntries(Object.entries(v.budgets).map(([k, b]) => [k, { granted: b.limit, used: b.used }])),
+  };
+}
+
+/** `<name> <size> <sha256 hex>\n` per entry before the statement; its SHA-256 is the content subject's digest. */
+export function contentLine(name: string, content: Uint8Array): string {
+  return `${name} ${content.length} ${createHash('sha256').update(content).digest('hex')}\n`;
+}
+
+export function contentDigest(lines: readonly string[]): string {
+  return createHash('sha256').update(lines.join('')).digest('hex');
+}
+
+/** An in-toto Statement v1 for a claim: subjects are the bundle content and, when one was selected, the snapshot. */
+export function statementOf(claim: ResultClaim, content: string, snapshotDigest: { cid: string; sha256: string } | null): JsonObject {
+  const subject: JsonObject[] = [{ name: CONTENT_SUBJECT, digest: { sha256: content } }];
+  if (snapshotDigest) subject.push({ name: `snapshot:${snapshotDigest.cid}`, digest: { sha256: snapshotDigest.sha256 } });
+  return { _type: STATEMENT_TYPE, subject, predicateType: PREDICATE_TYPE, predicate: claim as unknown as JsonObject };
+}
+
+/** DSSE v1 pre-authentication encoding: `DSSEv1 <len(type)> <type> <len(body)> <body>` (lengths in bytes, decimal). */
+export function pae(payloadType: string, payload: Uint8Array): Buffer {
+  const t = Buffer.from(payloadType, 'utf8');
+  return Buffer.concat([Buffer.from(`DSSEv1 ${t.length} `), t, Buffer.from(` ${payload.length} `), Buffer.from(payload)]);
+}
+
+export interface DsseEnvelope {
+  readonly payloadType: string;
+  /** Standard base64 of the payload bytes. */
+  readonly payload: string;
+  readonly signatures: ReadonlyArray<{ readonly keyid: string; readonly sig: string }>;
+}

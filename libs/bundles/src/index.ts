@@ -1,0 +1,10 @@
+// Public entry of @assay/bundles: signed result bundles a run's claim travels in, and their offline verification.
+export * from './bundles.errors';
+
+// domain: the format, pure
+export * from './domain/bundle-format';
+export * from './domain/bundle-streams';
+
+// application
+export * from './application/export-bundle';
+export * from './application/verify-bundle';

@@ -1,0 +1,203 @@
+/**
+ * Result bundles (libs/bundles): a real run's bundle, exported from a real SQLite ledger, verifies offline with only
+ * the file and the root key; every tampering is refused by a named step; the CLI's exit codes tell invalid (5) from
+ * could-not-check (6).
+ */
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { BUNDLE_STEPS, exportBundle, pae, DSSE_PAYLOAD_TYPE, verifyBundle, type BundleVerdict } from '@assay/bundles';
+import { canonicalJson, LedgerHome, type JsonObject, type SigningKey } from '@assay/ledger';
+import { runClaimRules } from '@assay/run';
+import { TAR_BLOCK, tarHeader, tarPadding, TAR_END } from '@assay/containers';
+import { assay } from '../support/cli';
+import { buildSampleHome, deps } from '../support/ledger-home-fixtures';
+
+jest.setTimeout(180_000);
+
+const RUN = 'r-20261202-0001';
+
+async function* chunks(b: Buffer): AsyncGenerator<Uint8Array> {
+  for (let i = 0; i < b.length; i += 4096) yield b.subarray(i, i + 4096);
+}
+
+/** The entries of a bundle (tests build altered bundles from them). */
+function entries(b: Buffer): Array<{ name: string; content: Buffer }> {
+  const out: Array<{ name: string; content: Buffer }> = [];
+  let at = 0;
+  for (let i = 0; i < 4; i++) {
+    const name = b
+      .subarray(at, at + 100)
+      .toString('latin1')
+      .replace(/\0.*$/s, '');
+    const size = parseInt(b.subarray(at + 124, at + 135).toString('latin1'), 8);
+    out.push({ name, content: Buffer.from(b.subarray(at + TAR_BLOCK, at + TAR_BLOCK + size)) });
+    at += TAR_BLOCK + size + tarPadding(size).length;
+  }
+  return out;
+}
+
+function pack(parts: Array<{ name: string; content: Buffer }>): Buffer {
+  return Buffer.concat([
+    ...parts.flatMap((p) => [tarHeader({ path: p.name, type: 'file', mode: 0o644, size: p.content.length }), p.content, tarPadding(p.content.length)]),
+    TAR_END,
+  ]);
+}
+
+describe('result bundles (export, offline verification, tampering)', () => {
+  let dir: string;
+  let home: string;
+  let bundle: Buffer;
+  let root: string;
+  let controller: SigningKey;
+  const verify = (b: Buffer, trusted: string[] = [root]): Promise<BundleVerdict> => verifyBundle(chunks(b), { trustedKeys: trusted, claims: runClaimRules() });
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'assay-bundle-'));
+    home = join(dir, 'home');
+    await buildSampleHome(home);
+    const h = await LedgerHome.open(home, deps());
+    try {
+      controller = h.ledger.key('controller') as SigningKey;
+      root = controller.publicKeyText;
+      await exportBundle(h.ledger, { run: RUN, out: join(dir, 'run.bundle'), publisher: controller });
+    } finally {
+      await h.close();
+    }
+    bundle = readFileSync(join(dir, 'run.bundle'));
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('a real run verifies with only the file and the root key: every step ok, the claim the events support', async () => {
+    const v = await verify(bundle);
+    expect(v.failure).toBeNull();
+    expect(v.verdict).toBe('valid');
+    expect(v.steps.map((s) => [s.name, s.status])).toEqual(BUNDLE_STEPS.map((s) => [s, 'ok']));
+    expect(v.claim).toMatchObject({ run: RUN, status: 'completed', round: expect.any(Number), claimedScore: expect.any(Number) });
+    // the key, run, judge streams; not the task, image or note streams
+    const m = JSON.parse(entries(bundle)[0]!.content.toString()) as { streams: string[]; events: number };
+    expect(m.streams.some((s) => s.startsWith('key-'))).toBe(true);
+    expect(m.streams).toContain(`run-${RUN}`);
+    expect(m.streams.filter((s) => s.startsWith('judge-'))).toHaveLength(4);
+    expect(m.streams.some((s) => /^(task|image|note)-/.test(s))).toBe(false);
+  });
+
+  it('exporting twice gives the same bytes: nothing in a bundle depends on when it was written', async () => {
+    const h = await LedgerHome.open(home, deps());
+    try {
+      await exportBundle(h.ledger, { run: RUN, out: join(dir, 'again.bundle'), publisher: controller });
+    } finally {
+      await h.close();
+    }
+    expect(readFileSync(join(dir, 'again.bundle')).equals(bundle)).toBe(true);
+  });
+
+  it('1,000 random byte mutations: every one refused, each by a named step', async () => {
+    let seed = Number(process.env.ASSAY_FUZZ_SEED ?? 20261203);
+    const rnd = (n: number) => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed % n;
+    };
+    const byStep = new Map<string, number>();
+    for (let i = 0; i < 1000; i++) {
+      const b = Buffer.from(bundle);
+      const at = rnd(b.length);
+      b[at] = (b[at]! + 1 + rnd(255)) % 256;
+      const v = await verify(b);
+      if (v.verdict === 'valid') throw new Error(`mutation ${i} (byte ${at}) was accepted`);
+      expect(BUNDLE_STEPS).toContain(v.failure?.step);
+      byStep.set(v.failure!.step, (byStep.get(v.failure!.step) ?? 0) + 1);
+    }
+    expect(byStep.get('format')).toBeGreaterThan(0);
+  });
+
+  it('a truncated file, bytes after the end, no trusted key, a key that is not the root: refused, the last two as could-not-check', async () => {
+    for (const cut of [10, TAR_BLOCK, bundle.length - 1024, bundle.length - 1]) {
+      const v = await verify(bundle.subarray(0, cut));
+      expect([v.verdict, v.failure?.step]).toEqual(['invalid', 'format']);
+    }
+    expect((await verify(Buffer.concat([bundle, Buffer.from('x')]))).failure?.code).toBe('BUNDLE_TRAILING_DATA');
+    expect((await verify(bundle, [])).verdict).toBe('cannot_check');
+    const other = (await import('@assay/ledger')).generateKeyPair('controller');
+    const v = await verify(bundle, [other.publicKeyText]);
+    expect([v.verdict, v.failure?.code]).toEqual(['cannot_check', 'BUNDLE_UNTRUSTED_ROOT']);
+  });
+
+  /** Rebuilds the bundle with altered events.jsonl lines (and a statement re-signed over the new content, as a forger holding the key would). */
+  const withLines = (f: (lines: string[]) => string[]): Buffer => {
+    const parts = entries(bundle);
+    const lines = parts[2]!.content.toString().trimEnd().split('\n');
+    const next = f(lines);
+    parts[2]!.content = Buffer.from(`${next.join('\n')}\n`);
+    const m = JSON.parse(parts[0]!.content.toString()) as JsonObject;
+    parts[0]!.content = Buffer.from(canonicalJson({ ...m, events: next.length }));
+    return pack(parts);
+  };
+  const line = (l: string) => JSON.parse(l) as { envelope: string; proof: string[] };
+
+  it('a proof copied from another event, a dropped round: refused by proofs and chains', async () => {
+    const copied = await verify(
+      withLines((ls) => {
+        const a = line(ls[5]!);
+        const b = line(ls[6]!);
+        return ls.map((l, i) => (i === 5 ? canonicalJson({ envelope: a.envelope, proof: b.proof }) : l));
+      }),
+    );
+    expect([copied.failure?.step, copied.failure?.position]).toEqual(['proofs', expect.any(Number)]);
+    // the rounds' rewards dropped (the last event of each Judge stream, so no chain breaks): the claims no longer follow
+    const dropped = await verify(withLines((ls) => ls.filter((l) => !Buffer.from(line(l).envelope, 'base64').toString().includes('"type":"RewardRecorded"'))));
+    expect([dropped.verdict, dropped.failure?.step]).toEqual(['invalid', 'claims']);
+    // an event from the middle of the run stream dropped: its chain is cut
+    const gap = await verify(
+      withLines((ls) => ls.filter((l, i) => !(i > 10 && Buffer.from(line(l).envelope, 'base64').toString().includes(`"stream":"run-${RUN}"`) && i % 2 === 0))),
+    );
+    expect([gap.verdict, gap.failure?.step, gap.failure?.code]).toEqual(['invalid', 'chains', 'VERIFY_CHAIN_BROKEN']);
+  });
+
+  it('a claim with a better score than recorded, signed with the real key: refused by the statement step', async () => {
+    const parts = entries(bundle);
+    const env = JSON.parse(parts[3]!.content.toString()) as { payload: string };
+    const st = JSON.parse(Buffer.from(env.payload, 'base64').toString()) as { predicate: { claimedScore: number } };
+    st.predicate.claimedScore = st.predicate.claimedScore / 10;
+    const payload = Buffer.from(canonicalJson(st as unknown as JsonObject));
+    const sig = Buffer.from(controller.sign(pae(DSSE_PAYLOAD_TYPE, payload))).toString('base64');
+    parts[3]!.content = Buffer.from(
+      canonicalJson({ payloadType: DSSE_PAYLOAD_TYPE, payload: payload.toString('base64'), signatures: [{ keyid: controller.signer, sig }] }),
+    );
+    const v = await verify(pack(parts));
+    expect([v.verdict, v.failure?.step, v.failure?.code]).toEqual(['invalid', 'statement', 'BUNDLE_CLAIM_MISMATCH']);
+    expect(v.failure?.message).toMatch(/^the claim's claimedScore is /);
+  });
+
+  it('the CLI: export, then verify in a fresh directory with only the bundle and the public key; exit 5 and 6', async () => {
+    const out = join(dir, 'cli.bundle');
+    const ex = await assay(['bundle', 'export', RUN, '-o', out], home);
+    expect([ex.code, ex.stderr]).toEqual([0, '']);
+    expect(ex.stdout).toMatch(/^bundle {4}.*cli\.bundle \(\d+ bytes\)$/m);
+    const fresh = mkdtempSync(join(tmpdir(), 'assay-auditor-'));
+    try {
+      copyFileSync(out, join(fresh, 'run.bundle'));
+      writeFileSync(join(fresh, 'root.pub'), `${root}\n`);
+      const nohome = join(fresh, 'no-home');
+      const ok = await assay(['verify', join(fresh, 'run.bundle'), '--trusted-key', join(fresh, 'root.pub')], nohome);
+      expect(ok.code).toBe(0);
+      expect(ok.stdout).toMatch(/^valid: run r-20261202-0001 completed, round \d+, score /m);
+      const bad = Buffer.from(readFileSync(out));
+      bad[bad.length - 2000] = bad[bad.length - 2000]! ^ 1;
+      writeFileSync(join(fresh, 'bad.bundle'), bad);
+      const invalid = await assay(['verify', join(fresh, 'bad.bundle'), '--trusted-key', root, '--json'], nohome);
+      expect(invalid.code).toBe(5);
+      expect((JSON.parse(invalid.stdout) as BundleVerdict).verdict).toBe('invalid');
+      const unknown = await assay(['verify', join(fresh, 'run.bundle')], nohome);
+      expect(unknown.code).toBe(6);
+      expect(unknown.stdout).toMatch(/could not check: step trust: BUNDLE_NO_TRUSTED_KEY/);
+      const missing = await assay(['verify', join(fresh, 'nope.bundle'), '--trusted-key', root], nohome);
+      expect([missing.code, missing.stderr.trim().split('\n')]).toEqual([3, [expect.stringContaining('BUNDLE_UNREADABLE')]]);
+      expect(require('node:fs').existsSync(nohome)).toBe(false);
+    } finally {
+      rmSync(fresh, { recursive: true, force: true });
+    }
+    const notEnded = await assay(['bundle', 'export', 'nope', '-o', join(dir, 'x.bundle')], home);
+    expect([notEnded.code, notEnded.stderr]).toEqual([3, expect.stringContaining('BUNDLE_RUN_NOT_FOUND')]);
+  });
+});
