@@ -73,3 +73,23 @@ export type { DirectoryDigester } from './ports/directory-digester.port';
 export { computeTaskDigests, type TaskDigests } from './task-digests';
 export { DEFAULT_TASK_DIR_LIMITS, loadTaskPlan, validateTaskDir, type TaskDirLimits, type TaskDirOptions, type TaskValidation } from './task-dir';
 export { describePlan, summarizePlan } from './task-report';
+export { isTaskTemplate, taskNameFor, templateFiles, TASK_TEMPLATES, type TaskTemplate, type TemplateFile } from './domain/templates';
+export { scaffoldTask, type ScaffoldResult } from './application/scaffold';
+export {
+  CHECK_NAMES,
+  checkTolerance,
+  findDockerfileLeaks,
+  findRootInterpreterRisks,
+  firstFailure,
+  HOSTILE_KEY,
+  HOSTILE_MARKER,
+  hostileVerdict,
+  judgedChecks,
+  median,
+  plantHostile,
+  type CheckName,
+  type CheckResult,
+  type CheckStatus,
+  type JudgeOutcome,
+  type ScriptFinding,
+} from './domain/task-check';

@@ -48,6 +48,12 @@ export const TASK_ERROR_CODES = {
    * while the Judge's network policy gives it no network, so the Judge will probably fail.
    */
   TESTS_NEED_NETWORK: 'TASK_TESTS_NEED_NETWORK',
+  /** `assay task init`: the target exists and is not an empty directory. */
+  DIR_NOT_EMPTY: 'TASK_DIR_NOT_EMPTY',
+  /** `assay task init` / `assay task check`: a bad command-line value (template, name, repeat count). */
+  BAD_ARGUMENT: 'TASK_BAD_ARGUMENT',
+  /** `assay task check`: the task is valid but not sound (the report says which check failed and why). */
+  UNSOUND: 'TASK_UNSOUND',
 } as const;
 
 export type TaskErrorCode = (typeof TASK_ERROR_CODES)[keyof typeof TASK_ERROR_CODES];

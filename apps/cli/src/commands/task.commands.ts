@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { AssayError } from '@assay/core';
 import type { TaskDigests, TaskProblem } from '@assay/task-format';
+import type { TaskCheckReport } from '../../../runtime/src/task-check';
 import type { CliContext } from '../cli-context';
 import { libs } from '../libs';
 
@@ -9,6 +10,11 @@ import { libs } from '../libs';
  * per warning), or every problem found (one per line on stdout, `<code> <file>: <key>: <message>`) and exit 2
  * (TASK_INVALID).
  * `assay task show DIR [--json]`: the validated plan (JSON with --json), or the same error as validate.
+ * `assay task init DIR [--from-template optimizer|dataset|kernel] [--name ORG/NAME] [--json]`: a new task that
+ * validates and passes `assay task check` as created; DIR must be absent or empty (else exit 4, TASK_DIR_NOT_EMPTY).
+ * `assay task check DIR [--repeat N] [--json]`: validates, builds, judges the start and the oracle N times each and a
+ * hostile workspace once, prints one line per check; exit 0 when sound, 5 (TASK_UNSOUND) naming the first failed
+ * check (docs/task-format.md, "Authoring a task").
  */
 export function register(program: Command, ctx: CliContext): void {
   const task = program.command('task').description('inspect task directories (Harbor / OpenRSI Index format)');
@@ -56,6 +62,83 @@ export function register(program: Command, ctx: CliContext): void {
         ctx.out(`digests: task ${digests.task}, instruction ${digests.instruction}, tests ${digests.tests}, environment ${digests.environment}`);
       }
     });
+
+  task
+    .command('init')
+    .description('create a new task directory from a template (validates and passes `assay task check` as created)')
+    .argument('<dir>', 'directory to create (absent or empty)')
+    .option('--from-template <template>', 'optimizer | dataset | kernel', 'optimizer')
+    .option('--name <org/name>', 'task name (default: local/<directory name>)')
+    .option('--json', 'print {dir, name, template, files} as JSON')
+    .action((dir: string, opts: { fromTemplate: string; name?: string; json?: boolean }) => {
+      const { scaffoldTask, isTaskTemplate, TASK_TEMPLATES, TASK_ERROR_CODES } = libs.taskFormat();
+      if (!isTaskTemplate(opts.fromTemplate)) {
+        throw new AssayError(
+          TASK_ERROR_CODES.BAD_ARGUMENT,
+          'invalid_input',
+          `--from-template must be one of ${TASK_TEMPLATES.join(', ')}, got "${opts.fromTemplate}"`,
+        );
+      }
+      if (opts.name !== undefined && !/^[A-Za-z0-9][A-Za-z0-9._-]*\/[A-Za-z0-9][A-Za-z0-9._-]*$/.test(opts.name)) {
+        throw new AssayError(TASK_ERROR_CODES.BAD_ARGUMENT, 'invalid_input', `--name must be org/name (letters, digits, ".", "_", "-"), got "${opts.name}"`);
+      }
+      const r = scaffoldTask(dir, opts.fromTemplate, opts.name !== undefined ? { name: opts.name } : {});
+      if (opts.json) return ctx.out(JSON.stringify(r));
+      ctx.out(`created ${r.name} in ${r.dir} (template ${r.template}): ${r.files.join(', ')}`);
+      ctx.out(`next: assay task validate ${dir} && assay task check ${dir}`);
+    });
+
+  task
+    .command('check')
+    .description('judge the oracle and the starting workspace and report whether the task is sound')
+    .argument('<dir>', 'task directory')
+    .option('--repeat <n>', 'Judges of the start and of the oracle, each (1 to 20)', '2')
+    .option('--json', 'print the report as JSON')
+    .action(async (dir: string, opts: { repeat: string; json?: boolean }) => {
+      const { TASK_ERROR_CODES } = libs.taskFormat();
+      if (!/^\d{1,2}$/.test(opts.repeat) || Number(opts.repeat) < 1 || Number(opts.repeat) > 20) {
+        throw new AssayError(TASK_ERROR_CODES.BAD_ARGUMENT, 'invalid_input', `--repeat must be an integer from 1 to 20, got "${opts.repeat}"`);
+      }
+      const { checkTask } = require('../../../runtime/src/task-check') as typeof import('../../../runtime/src/task-check');
+      const tty = process.stderr.isTTY === true;
+      // Ctrl-C / SIGTERM: kill the running Judge, start no other, remove what the check started (exit 7,
+      // JUDGE_CANCELLED); a second one ends the process at once.
+      const abort = new AbortController();
+      const onSignal = (sig: NodeJS.Signals) => {
+        ctx.err(`assay: ${sig}: stopping the check (again to quit at once)`);
+        abort.abort();
+      };
+      process.once('SIGINT', onSignal);
+      process.once('SIGTERM', onSignal);
+      let report: TaskCheckReport;
+      try {
+        report = await checkTask(dir, {
+          repeat: Number(opts.repeat),
+          progress: ctx.progress(),
+          signal: abort.signal,
+          ...(tty && !opts.json ? { log: (l: string) => ctx.err(`assay: ${l}`) } : {}),
+        });
+      } finally {
+        process.off('SIGINT', onSignal);
+        process.off('SIGTERM', onSignal);
+      }
+      const first = report.checks.find((c) => c.status === 'failed');
+      // --json: one document, the report when sound, else the error with the report in its details.
+      if (!opts.json) printReport(ctx, report);
+      else if (!first) ctx.out(JSON.stringify(report, null, 2));
+      if (first) {
+        throw new AssayError(TASK_ERROR_CODES.UNSOUND, 'integrity', `${dir}: not sound: ${first.name}: ${first.detail}`, {
+          details: { dir: report.dir, check: first.name, detail: first.detail, ...(opts.json ? { report } : {}) },
+        });
+      }
+    });
+}
+
+function printReport(ctx: CliContext, r: TaskCheckReport): void {
+  const width = Math.max(...r.checks.map((c) => c.name.length));
+  ctx.out(`task      ${r.name ?? '(invalid)'} (${r.dir})`);
+  for (const c of r.checks) ctx.out(`${c.name.padEnd(width)}  ${c.status.padEnd(7)}  ${c.detail}`);
+  ctx.out(`${r.sound ? 'sound' : 'NOT SOUND'} (${(r.durationMs / 1000).toFixed(1)} s)`);
 }
 
 function failure(dir: string, problems: readonly TaskProblem[]): AssayError {
