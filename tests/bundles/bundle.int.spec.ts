@@ -12,6 +12,8 @@ import { runClaimRules } from '@assay/run';
 import { TAR_BLOCK, tarHeader, tarPadding, TAR_END } from '@assay/containers';
 import { assay } from '../support/cli';
 import { buildSampleHome, deps } from '../support/ledger-home-fixtures';
+import { SAMPLE_WORKSPACES, sampleRunEvents } from '../support/sample-run';
+import { parseCid, SnapshotHome } from '@assay/snapshots';
 
 jest.setTimeout(180_000);
 
@@ -25,7 +27,7 @@ async function* chunks(b: Buffer): AsyncGenerator<Uint8Array> {
 function entries(b: Buffer): Array<{ name: string; content: Buffer }> {
   const out: Array<{ name: string; content: Buffer }> = [];
   let at = 0;
-  for (let i = 0; i < 4; i++) {
+  while (b[at] !== 0) {
     const name = b
       .subarray(at, at + 100)
       .toString('latin1')
@@ -50,17 +52,40 @@ describe('result bundles (export, offline verification, tampering)', () => {
   let bundle: Buffer;
   let root: string;
   let controller: SigningKey;
+  const writeCar = async (roots: readonly string[], file: string) => {
+    const store = SnapshotHome.open(home);
+    try {
+      await store.exportCar(
+        roots.map((r) => parseCid(r)),
+        file,
+      );
+    } finally {
+      await store.close();
+    }
+  };
   const verify = (b: Buffer, trusted: string[] = [root]): Promise<BundleVerdict> => verifyBundle(chunks(b), { trustedKeys: trusted, claims: runClaimRules() });
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'assay-bundle-'));
     home = join(dir, 'home');
     await buildSampleHome(home);
+    // the sample's snapshots, for real, in the home's store (each is one file, workspace.txt)
+    await sampleRunEvents();
+    const store = SnapshotHome.open(home);
+    try {
+      for (const [cid, content] of SAMPLE_WORKSPACES) {
+        const ws = mkdtempSync(join(dir, 'ws-'));
+        writeFileSync(join(ws, 'workspace.txt'), content, { mode: 0o644 });
+        expect((await store.create(ws, { previous: null, label: null })).rootCid).toBe(cid);
+      }
+    } finally {
+      await store.close();
+    }
     const h = await LedgerHome.open(home, deps());
     try {
       controller = h.ledger.key('controller') as SigningKey;
       root = controller.publicKeyText;
-      await exportBundle(h.ledger, { run: RUN, out: join(dir, 'run.bundle'), publisher: controller });
+      await exportBundle(h.ledger, { run: RUN, out: join(dir, 'run.bundle'), publisher: controller, snapshots: 'all', writeCar });
     } finally {
       await h.close();
     }
@@ -80,12 +105,38 @@ describe('result bundles (export, offline verification, tampering)', () => {
     expect(m.streams).toContain(`run-${RUN}`);
     expect(m.streams.filter((s) => s.startsWith('judge-'))).toHaveLength(4);
     expect(m.streams.some((s) => /^(task|image|note)-/.test(s))).toBe(false);
+    // every round's snapshot travels in the CAR, checked block by block
+    expect((m as unknown as { snapshotRoots: string[] }).snapshotRoots.length).toBeGreaterThanOrEqual(3);
+    expect(entries(bundle).map((e) => e.name)).toEqual([
+      'assay-bundle/manifest.json',
+      'assay-bundle/checkpoint',
+      'assay-bundle/events.jsonl',
+      'assay-bundle/snapshots.car',
+      'assay-bundle/statement.dsse.json',
+    ]);
+    expect(v.steps.find((s) => s.name === 'snapshots')?.checked).toBe((m as unknown as { snapshotRoots: string[] }).snapshotRoots.length);
+  });
+
+  it('a swapped snapshot block, a CAR of other snapshots: refused by the snapshots step', async () => {
+    const parts = entries(bundle);
+    const car = parts[3]!;
+    // the last byte of the CAR lies in a block: its bytes no longer hash to its CID
+    const swapped = Buffer.from(car.content);
+    swapped[swapped.length - 1] = swapped[swapped.length - 1]! ^ 0x55;
+    const v1 = await verify(pack(parts.map((p) => (p === car ? { ...p, content: swapped } : p))));
+    expect([v1.verdict, v1.failure?.step, v1.failure?.code]).toEqual(['invalid', 'snapshots', 'SNAPSHOT_CAR_BLOCK_MISMATCH']);
+    // only the best snapshot instead of all: the CAR's roots are not the manifest's
+    const other = join(dir, 'best.car');
+    const m = JSON.parse(parts[0]!.content.toString()) as { snapshotRoots: string[] };
+    await writeCar([m.snapshotRoots[m.snapshotRoots.length - 1]!], other);
+    const v2 = await verify(pack(parts.map((p) => (p === car ? { ...p, content: readFileSync(other) } : p))));
+    expect([v2.verdict, v2.failure?.step, v2.failure?.code]).toEqual(['invalid', 'snapshots', 'BUNDLE_SNAPSHOTS_MISMATCH']);
   });
 
   it('exporting twice gives the same bytes: nothing in a bundle depends on when it was written', async () => {
     const h = await LedgerHome.open(home, deps());
     try {
-      await exportBundle(h.ledger, { run: RUN, out: join(dir, 'again.bundle'), publisher: controller });
+      await exportBundle(h.ledger, { run: RUN, out: join(dir, 'again.bundle'), publisher: controller, snapshots: 'all', writeCar });
     } finally {
       await h.close();
     }
@@ -156,12 +207,13 @@ describe('result bundles (export, offline verification, tampering)', () => {
 
   it('a claim with a better score than recorded, signed with the real key: refused by the statement step', async () => {
     const parts = entries(bundle);
-    const env = JSON.parse(parts[3]!.content.toString()) as { payload: string };
+    const last = parts[parts.length - 1]!;
+    const env = JSON.parse(last.content.toString()) as { payload: string };
     const st = JSON.parse(Buffer.from(env.payload, 'base64').toString()) as { predicate: { claimedScore: number } };
     st.predicate.claimedScore = st.predicate.claimedScore / 10;
     const payload = Buffer.from(canonicalJson(st as unknown as JsonObject));
     const sig = Buffer.from(controller.sign(pae(DSSE_PAYLOAD_TYPE, payload))).toString('base64');
-    parts[3]!.content = Buffer.from(
+    last.content = Buffer.from(
       canonicalJson({ payloadType: DSSE_PAYLOAD_TYPE, payload: payload.toString('base64'), signatures: [{ keyid: controller.signer, sig }] }),
     );
     const v = await verify(pack(parts));
@@ -171,7 +223,7 @@ describe('result bundles (export, offline verification, tampering)', () => {
 
   it('the CLI: export, then verify in a fresh directory with only the bundle and the public key; exit 5 and 6', async () => {
     const out = join(dir, 'cli.bundle');
-    const ex = await assay(['bundle', 'export', RUN, '-o', out], home);
+    const ex = await assay(['bundle', 'export', RUN, '-o', out], home); // --snapshots best (the default)
     expect([ex.code, ex.stderr]).toEqual([0, '']);
     expect(ex.stdout).toMatch(/^bundle {4}.*cli\.bundle \(\d+ bytes\)$/m);
     const fresh = mkdtempSync(join(tmpdir(), 'assay-auditor-'));

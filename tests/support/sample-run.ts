@@ -12,9 +12,7 @@
  *
  * `npx jest tests/run/sample-run.unit.spec.ts` checks the file against this; `SAMPLE_RUN_WRITE=1` rewrites it.
  */
-import { CID } from 'multiformats/cid';
-import * as Digest from 'multiformats/hashes/digest';
-import { createHash } from 'node:crypto';
+import { MemoryTree, takeSnapshot } from '@assay/snapshots';
 import { ManualClock, SequentialIds } from '@assay/core';
 import { EMPTY_OUTPUT_DIGEST, judgeCompletedData, judgeLaunchedData, rewardRecordedData, type LaunchedLimits } from '@assay/judge';
 import type { JsonObject } from '@assay/ledger';
@@ -46,18 +44,29 @@ const TESTS_DIGEST = 'sha256:59830ebc3a4184110566bf1a290d08473dfdcbd492ce498b14c
 const JUDGE_IMAGE = 'sha256:b29814cf5792e684cd75d6a7fce7a67a11887e312f87ca2ac2496d81f365ff72';
 const WORK_IMAGE = 'sha256:5c1f0e7a9b3d2c4e6f8a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e';
 
-/** A real CIDv1 (dag-cbor, sha2-256 of the fake root's name) for a fake snapshot root: the sample reads like a real ledger. */
-function cidOf(root: string): string {
-  return CID.createV1(0x71, Digest.create(0x12, createHash('sha256').update(root).digest())).toString();
+/**
+ * The workspace a fake snapshot root stands for: one file, `workspace.txt`, holding the root's name. Its real snapshot
+ * CID names the root in the sample, so a test can put the very same snapshot in a store (sampleSnapshotTrees).
+ */
+async function cidOf(root: string): Promise<string> {
+  const r = await takeSnapshot(
+    { source: new MemoryTree().file('workspace.txt', root), store: null, clock: new ManualClock('2026-12-01T10:00:00.000Z') },
+    { dryRun: true },
+  );
+  return r.rootCid;
 }
 
-/** The fake snapshotter under CID-looking names. */
+/** Every sample snapshot's CID and the content of its one file, `workspace.txt` (filled as the sample is produced). */
+export const SAMPLE_WORKSPACES = new Map<string, string>();
+
+/** The fake snapshotter under real snapshot CIDs. */
 class SampleSnapshotter extends FakeSnapshotter {
   private readonly names = new Map<string, string>();
   override async snapshot(req: SnapshotRequest): Promise<WorkspaceSnapshot> {
     const s = await super.snapshot(req);
-    const cid = cidOf(s.root);
+    const cid = await cidOf(s.root);
     this.names.set(cid, s.root);
+    SAMPLE_WORKSPACES.set(cid, s.root);
     return { ...s, root: cid, durationMs: 12, policyDigest: 'sha256:823412d1eacb67956220e532959f0104603057c88704863ca38e7cd188fda812', source: '/workspace' };
   }
   override changes(from: string, to: string): AsyncIterable<WorkspaceChange> {

@@ -33,7 +33,19 @@ const originalResolve = Module._resolveFilename;
 Module._resolveFilename = function resolveAssay(request, parent, isMain, options) {
   const m = ASSAY.exec(request);
   if (m) return originalResolve.call(this, path.join(ROOT, 'libs', m[1], 'src', 'index.ts'), parent, isMain, options);
-  return originalResolve.call(this, request, parent, isMain, options);
+  try {
+    return originalResolve.call(this, request, parent, isMain, options);
+  } catch (e) {
+    // swc compiles `await import('pkg')` to require('pkg'): a package that exports only an `import` condition
+    // (@ipld/car) is then loaded through that condition's file, which Node 20.19+ require()s as ESM, as the real
+    // dynamic import in dist/ would load it.
+    if (e.code !== 'ERR_PACKAGE_PATH_NOT_EXPORTED') throw e;
+    const dirs = Module._nodeModulePaths(parent?.filename ? path.dirname(parent.filename) : ROOT);
+    const pkgDir = dirs.map((d) => path.join(d, request)).find((d) => fs.existsSync(path.join(d, 'package.json')));
+    const entry = pkgDir && JSON.parse(fs.readFileSync(path.join(pkgDir, 'package.json'), 'utf8')).exports?.['.']?.import;
+    if (typeof entry !== 'string') throw e;
+    return path.join(pkgDir, entry);
+  }
 };
 
 require.extensions['.ts'] = function compileTs(module, filename) {

@@ -12,6 +12,8 @@ export const BUNDLE_ERROR_KINDS = {
   BUNDLE_BAD_OPTION: 'invalid_input',
   /** The bundle cannot be read (missing, unreadable). */
   BUNDLE_UNREADABLE: 'not_found',
+  /** `--key`: not a registered, unrevoked publisher or controller key of the ledger. */
+  BUNDLE_KEY_NOT_REGISTERED: 'refused',
   /** A trusted key given on the command line is not a verifier key. */
   BUNDLE_BAD_TRUSTED_KEY: 'invalid_input',
 } as const satisfies ErrorTable;

@@ -28,4 +28,5 @@ export { FsTreeSource, type FsTreeSourceOptions } from './adapters/fs-tree-sourc
 export { childListings, decodeListing, nativeLister, nativeListerStatus, summarizeListing, type NativeLister } from './adapters/native-lister';
 export { checkoutSnapshot, type CheckoutOptions, type CheckoutReport } from './adapters/fs-checkout';
 export { exportCar, importCar, MAX_CAR_ROOTS, type ExportReport, type ImportReport } from './adapters/car';
+export { CarCheck, carMalformed, carTruncated, MAX_CAR_HEADER_BYTES, MAX_CAR_SECTION_BYTES } from './domain/car-check';
 export * from './home/snapshot-home';

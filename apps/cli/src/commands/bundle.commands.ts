@@ -27,6 +27,20 @@ function keyText(value: string, what: string): string {
   return text;
 }
 
+/** A private key file that the ledger registers with role publisher or controller, not revoked. */
+async function publisherKey(file: string, home: import('@assay/ledger').LedgerHome): Promise<import('@assay/ledger').SigningKey> {
+  const { readPrivateKey, toSigningKey } = libs.ledger();
+  const key = toSigningKey(readPrivateKey(file));
+  const rec = (await home.keyRegistry()).get(key.signer);
+  if (!rec || (rec.role !== 'publisher' && rec.role !== 'controller') || rec.revokedAt !== null)
+    throw new AssayError(
+      'BUNDLE_KEY_NOT_REGISTERED',
+      'refused',
+      `--key ${file}: ${key.signer} is not a registered, unrevoked publisher or controller key of this ledger (assay keys register --role publisher)`,
+    );
+  return key;
+}
+
 export function register(program: Command, ctx: CliContext): void {
   const bundle = program.command('bundle').description('signed result bundles: a run and its claim, for auditors and publishers');
   bundle
@@ -34,20 +48,38 @@ export function register(program: Command, ctx: CliContext): void {
     .description("write a run's result bundle: its events with inclusion proofs against one signed checkpoint, and the claim they support, signed (DSSE)")
     .argument('<run-id>', 'the run (it must have ended)')
     .requiredOption('-o, --output <file>', 'the bundle file to write (written whole, then renamed into place)')
+    .option('--snapshots <which>', "the snapshots whose blocks the bundle carries: best (the selected round's), all (every round's) or none", 'best')
+    .option('--key <file>', "sign the claim with this private key (role publisher or controller, registered in the ledger); default: the home's controller key")
     .option('--json', 'print a JSON summary')
-    .action(async (run: string, o: { output: string; json?: boolean }) => {
+    .action(async (run: string, o: { output: string; snapshots: string; key?: string; json?: boolean }) => {
       if (!/^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/.test(run)) throw usage(`the run id "${run}" is not a run id`);
+      const { SNAPSHOT_MODES } = libs.bundles();
+      if (!(SNAPSHOT_MODES as readonly string[]).includes(o.snapshots))
+        throw usage(`--snapshots must be one of ${SNAPSHOT_MODES.join(', ')}, got "${o.snapshots}"`);
+      const mode = o.snapshots as (typeof SNAPSHOT_MODES)[number];
       const out = resolve(o.output);
       if (existsSync(out) && statSync(out).isDirectory()) throw usage(`--output ${o.output} is a directory; give a file name`);
       const { LedgerHome } = libs.ledger();
       const { randomIds, systemClock } = await import('@assay/core');
       const home = await LedgerHome.open(ctx.home, { clock: systemClock, ids: randomIds });
       try {
-        const publisher = home.ledger.key('controller');
-        if (!publisher) throw new AssayError('LEDGER_NO_KEY_FOR_ROLE', 'refused', `signing a bundle needs the controller key (in ${ctx.home}/keys)`);
+        const publisher = o.key !== undefined ? await publisherKey(o.key, home) : home.ledger.key('controller');
+        if (!publisher) throw new AssayError('LEDGER_NO_KEY_FOR_ROLE', 'refused', `signing a bundle needs the controller key (in ${ctx.home}/keys) or --key`);
         const progress = ctx.progress();
         progress.start('exporting events');
-        const r = await libs.bundles().exportBundle(home.ledger, { run, out, publisher, progress: (d, t) => progress.tick(d, t) });
+        const { SnapshotHome, parseCid } = libs.snapshots();
+        const writeCar = async (roots: readonly string[], file: string) => {
+          const store = SnapshotHome.open(ctx.home);
+          try {
+            await store.exportCar(
+              roots.map((r) => parseCid(r)),
+              file,
+            );
+          } finally {
+            await store.close();
+          }
+        };
+        const r = await libs.bundles().exportBundle(home.ledger, { run, out, publisher, snapshots: mode, writeCar, progress: (d, t) => progress.tick(d, t) });
         progress.end();
         if (o.json)
           return ctx.out(
@@ -63,6 +95,7 @@ export function register(program: Command, ctx: CliContext): void {
           `run       ${run}: ${c.status}, ${c.round !== null ? `round ${c.round}, score ${c.claimedScore} (${c.metric ?? 'reward'}, ${c.direction})` : 'no valid submission'}`,
         );
         ctx.out(`events    ${r.events}, proved against a checkpoint of ${r.treeSize}; signed by ${publisher.signer}`);
+        ctx.out(`snapshots ${r.snapshotRoots.length === 0 ? 'none carried' : r.snapshotRoots.join(', ')}`);
         ctx.out(`check it  assay verify ${o.output} --trusted-key <the ledger's controller public key>`);
       } finally {
         await home.close();

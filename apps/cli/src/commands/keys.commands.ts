@@ -6,7 +6,7 @@ import { libs } from '../libs';
 import { withBuses } from '../nest-context';
 
 /** The roles a key can hold, as help text names them (a test keeps this equal to the ledger's ROLES). */
-export const ROLE_HELP = 'controller, runtime, judge or auditor';
+export const ROLE_HELP = 'controller, runtime, judge, auditor or publisher';
 
 function roleOf(value: string): Role {
   const { ROLES, isRole } = libs.ledger();

@@ -3,7 +3,8 @@
  * and the claim they support in a signed DSSE envelope (docs/bundle-format.md). Written to `FILE.partial` and renamed
  * into place when complete, so a reader never sees half a bundle. Events are read and written one batch at a time.
  */
-import { closeSync, fsyncSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { closeSync, fsyncSync, openSync, readSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
 import { canonicalJson, type Ledger, type JsonObject, type SigningKey } from '@assay/ledger';
 import { recordOf, runStatusView, type RunEventRecord } from '@assay/run';
 import { parseCid } from '@assay/snapshots';
@@ -13,6 +14,9 @@ import {
   claimOf,
   contentDigest,
   contentLine,
+  contentLineOf,
+  snapshotRootsFor,
+  type SnapshotMode,
   DSSE_PAYLOAD_TYPE,
   ENTRY,
   eventLine,
@@ -30,6 +34,10 @@ export interface ExportOptions {
   readonly out: string;
   /** Signs the DSSE envelope (the controller key, or a key of the publisher role). */
   readonly publisher: SigningKey;
+  /** Which snapshots' blocks to carry (default none). Not none needs `writeCar`. */
+  readonly snapshots?: SnapshotMode;
+  /** Writes a CAR v1 of these roots (in this order) to a file (the snapshot store's export). */
+  readonly writeCar?: (roots: readonly string[], file: string) => Promise<void>;
   readonly progress?: (done: number, total: number) => void;
 }
 
@@ -40,6 +48,7 @@ export interface ExportResult {
   readonly bytes: number;
   readonly claim: ResultClaim;
   readonly contentDigest: string;
+  readonly snapshotRoots: readonly string[];
 }
 
 export async function exportBundle(ledger: Ledger, o: ExportOptions): Promise<ExportResult> {
@@ -68,6 +77,13 @@ export async function exportBundle(ledger: Ledger, o: ExportOptions): Promise<Ex
   const completed = runEvents.find((e) => e.type === 'RunCompleted')?.data as { bestSnapshot: string | null };
   const claim: ResultClaim = { ...claim0, snapshot: completed.bestSnapshot };
 
+  const mode: SnapshotMode = o.snapshots ?? 'none';
+  const snapshotRoots = snapshotRootsFor(
+    mode,
+    runEvents.filter((e) => e.stream === `run-${o.run}`),
+  );
+  if (snapshotRoots.length > 0 && !o.writeCar) throw bundleError('BUNDLE_BAD_OPTION', `--snapshots ${mode} needs the snapshot store`);
+
   // One checkpoint covering every chosen event; every proof is against it.
   const cp = await ledger.checkpoint();
   const manifest: BundleManifest = {
@@ -77,11 +93,13 @@ export async function exportBundle(ledger: Ledger, o: ExportOptions): Promise<Ex
     events: chosen.length,
     treeSize: cp.treeSize,
     streams: [...wanted.seen].sort(),
-    snapshots: 'none',
+    snapshots: mode,
+    snapshotRoots,
     logs: 'none',
   };
 
   const partial = `${o.out}.partial`;
+  const carFile = `${o.out}.car.partial`;
   const fd = openSync(partial, 'w', 0o644);
   let bytes = 0;
   const put = (b: Buffer | string) => {
@@ -89,19 +107,37 @@ export async function exportBundle(ledger: Ledger, o: ExportOptions): Promise<Ex
     writeSync(fd, buf);
     bytes += buf.length;
   };
+  const lines: string[] = [];
   const entry = (name: string, content: Buffer) => {
     put(tarHeader({ path: name, type: 'file', mode: 0o644, size: content.length }));
     put(content);
     put(tarPadding(content.length));
+    lines.push(contentLine(name, content));
+  };
+  /** An entry streamed from a file (a snapshot CAR may be larger than memory). */
+  const fileEntry = (name: string, file: string) => {
+    const size = statSync(file).size;
+    put(tarHeader({ path: name, type: 'file', mode: 0o644, size }));
+    const hash = createHash('sha256');
+    const src = openSync(file, 'r');
+    try {
+      const buf = Buffer.allocUnsafe(1 << 20);
+      for (let at = 0; at < size;) {
+        const n = readSync(src, buf, 0, Math.min(buf.length, size - at), at);
+        if (n <= 0) throw new Error(`${file} shrank while it was copied into the bundle`);
+        hash.update(buf.subarray(0, n));
+        put(buf.subarray(0, n));
+        at += n;
+      }
+    } finally {
+      closeSync(src);
+    }
+    put(tarPadding(size));
+    lines.push(contentLineOf(name, size, hash.digest('hex')));
   };
   try {
-    const lines: string[] = [];
-    const manifestBytes = Buffer.from(canonicalJson(manifest as unknown as JsonObject));
-    entry(ENTRY.manifest, manifestBytes);
-    lines.push(contentLine(ENTRY.manifest, manifestBytes));
-    const checkpointBytes = Buffer.from(cp.note);
-    entry(ENTRY.checkpoint, checkpointBytes);
-    lines.push(contentLine(ENTRY.checkpoint, checkpointBytes));
+    entry(ENTRY.manifest, Buffer.from(canonicalJson(manifest as unknown as JsonObject)));
+    entry(ENTRY.checkpoint, Buffer.from(cp.note));
     // events.jsonl: its size must be in the header before its content, so it is built first (bounded by LIMITS).
     const evLines: Buffer[] = [];
     let done = 0;
@@ -110,9 +146,12 @@ export async function exportBundle(ledger: Ledger, o: ExportOptions): Promise<Ex
       evLines.push(Buffer.from(eventLine(e.bytes, proof.proof)));
       o.progress?.(++done, chosen.length);
     }
-    const eventsBytes = Buffer.concat(evLines);
-    entry(ENTRY.events, eventsBytes);
-    lines.push(contentLine(ENTRY.events, eventsBytes));
+    entry(ENTRY.events, Buffer.concat(evLines));
+    if (snapshotRoots.length > 0) {
+      await (o.writeCar as NonNullable<ExportOptions['writeCar']>)(snapshotRoots, carFile);
+      fileEntry(ENTRY.snapshots, carFile);
+      rmSync(carFile, { force: true });
+    }
 
     const content = contentDigest(lines);
     const snapshot = claim.snapshot ? { cid: claim.snapshot, sha256: Buffer.from(parseCid(claim.snapshot).multihash.digest).toString('hex') } : null;
@@ -122,12 +161,15 @@ export async function exportBundle(ledger: Ledger, o: ExportOptions): Promise<Ex
       payload: payload.toString('base64'),
       signatures: [{ keyid: o.publisher.signer, sig: Buffer.from(o.publisher.sign(pae(DSSE_PAYLOAD_TYPE, payload))).toString('base64') }],
     };
-    entry(ENTRY.statement, Buffer.from(canonicalJson(dsse as unknown as JsonObject)));
+    const statement = Buffer.from(canonicalJson(dsse as unknown as JsonObject));
+    put(tarHeader({ path: ENTRY.statement, type: 'file', mode: 0o644, size: statement.length }));
+    put(statement);
+    put(tarPadding(statement.length));
     put(TAR_END);
     fsyncSync(fd);
     closeSync(fd);
     renameSync(partial, o.out);
-    return { path: o.out, events: chosen.length, treeSize: cp.treeSize, bytes, claim, contentDigest: content };
+    return { path: o.out, events: chosen.length, treeSize: cp.treeSize, bytes, claim, contentDigest: content, snapshotRoots };
   } catch (e) {
     try {
       closeSync(fd);
@@ -135,6 +177,7 @@ export async function exportBundle(ledger: Ledger, o: ExportOptions): Promise<Ex
       /* already closed */
     }
     rmSync(partial, { force: true });
+    rmSync(carFile, { force: true });
     throw e;
   }
 }

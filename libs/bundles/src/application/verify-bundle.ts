@@ -11,7 +11,10 @@
  *   checkpoint  the checkpoint note is signed by a controller key of the bundle, its origin and size are the manifest's
  *   proofs      every event's inclusion proof leads from its leaf hash to the checkpoint's root
  *   claims      the run's events obey the run's rules (the ledger verifier's claims step) and end in RunCompleted
- *   statement   the DSSE envelope is signed by a controller key of the bundle; its Statement's content subject is
+ *   snapshots   the carried snapshots are the ones the events name for the manifest's mode; every block of the CAR
+ *               matches its CID (checked as it streamed past), every root's DAG is complete, nothing unreachable,
+ *               and every size recorded in the manifests adds up
+ *   statement   the DSSE envelope is signed by a controller or publisher key of the bundle; its Statement's content subject is
  *               the digest of the entries before it, and its predicate is exactly the claim the events support
  *
  * Two kinds of "no": `invalid` (a step failed: exit 5) and `cannot_check` (no trusted key given, the root key is not
@@ -36,7 +39,8 @@ import {
 } from '@assay/ledger';
 import { TAR_BLOCK, TAR_END, tarHeader, tarPadding } from '@assay/containers';
 import { runStatusView, type RunEventRecord } from '@assay/run';
-import { parseCid } from '@assay/snapshots';
+import { CarCheck, carMalformed, carTruncated, MAX_CAR_HEADER_BYTES, MAX_CAR_SECTION_BYTES, parseCid, verifySnapshot } from '@assay/snapshots';
+import { createHash } from 'node:crypto';
 import {
   BUNDLE_FORMAT,
   claimOf,
@@ -44,8 +48,11 @@ import {
   contentDigest,
   contentLine,
   DSSE_PAYLOAD_TYPE,
+  contentLineOf,
   ENTRY,
-  ENTRY_ORDER,
+  entryOrder,
+  snapshotRootsFor,
+  SNAPSHOT_MODES,
   LIMITS,
   pae,
   PREDICATE_TYPE,
@@ -53,7 +60,7 @@ import {
   type BundleManifest,
 } from '../domain/bundle-format';
 
-export const BUNDLE_STEPS = ['format', 'trust', 'signatures', 'chains', 'checkpoint', 'proofs', 'claims', 'statement'] as const;
+export const BUNDLE_STEPS = ['format', 'trust', 'signatures', 'chains', 'checkpoint', 'proofs', 'claims', 'snapshots', 'statement'] as const;
 export type BundleStep = (typeof BUNDLE_STEPS)[number];
 
 export interface BundleVerdict {
@@ -108,8 +115,8 @@ export async function verifyBundle(source: AsyncIterable<Uint8Array>, o: VerifyB
   let claim: JsonObject | null = null;
   try {
     enter('format');
-    const parts = await readEntries(source);
-    const manifest = parseManifest(parts.get(ENTRY.manifest) as Buffer);
+    const read = await readEntries(source);
+    const { parts, manifest } = read;
     run = manifest.run;
     events = parseEvents(parts.get(ENTRY.events) as Buffer, manifest);
     count(events.length);
@@ -247,9 +254,51 @@ export async function verifyBundle(source: AsyncIterable<Uint8Array>, o: VerifyB
     });
     const recomputed = { ...supported, snapshot: (completed.data as { bestSnapshot: string | null }).bestSnapshot } as unknown as JsonObject;
 
+    enter('snapshots');
+    const wantRoots = snapshotRootsFor(
+      manifest.snapshots,
+      runEvents.filter((e) => e.stream === `run-${manifest.run}`),
+    );
+    if (canonicalJson(wantRoots) !== canonicalJson([...manifest.snapshotRoots]))
+      throw new StepFailure(
+        'snapshots',
+        'BUNDLE_SNAPSHOTS_MISMATCH',
+        `snapshots "${manifest.snapshots}" of this run are ${JSON.stringify(wantRoots)}, the manifest lists ${JSON.stringify(manifest.snapshotRoots)}`,
+      );
+    if (read.car) {
+      if (read.car.problem) throw new StepFailure('snapshots', read.car.problem.code, read.car.problem.message);
+      const carRoots = read.car.check.roots.map((r) => r.toString());
+      if (canonicalJson(carRoots) !== canonicalJson(wantRoots))
+        throw new StepFailure(
+          'snapshots',
+          'BUNDLE_SNAPSHOTS_MISMATCH',
+          `the CAR's roots ${JSON.stringify(carRoots)} are not the manifest's ${JSON.stringify(wantRoots)}`,
+        );
+      const nodes = read.car.check.nodes;
+      const getter = {
+        get: async (cid: { toString(): string }) => {
+          const b = nodes.get(cid.toString());
+          if (!b) throw new Error(`block ${cid.toString()} is not a manifest node of the CAR`);
+          return b;
+        },
+      };
+      for (const r of read.car.check.roots) {
+        try {
+          await verifySnapshot(getter as never, r, { knownRaw: read.car.check.rawSizes });
+        } catch (err) {
+          throw new StepFailure(
+            'snapshots',
+            (err as { code?: string }).code ?? 'BUNDLE_SNAPSHOTS_INVALID',
+            `snapshot ${r.toString()}: ${(err as Error).message}`,
+          );
+        }
+        count();
+      }
+    }
+
     enter('statement');
     const statement = openStatement(parts.get(ENTRY.statement) as Buffer, registry, manifest.treeSize);
-    const content = contentDigest(ENTRY_ORDER.slice(0, 3).map((n) => contentLine(n, parts.get(n) as Buffer)));
+    const content = contentDigest(read.contentLines);
     checkStatement(statement, content, recomputed);
     claim = statement.predicate as JsonObject;
     count();
@@ -275,48 +324,127 @@ export async function verifyBundle(source: AsyncIterable<Uint8Array>, o: VerifyB
 
 const fmt = (code: string, message: string) => new StepFailure('format', code, message);
 
+/** What reading the archive found: the entries held in memory, the manifest, and the streamed snapshots' check. */
+interface BundleParts {
+  readonly parts: Map<string, Buffer>;
+  readonly manifest: BundleManifest;
+  /** One content line per entry before the statement (the content digest's input). */
+  readonly contentLines: string[];
+  readonly car: { readonly check: CarCheck; readonly problem: { code: string; message: string } | null } | null;
+}
+
+const HELD: Record<string, number> = {
+  [ENTRY.manifest]: LIMITS.manifestBytes,
+  [ENTRY.checkpoint]: LIMITS.checkpointBytes,
+  [ENTRY.events]: LIMITS.eventsBytes,
+  [ENTRY.statement]: LIMITS.statementBytes,
+};
+
 /**
- * Reads the four entries strictly: each header must be byte for byte the header the writer makes for that name and
- * size (so no header byte can change unnoticed), padding and the end (two zero blocks) must be zeros, and nothing
- * may follow. Streams the source; keeps only the entries, within their bounds.
+ * Reads the entries strictly: each header must be byte for byte the header the writer makes for that name and size
+ * (so no header byte can change unnoticed), padding and the end (two zero blocks) must be zeros, and nothing may
+ * follow. Streams the source: the small entries are held (within their bounds); the snapshots CAR is checked block
+ * by block as it passes and never held (a problem in it is kept for the snapshots step).
  */
-async function readEntries(source: AsyncIterable<Uint8Array>): Promise<Map<string, Buffer>> {
-  const bound: Record<string, number> = {
-    [ENTRY.manifest]: LIMITS.manifestBytes,
-    [ENTRY.checkpoint]: LIMITS.checkpointBytes,
-    [ENTRY.events]: LIMITS.eventsBytes,
-    [ENTRY.statement]: LIMITS.statementBytes,
-  };
-  const input = new ByteReader(source);
+async function readEntries(source: AsyncIterable<Uint8Array>): Promise<BundleParts> {
+  const input = new ByteReader(source, LIMITS.archiveBytes + LIMITS.snapshotsBytes);
   const parts = new Map<string, Buffer>();
-  for (const name of ENTRY_ORDER) {
-    const header = await input.take(TAR_BLOCK);
-    if (!header) throw fmt('BUNDLE_ENTRY_MISSING', `the archive ends after ${parts.size} entries; ${name} is missing`);
-    const sizeField = header.subarray(124, 136).toString('latin1');
-    const m = /^([0-7]{11})\0$/.exec(sizeField);
-    const size = m ? parseInt(m[1] as string, 8) : -1;
-    const gotName = header.subarray(0, 100).toString('latin1').replace(/\0.*$/s, '');
-    if (gotName !== name)
-      throw fmt('BUNDLE_ENTRY_UNEXPECTED', `entry ${parts.size + 1} is "${gotName}", expected "${name}" (at byte ${input.offset - TAR_BLOCK})`);
-    if (size < 0) throw fmt('BUNDLE_HEADER_INVALID', `the header of ${name} has no valid size field (at byte ${input.offset - TAR_BLOCK})`);
-    if (size > (bound[name] as number)) throw fmt('BUNDLE_ENTRY_TOO_LARGE', `${name} is ${size} bytes, more than its limit of ${bound[name]}`);
-    if (!tarHeader({ path: name, type: 'file', mode: 0o644, size }).equals(header))
-      throw fmt(
-        'BUNDLE_HEADER_INVALID',
-        `the header of ${name} is not the canonical one (ustar, mode 0644, mtime 0, uid/gid 0; at byte ${input.offset - TAR_BLOCK})`,
-      );
-    const content = await input.take(size);
-    if (!content) throw fmt('BUNDLE_TRUNCATED', `the archive ends inside ${name}`);
+  const contentLines: string[] = [];
+  let manifest: BundleManifest | null = null;
+  let order: readonly string[] = entryOrder(false);
+  let car: BundleParts['car'] = null;
+  for (let i = 0; i < order.length; i++) {
+    const name = order[i] as string;
+    const size = await readHeader(input, name, i);
+    if (name === ENTRY.snapshots) {
+      car = await streamCar(input, size, contentLines);
+    } else {
+      const content = await input.take(size);
+      if (!content) throw fmt('BUNDLE_TRUNCATED', `the archive ends inside ${name}`);
+      parts.set(name, content);
+      if (name !== ENTRY.statement) contentLines.push(contentLine(name, content));
+    }
     const pad = await input.take(tarPadding(size).length);
     if (!pad) throw fmt('BUNDLE_TRUNCATED', `the archive ends inside the padding of ${name}`);
     if (pad.some((b) => b !== 0)) throw fmt('BUNDLE_HEADER_INVALID', `the padding after ${name} is not all zeros`);
-    parts.set(name, content);
+    if (name === ENTRY.manifest) {
+      manifest = parseManifest(parts.get(name) as Buffer);
+      order = entryOrder(manifest.snapshotRoots.length > 0);
+    }
   }
   const end = await input.take(TAR_END.length);
   if (!end) throw fmt('BUNDLE_TRUNCATED', 'the archive has no end marker (two zero blocks): truncated');
   if (end.some((b) => b !== 0)) throw fmt('BUNDLE_TRAILING_DATA', 'the end marker (two zero blocks) is not all zeros');
   if (!(await input.atEnd())) throw fmt('BUNDLE_TRAILING_DATA', `bytes follow the end of the archive (at byte ${input.offset})`);
-  return parts;
+  return { parts, manifest: manifest as BundleManifest, contentLines, car };
+}
+
+/** Entry `i`'s header, which must be the canonical one for `name`: returns the content size. */
+async function readHeader(input: ByteReader, name: string, i: number): Promise<number> {
+  const at = input.offset;
+  const header = await input.take(TAR_BLOCK);
+  if (!header) throw fmt('BUNDLE_ENTRY_MISSING', `the archive ends after ${i} entries; ${name} is missing`);
+  const m = /^([0-7]{11})\0$/.exec(header.subarray(124, 136).toString('latin1'));
+  const size = m ? parseInt(m[1] as string, 8) : -1;
+  const gotName = header.subarray(0, 100).toString('latin1').replace(/\0.*$/s, '');
+  if (gotName !== name) throw fmt('BUNDLE_ENTRY_UNEXPECTED', `entry ${i + 1} is "${gotName}", expected "${name}" (at byte ${at})`);
+  if (size < 0) throw fmt('BUNDLE_HEADER_INVALID', `the header of ${name} has no valid size field (at byte ${at})`);
+  const limit = name === ENTRY.snapshots ? LIMITS.snapshotsBytes : (HELD[name] as number);
+  if (size > limit) throw fmt('BUNDLE_ENTRY_TOO_LARGE', `${name} is ${size} bytes, more than its limit of ${limit}`);
+  if (!tarHeader({ path: name, type: 'file', mode: 0o644, size }).equals(header))
+    throw fmt('BUNDLE_HEADER_INVALID', `the header of ${name} is not the canonical one (ustar, mode 0644, mtime 0, uid/gid 0; at byte ${at})`);
+  return size;
+}
+
+/**
+ * The snapshots entry, `size` bytes of CAR v1, streamed: hashed for the content digest and checked section by
+ * section (CarCheck). A CAR problem is kept, not thrown, and the rest of the entry skipped: the archive's structure
+ * is still checked to its end, and the snapshots step reports the problem.
+ */
+async function streamCar(input: ByteReader, size: number, contentLines: string[]): Promise<NonNullable<BundleParts['car']>> {
+  const hash = createHash('sha256');
+  const check = new CarCheck({ keepNodes: true });
+  const start = input.offset;
+  let left = size;
+  const take = async (n: number, what: string): Promise<Buffer> => {
+    if (n > left) throw carTruncated(input.offset - start, `${what}: ${n} bytes announced, ${left} left in the entry`);
+    const b = await input.take(n);
+    if (!b) throw fmt('BUNDLE_TRUNCATED', `the archive ends inside ${ENTRY.snapshots}`);
+    hash.update(b);
+    left -= n;
+    return b;
+  };
+  const varint = async (what: string, max: number): Promise<number> => {
+    const at = input.offset - start;
+    let value = 0;
+    for (let i = 0, shift = 0; ; i++, shift += 7) {
+      const b = (await take(1, `the ${what} length`))[0] as number;
+      if (i > 0 && b === 0) throw carMalformed(at, `the ${what} length is not minimally encoded`);
+      value += (b & 0x7f) * 2 ** shift;
+      if (value > max) throw carMalformed(at, `the ${what} length ${value}+ exceeds ${max}`);
+      if ((b & 0x80) === 0) return value;
+      if (shift >= 49) throw carMalformed(at, `the ${what} length varint is too long`);
+    }
+  };
+  let problem: { code: string; message: string } | null = null;
+  try {
+    const hlen = await varint('header', MAX_CAR_HEADER_BYTES);
+    check.header(await take(hlen, 'the header'));
+    while (left > 0) {
+      const at = input.offset - start;
+      const len = await varint('section', MAX_CAR_SECTION_BYTES);
+      if (len === 0) throw carMalformed(at, 'an empty section');
+      check.block(await take(len, `block #${check.blocks}`), at);
+    }
+    check.finish();
+  } catch (err) {
+    if (err instanceof StepFailure) throw err;
+    const e = err as { code?: string; message: string };
+    problem = { code: e.code ?? 'BUNDLE_SNAPSHOTS_INVALID', message: `${ENTRY.snapshots}: ${e.message}` };
+    while (left > 0) await take(Math.min(left, 1 << 20), 'the rest of the entry');
+  }
+  contentLines.push(contentLineOf(ENTRY.snapshots, size, hash.digest('hex')));
+  return { check, problem };
 }
 
 /** Exact reads from a byte stream, never holding more than one pending chunk beyond what was asked. */
@@ -325,7 +453,10 @@ class ByteReader {
   private buf: Buffer = Buffer.alloc(0);
   private done = false;
   offset = 0;
-  constructor(source: AsyncIterable<Uint8Array>) {
+  constructor(
+    source: AsyncIterable<Uint8Array>,
+    private readonly max: number,
+  ) {
     this.it = source[Symbol.asyncIterator]();
   }
 
@@ -338,7 +469,7 @@ class ByteReader {
       else {
         chunks.push(Buffer.from(r.value.buffer, r.value.byteOffset, r.value.byteLength));
         have += r.value.byteLength;
-        if (this.offset + have > LIMITS.archiveBytes) throw fmt('BUNDLE_ENTRY_TOO_LARGE', `the archive is larger than ${LIMITS.archiveBytes} bytes`);
+        if (this.offset + have > this.max) throw fmt('BUNDLE_ENTRY_TOO_LARGE', `the archive is larger than ${this.max} bytes`);
       }
     }
     if (chunks.length > 1) this.buf = Buffer.concat(chunks);
@@ -388,13 +519,16 @@ function parseManifest(bytes: Buffer): BundleManifest {
     Number.isSafeInteger(m.treeSize) &&
     Array.isArray(m.streams) &&
     m.streams.every((s) => typeof s === 'string') &&
-    m.snapshots === 'none' &&
+    (SNAPSHOT_MODES as readonly unknown[]).includes(m.snapshots) &&
+    Array.isArray(m.snapshotRoots) &&
+    m.snapshotRoots.length <= 1024 &&
+    m.snapshotRoots.every((s) => typeof s === 'string' && /^[a-z0-9]{1,128}$/.test(s)) &&
     m.logs === 'none' &&
-    Object.keys(m).length === 8;
+    Object.keys(m).length === 9;
   if (!ok)
     throw fmt(
       'BUNDLE_MANIFEST_INVALID',
-      `${ENTRY.manifest}: expected exactly {format, origin, run, events, treeSize, streams, snapshots: "none", logs: "none"}`,
+      `${ENTRY.manifest}: expected exactly {format, origin, run, events, treeSize, streams, snapshots: "none"|"best"|"all", snapshotRoots: [CID, ...], logs: "none"}`,
     );
   return m as unknown as BundleManifest;
 }
@@ -459,12 +593,16 @@ function openStatement(bytes: Buffer, registry: KeyRegistry, treeSize: number): 
   const message = pae(DSSE_PAYLOAD_TYPE, payload);
   const good = (env.signatures as Array<Record<string, unknown>>).some((s) => {
     const key = typeof s.keyid === 'string' ? registry.get(s.keyid) : undefined;
-    if (!key || key.role !== 'controller' || (key.revokedAt !== null && key.revokedAt < treeSize) || typeof s.sig !== 'string') return false;
+    if (!key || (key.role !== 'controller' && key.role !== 'publisher') || (key.revokedAt !== null && key.revokedAt < treeSize) || typeof s.sig !== 'string')
+      return false;
     const sig = Buffer.from(s.sig, 'base64');
     return sig.toString('base64') === s.sig && nodeEd25519.verify(key.publicKey, message, sig);
   });
   if (!good)
-    throw bad('BUNDLE_DSSE_NOT_SIGNED', `${ENTRY.statement}: no signature verifies with a controller key the bundle's events register (and do not revoke)`);
+    throw bad(
+      'BUNDLE_DSSE_NOT_SIGNED',
+      `${ENTRY.statement}: no signature verifies with a controller or publisher key the bundle's events register (and do not revoke)`,
+    );
   let st: Statement;
   try {
     st = parseCanonical(payload, 'the DSSE payload') as unknown as Statement;

@@ -8,6 +8,7 @@
  *   assay-bundle/manifest.json        canonical JSON: format, origin, run, counts, what is included
  *   assay-bundle/checkpoint           the signed checkpoint note every inclusion proof is against
  *   assay-bundle/events.jsonl         one canonical JSON line per event, position order: {envelope, proof}
+ *   assay-bundle/snapshots.car        (only when the manifest's snapshots is not "none") CAR v1 of the chosen snapshots
  *   assay-bundle/statement.dsse.json  DSSE envelope: an in-toto Statement v1 whose predicate is the claim
  *
  * The statement's first subject is the content digest: SHA-256 over one line per earlier entry,
@@ -22,17 +23,29 @@ export const ENTRY = {
   manifest: 'assay-bundle/manifest.json',
   checkpoint: 'assay-bundle/checkpoint',
   events: 'assay-bundle/events.jsonl',
+  snapshots: 'assay-bundle/snapshots.car',
   statement: 'assay-bundle/statement.dsse.json',
 } as const;
-export const ENTRY_ORDER: readonly string[] = [ENTRY.manifest, ENTRY.checkpoint, ENTRY.events, ENTRY.statement];
+/** The entries of a bundle, in order: the snapshots entry is there exactly when the manifest lists snapshot roots. */
+export function entryOrder(withSnapshots: boolean): readonly string[] {
+  return withSnapshots
+    ? [ENTRY.manifest, ENTRY.checkpoint, ENTRY.events, ENTRY.snapshots, ENTRY.statement]
+    : [ENTRY.manifest, ENTRY.checkpoint, ENTRY.events, ENTRY.statement];
+}
+
+export const SNAPSHOT_MODES = ['none', 'best', 'all'] as const;
+export type SnapshotMode = (typeof SNAPSHOT_MODES)[number];
 
 /** Bounds a reader enforces before it parses anything (a hostile bundle cannot make it allocate more). */
 export const LIMITS = {
+  /** Everything but the snapshots entry. */
   archiveBytes: 512 * 1024 * 1024,
   manifestBytes: 64 * 1024,
   checkpointBytes: 64 * 1024,
   eventsBytes: 480 * 1024 * 1024,
   statementBytes: 1024 * 1024,
+  /** The snapshots entry is streamed, never held: bounded only by the archive's size limit. */
+  snapshotsBytes: 64 * 1024 * 1024 * 1024,
   events: 2_000_000,
 } as const;
 
@@ -53,8 +66,10 @@ export interface BundleManifest {
   readonly treeSize: number;
   /** Streams included whole, sorted. */
   readonly streams: readonly string[];
-  /** `none` in this version: the selected snapshot is named by its CID only. */
-  readonly snapshots: 'none';
+  /** Which snapshots' blocks the bundle carries (in snapshots.car): none, the selected one, or every round's. */
+  readonly snapshots: SnapshotMode;
+  /** The CAR's roots, in order (empty for none); recomputed by the verifier from the events. */
+  readonly snapshotRoots: readonly string[];
   /** `none` in this version: log digests are in the events (JudgeCompleted, AgentTranscriptRecorded), not the files. */
   readonly logs: 'none';
 }
@@ -132,7 +147,30 @@ export function claimOf(
 
 /** `<name> <size> <sha256 hex>\n` per entry before the statement; its SHA-256 is the content subject's digest. */
 export function contentLine(name: string, content: Uint8Array): string {
-  return `${name} ${content.length} ${createHash('sha256').update(content).digest('hex')}\n`;
+  return contentLineOf(name, content.length, createHash('sha256').update(content).digest('hex'));
+}
+
+export function contentLineOf(name: string, size: number, sha256Hex: string): string {
+  return `${name} ${size} ${sha256Hex}\n`;
+}
+
+/**
+ * The snapshots a bundle carries for a mode, from the run's events in position order: `best`, RunCompleted's
+ * bestSnapshot (none when no round was selected); `all`, every round's SnapshotTaken root, each once, in order.
+ */
+export function snapshotRootsFor(
+  mode: SnapshotMode,
+  runEvents: ReadonlyArray<{ readonly type: string; readonly data: Readonly<Record<string, unknown>> }>,
+): string[] {
+  if (mode === 'none') return [];
+  if (mode === 'best') {
+    const best = runEvents.find((e) => e.type === 'RunCompleted')?.data.bestSnapshot;
+    return typeof best === 'string' ? [best] : [];
+  }
+  const out: string[] = [];
+  for (const e of runEvents)
+    if (e.type === 'SnapshotTaken' && typeof e.data.round === 'number' && typeof e.data.root === 'string' && !out.includes(e.data.root)) out.push(e.data.root);
+  return out;
 }
 
 export function contentDigest(lines: readonly string[]): string {

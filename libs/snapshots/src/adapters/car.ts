@@ -4,21 +4,10 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { dirname, join, basename, resolve } from 'node:path';
 import { CID } from 'multiformats/cid';
-import * as dagCbor from '@ipld/dag-cbor';
 import { AssayError, silentProgress, type Clock, type Progress } from '@assay/core';
-import {
-  CHUNK_SIZE,
-  DAG_CBOR_CODE,
-  MAX_NODE_BYTES,
-  RAW_CODE,
-  bytesEqual,
-  decodeNode,
-  isFormatCid,
-  nodeLinks,
-  sha256,
-  type SnapshotNode,
-} from '../domain/format';
+import { RAW_CODE, decodeNode } from '../domain/format';
 import { atPath, ioError, snapshotError } from '../domain/snapshot.errors';
+import { CarCheck, carMalformed, carTruncated, MAX_CAR_HEADER_BYTES, MAX_CAR_ROOTS, MAX_CAR_SECTION_BYTES } from '../domain/car-check';
 import type { BlobStore } from '../ports/blob-store.port';
 import { NodeReader, type BlockGetter } from '../application/node-reader';
 import { verifySnapshot } from '../application/verify';
@@ -32,9 +21,7 @@ import { verifySnapshot } from '../application/verify';
  * missing or not directory manifests, blocks missing from a root's DAG, blocks no root reaches, and nodes or
  * sizes that do not verify. Nothing becomes visible in the store (or pinned) unless the whole file passes.
  */
-export const MAX_CAR_ROOTS = 1024;
-const MAX_HEADER_BYTES = 1 << 20;
-const MAX_SECTION_BYTES = MAX_NODE_BYTES + 64;
+export { MAX_CAR_ROOTS };
 
 export interface ExportReport {
   readonly roots: string[];
@@ -184,17 +171,8 @@ class CarInput {
   }
 }
 
-function malformed(offset: number, why: string): Error {
-  return snapshotError('SNAPSHOT_CAR_MALFORMED', `CAR file is malformed at byte ${offset}: ${why}`, { offset });
-}
-
-function truncated(offset: number, why: string): Error {
-  return snapshotError(
-    'SNAPSHOT_CAR_TRUNCATED',
-    `CAR file ends inside a section at byte ${offset} (${why}): it is truncated or has trailing bytes that are not a block`,
-    { offset },
-  );
-}
+const malformed = carMalformed;
+const truncated = carTruncated;
 
 export interface ImportReport {
   readonly roots: string[];
@@ -215,116 +193,23 @@ export async function importCar(store: BlobStore, file: string, options: { clock
   const batch = await store.begin();
   try {
     const input = new CarInput(fd);
-    // Header.
-    const hlen = input.varint('header', MAX_HEADER_BYTES);
-    if (hlen === 0) throw malformed(0, 'empty header');
-    const hbytes = input.exactly(hlen, 'header');
-    let header: unknown;
-    try {
-      header = dagCbor.decode(hbytes);
-    } catch (e) {
-      throw malformed(1, `the header is not DAG-CBOR (${(e as Error).message})`);
-    }
-    const h = header as { version?: unknown; roots?: unknown };
-    if (typeof header !== 'object' || header === null || Object.keys(header).sort().join(',') !== 'roots,version') {
-      throw malformed(1, 'the header must be exactly {version, roots}');
-    }
-    if (h.version !== 1) throw snapshotError('SNAPSHOT_CAR_UNSUPPORTED', `CAR version ${String(h.version)}; only version 1 is accepted`);
-    if (!Array.isArray(h.roots) || h.roots.length === 0 || h.roots.length > MAX_CAR_ROOTS) {
-      throw malformed(1, `the header must list 1 to ${MAX_CAR_ROOTS} roots`);
-    }
-    const roots = h.roots.map((r) => {
-      const c = CID.asCID(r);
-      if (!c || !isFormatCid(c)) throw snapshotError('SNAPSHOT_CAR_UNSUPPORTED', `a root in the CAR header is not a snapshot CID: ${String(r)}`);
-      return c;
-    });
-
-    // Blocks.
-    const seen = new Map<string, { index: number; offset: number }>();
-    const links = new Map<string, string[]>();
-    const rawSizes = new Map<string, number>();
-    const kinds = new Map<string, SnapshotNode['type']>();
-    let index = 0;
-    let total = 0;
+    const check = new CarCheck();
+    const hlen = input.varint('header', MAX_CAR_HEADER_BYTES);
+    if (hlen === 0) throw carMalformed(0, 'empty header');
+    const roots = check.header(input.exactly(hlen, 'header'));
     progress.start('import: blocks');
     while (!input.atEnd()) {
       const offset = input.offset;
-      const len = input.varint('section', MAX_SECTION_BYTES);
-      if (len === 0) throw malformed(offset, 'an empty section');
-      const section = input.exactly(len, `block #${index}`);
-      let cid: CID;
-      let data: Uint8Array;
-      try {
-        [cid, data] = CID.decodeFirst(section) as unknown as [CID, Uint8Array];
-      } catch (e) {
-        throw malformed(offset, `block #${index} does not start with a CID (${(e as Error).message})`);
-      }
-      if (!isFormatCid(cid)) {
-        throw snapshotError(
-          'SNAPSHOT_CAR_UNSUPPORTED',
-          `block #${index} at byte ${offset} has CID ${cid.toString()}: only CIDv1 sha2-256 raw or dag-cbor blocks are accepted`,
-          { offset, cid: cid.toString() },
-        );
-      }
-      const k = cid.toString();
-      const actual = sha256(data);
-      if (!bytesEqual(actual, cid.multihash.digest)) {
-        throw snapshotError(
-          'SNAPSHOT_CAR_BLOCK_MISMATCH',
-          `block #${index} at byte ${offset} claims CID ${k} but its bytes hash to sha2-256 ${Buffer.from(actual).toString('hex')}`,
-          { offset, cid: k, index },
-        );
-      }
-      const dup = seen.get(k);
-      if (dup) {
-        throw snapshotError('SNAPSHOT_CAR_DUPLICATE_BLOCK', `block #${index} at byte ${offset} repeats block #${dup.index} (${k})`, {
-          offset,
-          cid: k,
-        });
-      }
-      seen.set(k, { index, offset });
-      if (cid.code === RAW_CODE) {
-        if (data.length > CHUNK_SIZE) throw malformed(offset, `raw block ${k} is larger than a chunk (${CHUNK_SIZE} bytes)`);
-        rawSizes.set(k, data.length);
-      } else if (cid.code === DAG_CBOR_CODE) {
-        const node = decodeNode(cid, data, `block #${index} at byte ${offset}`);
-        links.set(
-          k,
-          nodeLinks(node).map((c) => c.toString()),
-        );
-        kinds.set(k, node.type);
-      }
+      const len = input.varint('section', MAX_CAR_SECTION_BYTES);
+      if (len === 0) throw carMalformed(offset, 'an empty section');
+      const { cid, data } = check.block(input.exactly(len, `block #${check.blocks}`), offset);
       await batch.put({ cid, bytes: data });
-      index += 1;
-      total += data.length;
-      progress.tick(index);
+      progress.tick(check.blocks);
     }
-
-    // Roots present and directories; every block reachable and present.
-    for (const r of roots) {
-      const k = r.toString();
-      if (!seen.has(k)) throw snapshotError('SNAPSHOT_CAR_MISSING_ROOT', `root ${k} named in the CAR header is not among its blocks`, { cid: k });
-      if (kinds.get(k) !== 'dir') throw snapshotError('SNAPSHOT_CAR_BAD_ROOT', `root ${k} is not a snapshot directory manifest`, { cid: k });
-    }
-    const reached = new Set<string>();
-    const stack: Array<{ k: string; from: string | null }> = roots.map((r) => ({ k: r.toString(), from: null }));
-    while (stack.length > 0) {
-      const { k, from } = stack.pop() as { k: string; from: string | null };
-      if (reached.has(k)) continue;
-      if (!seen.has(k)) {
-        throw snapshotError('SNAPSHOT_CAR_MISSING_BLOCK', `block ${k}, linked from ${from ?? 'the header'}, is not in the CAR`, { cid: k, from });
-      }
-      reached.add(k);
-      for (const c of links.get(k) ?? []) if (!reached.has(c)) stack.push({ k: c, from: k });
-    }
-    for (const [k, where] of seen) {
-      if (!reached.has(k)) {
-        throw snapshotError('SNAPSHOT_CAR_UNREFERENCED_BLOCK', `block #${where.index} at byte ${where.offset} (${k}) is not reachable from any root`, {
-          cid: k,
-          offset: where.offset,
-        });
-      }
-    }
+    check.finish();
+    const rawSizes = check.rawSizes;
+    const index = check.blocks;
+    const total = check.bytes;
     // Sizes and structure of each root, from the staged blocks (raw blocks were checked as they arrived).
     for (const r of roots) await verifySnapshot(batch, r, { knownRaw: rawSizes });
 
