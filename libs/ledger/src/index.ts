@@ -58,3 +58,9 @@ export * from './home/operator-token';
 export * from './nest/ledger.commands';
 export { LedgerModule } from './nest/ledger.module';
 export { LedgerHomeProvider, ASSAY_HOME } from './nest/ledger.handlers';
+
+// witnessed checkpoints
+export * from './domain/witness';
+export * from './domain/equivocation';
+export * from './domain/witness-policy';
+export * from './application/witness';

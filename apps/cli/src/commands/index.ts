@@ -16,6 +16,7 @@ import { register as snapshot } from './snapshot.commands';
 import { register as run } from './run.commands';
 import { register as api } from './api.commands';
 import { register as bundle } from './bundle.commands';
+import { register as checkpoint } from './checkpoint.commands';
 
 const groups: Register[] = [
   ledger,
@@ -27,6 +28,7 @@ const groups: Register[] = [
   (p, ctx) => snapshot(p, ctx, { sink: (c) => new (require('../snapshot-ledger-sink') as typeof import('../snapshot-ledger-sink')).LedgerSnapshotSink(c) }),
   api,
   bundle,
+  checkpoint,
 ];
 
 export function registerCommands(program: Command, ctx: CliContext): void {

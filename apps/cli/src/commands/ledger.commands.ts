@@ -1,10 +1,13 @@
+import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { Command, Option } from 'commander';
-import { AssayError } from '@assay/core';
-import type { JsonObject, ExpectedRevision, VerificationReport } from '@assay/ledger';
+import { AssayError, writeFileAtomic } from '@assay/core';
+import type { JsonObject, ExpectedRevision, PolicyWitness, VerificationReport, WitnessOutcome, WitnessPolicy, WitnessSource } from '@assay/ledger';
 import type { CliContext } from '../cli-context';
 import { libs } from '../libs';
 import { withBuses } from '../nest-context';
+import { keyText } from './checkpoint.commands';
 
 /** The ledger library, loaded when a command runs (apps/cli/src/libs.ts). */
 const L = () => libs.ledger();
@@ -195,12 +198,38 @@ export function register(program: Command, ctx: CliContext): void {
 
   ledger
     .command('checkpoint')
-    .description('sign a checkpoint of the whole log (never smaller than, or inconsistent with, the last one)')
+    .description('sign a checkpoint of the whole log (never smaller than, or inconsistent with, the last one), and collect cosignatures from witnesses')
+    .option('--witness <file...>', 'merge the verified cosignatures of this cosigned checkpoint note (repeatable)')
+    .option(
+      '--witness-cmd <command...>',
+      'run this witness command (sh -c) with a tlog-witness add-checkpoint request on stdin; it prints cosignature lines (repeatable; e.g. "assay checkpoint cosign --request - ...")',
+    )
+    .option('--witness-key <key...>', "a witness's cosigner key (verifier key text or .pub file) its cosignatures are verified with")
+    .option('--witness-policy <file>', 'witness policy (keys and quorum); exit 5 when fewer policy witnesses cosigned than its quorum')
     .option('--json', 'print JSON')
-    .action(async (o: { json?: boolean }) => {
+    .action(async (o: CheckpointOptions) => {
+      const witnessed = o.witness !== undefined || o.witnessCmd !== undefined;
+      const wk = witnessed ? witnessKeys(o) : null;
       const r = await withBuses(ctx, (b) => b.commands.execute(new (L().SignCheckpointCommand)()));
-      if (o.json) return ctx.out(JSON.stringify(r, null, 2));
-      ctx.out(r.note);
+      if (!wk) {
+        if (o.json) return ctx.out(JSON.stringify(r, null, 2));
+        return ctx.out(r.note);
+      }
+      const w = await collectWitnesses(ctx, r.note, o, wk);
+      if (o.json) ctx.out(JSON.stringify({ ...r, note: w.note, witnesses: w.witnesses, quorum: w.quorum, quorumMet: w.met, cosignedFile: w.file }, null, 2));
+      else {
+        ctx.out(w.note);
+        for (const x of w.witnesses)
+          ctx.err(
+            x.ok
+              ? `assay: note: witness ${x.witness}: cosigned by ${x.cosigners.join(', ')}`
+              : `assay: warning: witness ${x.witness} did not cosign: ${x.error?.code}: ${x.error?.message}`,
+          );
+      }
+      if (!w.met) {
+        if (!o.json) ctx.err(`assay: error WITNESS_QUORUM_NOT_MET: ${w.count} witness cosignature(s), ${w.quorum} needed`);
+        process.exitCode = 5;
+      }
     });
 
   ledger
@@ -287,6 +316,116 @@ async function appendFile(ctx: CliContext, file: string, items: EventLine[], exp
   ctx.out(
     `appended ${plural(items.length, 'event')} (${fresh} new, ${summary.alreadyRecorded} already recorded) to ${plural(summary.streams, 'stream')}${first !== null ? `, positions ${first}..${last}` : ', nothing new written'}`,
   );
+}
+
+interface CheckpointOptions {
+  witness?: string[];
+  witnessCmd?: string[];
+  witnessKey?: string[];
+  witnessPolicy?: string;
+  json?: boolean;
+}
+
+type WitnessKeys = { policy: WitnessPolicy | null; keys: PolicyWitness[] };
+
+/** The keys witnesses' cosignatures are verified with, read before anything is signed. */
+function witnessKeys(o: CheckpointOptions): WitnessKeys {
+  const led = L();
+  const policy = o.witnessPolicy !== undefined ? led.parseWitnessPolicy(readText(o.witnessPolicy, 'witness policy')) : null;
+  const keys = [...(policy?.witnesses ?? []), ...(o.witnessKey ?? []).map((k) => led.cosignerFromKeyText(keyText(k, 'witness key')))];
+  if (keys.length === 0) throw usage("--witness and --witness-cmd need the witnesses' keys: --witness-key KEY (repeatable) or --witness-policy FILE");
+  return { policy, keys };
+}
+
+/**
+ * `ledger checkpoint --witness/--witness-cmd`: asks each witness, keeps every verified cosignature with the checkpoint
+ * in <home>/ledger/checkpoint.cosigned (merged with the ones already there for the same checkpoint) and each witness
+ * command's last cosigned size in <home>/ledger/witnesses.json (docs/operations.md, "Witnesses").
+ */
+async function collectWitnesses(
+  ctx: CliContext,
+  signedNote: string,
+  o: CheckpointOptions,
+  { policy, keys }: WitnessKeys,
+): Promise<{ note: string; witnesses: WitnessOutcome[]; quorum: number; count: number; met: boolean; file: string }> {
+  const led = L();
+  const dir = led.homePaths(ctx.home).ledgerDir;
+  const cosignedFile = join(dir, 'checkpoint.cosigned');
+  const sizesFile = join(dir, 'witnesses.json');
+  const known = readKnownSizes(sizesFile);
+  // Start from the cosignatures already kept for this very checkpoint (a checkpoint signed again is the same note).
+  let start = signedNote;
+  if (existsSync(cosignedFile)) {
+    const kept = readText(cosignedFile, 'cosigned checkpoint');
+    if (led.parseNote(kept).body === led.parseNote(signedNote).body) start = kept;
+  }
+  const sources: WitnessSource[] = [
+    ...(o.witness ?? []).map((path): WitnessSource => ({ kind: 'file', path })),
+    ...(o.witnessCmd ?? []).map((command): WitnessSource => ({ kind: 'command', command })),
+  ];
+  const r = await led.collectCosignatures({
+    note: start,
+    sources,
+    keys,
+    knownSizes: known,
+    transport: {
+      run: runWitnessCommand,
+      readFile: (f) => readText(f, 'cosigned checkpoint'),
+      prove: async (m, n) => (await withBuses(ctx, (b) => b.queries.execute(new led.ProveConsistencyQuery(m, n)))).proof,
+    },
+  });
+  writeFileAtomic(cosignedFile, r.note);
+  for (const w of r.witnesses) if (w.ok && w.knownSize !== undefined) known[w.witness] = w.knownSize;
+  writeFileAtomic(sizesFile, `${JSON.stringify({ format: 'assay-ledger-witnesses/v1', knownSizes: known }, null, 2)}\n`);
+  let quorum: number;
+  let count: number;
+  if (policy) {
+    const p = led.checkWitnessPolicy(r.note, policy);
+    quorum = p.quorum;
+    count = p.cosigned.length;
+  } else {
+    quorum = sources.length;
+    count = r.witnesses.filter((w) => w.ok).length;
+  }
+  return { note: r.note, witnesses: r.witnesses, quorum, count, met: count >= quorum, file: cosignedFile };
+}
+
+function readKnownSizes(file: string): Record<string, number> {
+  if (!existsSync(file)) return {};
+  try {
+    const v = JSON.parse(readFileSync(file, 'utf8')) as { knownSizes?: Record<string, unknown> };
+    const out: Record<string, number> = {};
+    for (const [k, n] of Object.entries(v.knownSizes ?? {})) if (typeof n === 'number' && Number.isSafeInteger(n) && n >= 0) out[k] = n;
+    return out;
+  } catch {
+    return {}; // a hint only: the witness answers with its real size
+  }
+}
+
+/** Runs a witness command with `sh -c`, the request on stdin; at most 60 s and 1 MiB of output. */
+function runWitnessCommand(command: string, stdin: string): Promise<{ exitCode: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn('sh', ['-c', command], { stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+    child.stdout.setEncoding('utf8').on('data', (d: string) => {
+      if (stdout.length < 1024 * 1024) stdout += d;
+    });
+    child.stderr.setEncoding('utf8').on('data', (d: string) => {
+      if (stderr.length < 64 * 1024) stderr += d;
+    });
+    child.stdin.on('error', () => undefined);
+    child.stdin.end(stdin);
+    child.on('error', (e) => {
+      clearTimeout(timer);
+      resolve({ exitCode: 127, stdout, stderr: stderr + e.message });
+    });
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ exitCode: code ?? (signal ? 128 : 1), stdout, stderr });
+    });
+  });
 }
 
 interface VerifyOptions {

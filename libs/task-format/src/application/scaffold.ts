@@ -4,7 +4,7 @@
  */
 import * as fs from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
-import { AssayError } from '@assay/core';
+import { AssayError, makeDirectories } from '@assay/core';
 import { TASK_ERROR_CODES } from '../task-format.errors';
 import { taskNameFor, templateFiles, type TaskTemplate } from '../domain/templates';
 
@@ -32,10 +32,10 @@ export function scaffoldTask(dir: string, template: TaskTemplate, o: { name?: st
   }
   const name = o.name ?? taskNameFor(basename(abs));
   const files = templateFiles(template, name);
-  fs.mkdirSync(abs, { recursive: true });
+  makeDirectories(abs);
   for (const f of files) {
     const target = join(abs, ...f.path.split('/'));
-    fs.mkdirSync(dirname(target), { recursive: true });
+    makeDirectories(dirname(target));
     fs.writeFileSync(target, f.content, { flag: 'wx', mode: f.mode });
     fs.chmodSync(target, f.mode);
   }
