@@ -2,15 +2,18 @@
  * `npm run bench:verify`: `assay verify` of a result bundle against what the hardware's primitives can do for the same
  * work, in one run.
  *
- * The bundle: a run of `--rounds` rounds (default 1,500: about 10,000 events) recorded by the real run service on a
+ * The bundle: a run of `--rounds` rounds (default 1,700: 10,205 events) recorded by the real run service on a
  * real SQLite ledger, its Judge a scripted fake, and its snapshot (every round submits the same workspace) of
  * `--mb` MB of random files (default 200), carried in the bundle's CAR. The figure is the time verifyBundle takes on
  * the file. The baseline ("the bound") is the raw work no verifier can skip, measured here on the same bytes:
  * Ed25519 verification of every event's signature (node:crypto), and SHA-256 of every byte of the bundle. The ratio
- * bound / figure is how close the verifier comes to it (target at least 0.75).
+ * bound / figure is how close the verifier comes to it (target at least 0.75). The bound is one thread's work; the
+ * verifier spreads the signature arithmetic over worker threads (one per core but one), so on more cores it can pass 1.
+ * ASSAY_BENCH_KEEP=FILE keeps a copy of the bundle (for profiling `assay verify` on it).
  */
 import { createHash } from 'node:crypto';
-import { createReadStream, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { copyFileSync, createReadStream, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -20,7 +23,6 @@ import {
   buildRunRules,
   FakeJudge,
   LedgerRunLedger,
-  runClaimRules,
   SubmissionService,
   taskIdOf,
   tokenSha256,
@@ -29,7 +31,7 @@ import {
   type WorkspaceSnapshot,
 } from '@assay/run';
 import { parseCid, SnapshotHome } from '@assay/snapshots';
-import { exportBundle, verifyBundle } from '@assay/bundles';
+import { exportBundle } from '@assay/bundles';
 import { arg, fmt, now, report } from './bench-util';
 
 /** Every round submits the same workspace: the big snapshot made once. */
@@ -41,8 +43,13 @@ class FixedSnapshotter implements Snapshotter {
   async *changes(): AsyncIterable<WorkspaceChange> {}
 }
 
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)] as number;
+}
+
 async function main(): Promise<void> {
-  const rounds = arg('rounds', 1500);
+  const rounds = arg('rounds', 1700);
   const mb = arg('mb', 200);
   const dir = mkdtempSync(join(tmpdir(), 'assay-bench-verify-'));
   try {
@@ -130,14 +137,21 @@ async function main(): Promise<void> {
     });
     await h.close();
     const size = statSync(file).size;
+    if (process.env.ASSAY_BENCH_KEEP) copyFileSync(file, process.env.ASSAY_BENCH_KEEP);
     process.stdout.write(`bundle: ${exported.events} events, ${fmt(size / 1024 / 1024, 1)} MB (export ${fmt((now() - t) / 1000, 1)} s)\n`);
 
-    // the figure: verification of the file, streamed from disk
-    t = now();
-    const v = await verifyBundle(createReadStream(file, { highWaterMark: 1 << 20 }), { trustedKeys: [key.publicKeyText], claims: runClaimRules() });
-    const verifyMs = now() - t;
-    if (v.verdict !== 'valid') throw new Error(`the bench bundle did not verify: ${JSON.stringify(v.failure)}`);
-    process.stdout.write(`verify: ${v.steps.map((s) => `${s.name} ${s.checked}`).join(', ')}\n`);
+    // the figure: verification of the file, streamed from disk, in a fresh process (as `assay verify` runs); the
+    // median of three
+    const verifyRuns: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const child = spawnSync(process.execPath, [join(__dirname, 'verify-child.js'), file, key.publicKeyText], { encoding: 'utf8' });
+      const line = child.stdout.trim().split('\n').pop() ?? '';
+      const v = (line.startsWith('{') ? JSON.parse(line) : null) as { ms: number; verdict: string; failure: unknown; steps: string } | null;
+      if (!v || v.verdict !== 'valid') throw new Error(`the bench bundle did not verify: ${line || child.stderr}`);
+      if (i === 0) process.stdout.write(`verify: ${v.steps}\n`);
+      verifyRuns.push(v.ms);
+    }
+    const verifyMs = median(verifyRuns);
 
     // the bound: every event's Ed25519 signature, and SHA-256 of every byte of the bundle
     const envelopes = readFileSync(file)
@@ -149,16 +163,24 @@ async function main(): Promise<void> {
     const keys = new Map<string, Uint8Array>();
     for (const p of parsed)
       if (p.envelope.type === 'KeyRegistered') keys.set(p.envelope.data.keyId as string, parseVerifierKey(p.envelope.data.publicKey as string).publicKey);
-    t = now();
+    // the bound, also the median of three
     let ok = 0;
-    for (const p of parsed) if (nodeEd25519.verify(keys.get(p.envelope.signer) as Uint8Array, p.signing, p.signature)) ok++;
-    const sigMs = now() - t;
+    const sigRuns: number[] = [];
+    const shaRuns: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      t = now();
+      ok = 0;
+      for (const p of parsed) if (nodeEd25519.verify(keys.get(p.envelope.signer) as Uint8Array, p.signing, p.signature)) ok++;
+      sigRuns.push(now() - t);
+      t = now();
+      const hash = createHash('sha256');
+      for await (const chunk of createReadStream(file, { highWaterMark: 1 << 20 })) hash.update(chunk as Buffer);
+      hash.digest();
+      shaRuns.push(now() - t);
+    }
     if (ok !== parsed.length) throw new Error(`baseline: ${parsed.length - ok} of ${parsed.length} signatures did not verify`);
-    t = now();
-    const hash = createHash('sha256');
-    for await (const chunk of createReadStream(file, { highWaterMark: 1 << 20 })) hash.update(chunk as Buffer);
-    hash.digest();
-    const shaMs = now() - t;
+    const sigMs = median(sigRuns);
+    const shaMs = median(shaRuns);
     const bound = sigMs + shaMs;
     process.stdout.write(
       `bound: Ed25519 verify of ${parsed.length} signatures ${fmt(sigMs)} ms + SHA-256 of ${fmt(size / 1024 / 1024, 1)} MB ${fmt(shaMs)} ms = ${fmt(bound)} ms\n`,
@@ -166,9 +188,9 @@ async function main(): Promise<void> {
     const met = report([
       {
         name: 'assay verify (bundle)',
-        figure: 1 / verifyMs,
-        baseline: 1 / bound,
-        unit: 'bundles/ms',
+        figure: (parsed.length / verifyMs) * 1000,
+        baseline: (parsed.length / bound) * 1000,
+        unit: 'events/s',
         target: 0.75,
         baselineName: 'the bound: raw Ed25519 + SHA-256 of the same work',
       },

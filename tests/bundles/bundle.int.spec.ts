@@ -162,6 +162,31 @@ describe('result bundles (export, offline verification, tampering)', () => {
     expect(byStep.get('format')).toBeGreaterThan(0);
   });
 
+  it('signatures checked on worker threads: the same verdict, step, code and position as on this thread', async () => {
+    const on = (b: Buffer, workers: number) => verifyBundle(chunks(b), { trustedKeys: [root], claims: runClaimRules(), signatureWorkers: workers });
+    const view = (v: BundleVerdict) => [v.verdict, v.failure?.step, v.failure?.code, v.failure?.position, v.steps.map((s) => s.checked)];
+    expect(view(await on(bundle, 1))).toEqual(view(await on(bundle, 0)));
+    // mutations inside the events entry, where a spoiled signature and a spoiled chain or proof compete
+    const parts = entries(bundle);
+    const events = parts[2]!.content;
+    const start = bundle.indexOf(events);
+    let seed = 7;
+    const rnd = (n: number) => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed % n;
+    };
+    const steps = new Set<string>();
+    for (let i = 0; i < 12; i++) {
+      const b = Buffer.from(bundle);
+      const at = start + rnd(events.length);
+      b[at] = (b[at]! + 1 + rnd(255)) % 256;
+      const inline = await on(b, 0);
+      expect(view(await on(b, 1))).toEqual(view(inline));
+      steps.add(inline.failure?.step ?? 'none');
+    }
+    expect(steps.has('none')).toBe(false);
+  }, 120_000);
+
   it('a truncated file, bytes after the end, no trusted key, a key that is not the root: refused, the last two as could-not-check', async () => {
     for (const cut of [10, TAR_BLOCK, bundle.length - 1024, bundle.length - 1]) {
       const v = await verify(bundle.subarray(0, cut));

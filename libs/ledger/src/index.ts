@@ -49,6 +49,15 @@ export { bestKernels, nativeKernels, nativeKernelsStatus } from './adapters/nati
 export * from './domain/signing-key';
 export * from './application/ledger';
 export * from './application/proof-format';
+export {
+  firstBadSignature,
+  SignatureChecks,
+  packSignatures,
+  badSignaturesIn,
+  type SignedItem,
+  type SignatureBatch,
+  type SignatureCheckOptions,
+} from './application/verify/signature-batch';
 export { jsKernels, type DigestAll, type VerifyKernels, type SubtreeRoot } from './application/verify/check-chunk';
 export { verifyLedger, STEPS as VERIFY_STEPS, type VerificationReport, type VerifyFailure, type VerifyOptions } from './application/verify/ledger-verifier';
 export * from './home/ledger-home';

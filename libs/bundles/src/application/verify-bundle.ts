@@ -29,9 +29,11 @@ import {
   KeyRegistry,
   leafHash,
   nodeEd25519,
+  NodeHashMemo,
   openCheckpoint,
   parseEnvelope,
   parseVerifierKey,
+  SignatureChecks,
   verifyInclusion,
   type ClaimRules,
   type Envelope,
@@ -41,6 +43,7 @@ import { TAR_BLOCK, TAR_END, tarHeader, tarPadding } from '@assay/containers';
 import { runStatusView, type RunEventRecord } from '@assay/run';
 import { CarCheck, carMalformed, carTruncated, MAX_CAR_HEADER_BYTES, MAX_CAR_SECTION_BYTES, parseCid, verifySnapshot } from '@assay/snapshots';
 import { createHash } from 'node:crypto';
+import { availableParallelism } from 'node:os';
 import {
   BUNDLE_FORMAT,
   claimOf,
@@ -79,6 +82,20 @@ export interface VerifyBundleOptions {
   /** The run's claim rules (`runClaimRules()` from @assay/run). */
   readonly claims: ClaimRules;
   readonly progress?: (done: number, total: number) => void;
+  /**
+   * Worker threads for the Ed25519 arithmetic of the signatures step (0: all on this thread). Default: one per core
+   * but one (at least 1, at most 4; this thread meanwhile reads the file and checks the CAR, chains and proofs) for bundles of PARALLEL_SIGNATURES_FROM events or more, else 0.
+   */
+  readonly signatureWorkers?: number;
+}
+
+/** Below this many events the workers' start-up costs more than they save. */
+export const PARALLEL_SIGNATURES_FROM = 2048;
+
+function defaultSignatureWorkers(events: number): number {
+  if (events < PARALLEL_SIGNATURES_FROM) return 0;
+  // this thread has as much to do meanwhile (reading, the CAR, chains, proofs) as one worker: one core stays with it
+  return Math.max(1, Math.min(4, availableParallelism() - 1));
 }
 
 class StepFailure extends Error {
@@ -113,12 +130,51 @@ export async function verifyBundle(source: AsyncIterable<Uint8Array>, o: VerifyB
   let run: string | null = null;
   let events: BundleEvent[] = [];
   let claim: JsonObject | null = null;
+  let checks: SignatureChecks | null = null;
   try {
     enter('format');
-    const read = await readEntries(source);
+    // The signatures step in two halves. The ordered pass (schemas, roles, revocations: which key may sign what,
+    // where) runs here as each event is read, before the snapshots entry streams past, once position 0 shows a
+    // trusted root; the Ed25519 arithmetic goes to workers in batches meanwhile, and they keep working while the CAR
+    // is checked and chains, checkpoint and proofs are checked here.
+    // Outcomes are reported in step order whichever thread finished first: a format or trust failure before any
+    // signature's, the first bad item of the signatures step (ordered pass or arithmetic, whichever comes first in
+    // the file) before a chain's.
+    const trusted = o.trustedKeys.map((k) => parseVerifierKey(k.trim()).text);
+    const registry = new KeyRegistry((text) => {
+      const k = parseVerifierKey(text);
+      return { keyId: k.signer, publicKey: k.publicKey };
+    });
+    let rootKey: string | null = null;
+    let ordered: StepFailure | null = null;
+    const orderedPass = (e: BundleEvent, i: number): void => {
+      if (i === 0) {
+        const key = e.env.data.publicKey;
+        if (e.position !== 0 || e.env.type !== 'KeyRegistered' || typeof key !== 'string' || !trusted.includes(key)) return; // the trust step reports it
+        rootKey = key;
+      }
+      if (rootKey === null || ordered !== null) return;
+      const dp = eventDataProblem(e.env.type, e.env.data);
+      const auth = dp ? null : registry.authorize(e.env);
+      const key = e.position === 0 ? parseVerifierKey(rootKey).publicKey : registry.get(e.env.signer)?.publicKey;
+      if (dp) ordered = new StepFailure('signatures', dp.code.replace(/^LEDGER_/, 'VERIFY_'), `position ${e.position}: ${dp.message}`, e.position);
+      else if (auth) ordered = new StepFailure('signatures', auth.code, `position ${e.position}: ${auth.message}`, e.position);
+      else if (!key) ordered = badSignature(e);
+      if (ordered) return;
+      (checks as SignatureChecks).add({ key: key as Uint8Array, message: e.signing, signature: e.signature });
+      registry.apply(e.env);
+    };
+    // the events entry is parsed as soon as it has been read, so the workers check signatures while the CAR streams
+    const read = await readEntries(source, (name, content, manifest) => {
+      if (name !== ENTRY.events) return;
+      checks = new SignatureChecks({
+        workers: o.signatureWorkers ?? defaultSignatureWorkers(manifest.events),
+        progress: (done) => o.progress?.(done, manifest.events),
+      });
+      events = parseEvents(content, manifest, orderedPass);
+    });
     const { parts, manifest } = read;
     run = manifest.run;
-    events = parseEvents(parts.get(ENTRY.events) as Buffer, manifest);
     count(events.length);
 
     enter('trust');
@@ -132,127 +188,144 @@ export async function verifyBundle(source: AsyncIterable<Uint8Array>, o: VerifyB
         'the bundle does not carry position 0, the ledger registering its root key',
         genesis?.position ?? null,
       );
-    const rootKey = genesis.env.data.publicKey;
-    if (genesis.env.type !== 'KeyRegistered' || typeof rootKey !== 'string')
+    if (genesis.env.type !== 'KeyRegistered' || typeof genesis.env.data.publicKey !== 'string')
       throw new StepFailure('trust', 'BUNDLE_NO_GENESIS', 'position 0 is not a KeyRegistered of the root key', 0);
-    const trusted = o.trustedKeys.map((k) => parseVerifierKey(k.trim()).text);
-    if (!trusted.includes(rootKey))
+    if (rootKey === null)
       throw new StepFailure('trust', 'BUNDLE_UNTRUSTED_ROOT', `the ledger's root key ${String(genesis.env.data.keyId)} is none of the trusted keys`, 0, true);
     count();
 
     enter('signatures');
-    const registry = new KeyRegistry((text) => {
-      const k = parseVerifierKey(text);
-      return { keyId: k.signer, publicKey: k.publicKey };
+    const pendingSignatures = checks as SignatureChecks | null;
+    if (!pendingSignatures) throw new Error('internal: the events entry was read without starting its signature checks');
+    const signatures = pendingSignatures.firstBad().then((bad) => {
+      if (bad >= 0) throw badSignature(events[bad] as BundleEvent);
+      if (ordered) throw ordered;
+      checked.set('signatures', events.length);
     });
-    for (const e of events) {
-      const dp = eventDataProblem(e.env.type, e.env.data);
-      if (dp) throw new StepFailure('signatures', dp.code.replace(/^LEDGER_/, 'VERIFY_'), `position ${e.position}: ${dp.message}`, e.position);
-      const auth = registry.authorize(e.env);
-      if (auth) throw new StepFailure('signatures', auth.code, `position ${e.position}: ${auth.message}`, e.position);
-      const key = e.position === 0 ? parseVerifierKey(rootKey).publicKey : registry.get(e.env.signer)?.publicKey;
-      if (!key || !nodeEd25519.verify(key, e.signing, e.signature))
-        throw new StepFailure('signatures', 'VERIFY_BAD_SIGNATURE', `the signature of position ${e.position} does not verify with ${e.env.signer}`, e.position);
-      registry.apply(e.env);
-      count();
-      o.progress?.(checked.get('signatures') as number, events.length);
-    }
-
-    enter('chains');
-    const heads = new Map<string, { revision: number; hash: Buffer }>();
-    for (const e of events) {
-      const head = heads.get(e.env.stream);
-      const want = head ? head.revision + 1 : 0;
-      if (e.env.revision !== want)
+    // an outcome is always observed, even when a later step fails first
+    signatures.catch(() => undefined);
+    const signaturesFirst = async (err: unknown): Promise<never> => {
+      await signatures;
+      throw err;
+    };
+    /** chains, checkpoint, proofs and claims: they need the events and the key registry, not the signatures' outcome */
+    const checkWhileSigning = (): { runEvents: RunEventRecord[]; recomputed: JsonObject } => {
+      enter('chains');
+      const heads = new Map<string, { revision: number; hash: Buffer }>();
+      for (const e of events) {
+        const head = heads.get(e.env.stream);
+        const want = head ? head.revision + 1 : 0;
+        if (e.env.revision !== want)
+          throw new StepFailure(
+            'chains',
+            'VERIFY_CHAIN_BROKEN',
+            `${e.env.stream} revision ${e.env.revision} where ${want} was expected (position ${e.position})`,
+            e.position,
+          );
+        const wantPrev = head ? head.hash.toString('hex') : '0'.repeat(64);
+        if (e.env.prev !== wantPrev)
+          throw new StepFailure(
+            'chains',
+            'VERIFY_CHAIN_BROKEN',
+            `prev of ${e.env.stream}@${e.env.revision} is not the hash of the event before it`,
+            e.position,
+          );
+        heads.set(e.env.stream, { revision: e.env.revision, hash: envelopeHash(e.wire) });
+        count();
+      }
+      const carried = [...heads.keys()].sort();
+      if (canonicalJson(carried) !== canonicalJson([...manifest.streams]))
         throw new StepFailure(
           'chains',
-          'VERIFY_CHAIN_BROKEN',
-          `${e.env.stream} revision ${e.env.revision} where ${want} was expected (position ${e.position})`,
-          e.position,
+          'BUNDLE_STREAMS_MISMATCH',
+          `the manifest lists streams ${manifest.streams.join(', ')}, the events carry ${carried.join(', ')}`,
         );
-      const wantPrev = head ? head.hash.toString('hex') : '0'.repeat(64);
-      if (e.env.prev !== wantPrev)
-        throw new StepFailure('chains', 'VERIFY_CHAIN_BROKEN', `prev of ${e.env.stream}@${e.env.revision} is not the hash of the event before it`, e.position);
-      heads.set(e.env.stream, { revision: e.env.revision, hash: envelopeHash(e.wire) });
-      count();
-    }
-    const carried = [...heads.keys()].sort();
-    if (canonicalJson(carried) !== canonicalJson([...manifest.streams]))
-      throw new StepFailure(
-        'chains',
-        'BUNDLE_STREAMS_MISMATCH',
-        `the manifest lists streams ${manifest.streams.join(', ')}, the events carry ${carried.join(', ')}`,
-      );
 
-    enter('checkpoint');
-    const controllers = registry.all().filter((k) => k.role === 'controller' && (k.revokedAt === null || k.revokedAt >= manifest.treeSize));
-    const verifiers = controllers.map((k) => ed25519NoteVerifier(k.keyId.slice(0, k.keyId.lastIndexOf('+')), k.publicKey));
-    let cp: { origin: string; treeSize: number; rootHash: Uint8Array };
-    try {
-      cp = openCheckpoint(parts.get(ENTRY.checkpoint) as Buffer, verifiers).checkpoint;
-    } catch (err) {
-      throw new StepFailure('checkpoint', 'BUNDLE_CHECKPOINT_INVALID', `the checkpoint: ${(err as Error).message}`);
-    }
-    if (cp.origin !== manifest.origin)
-      throw new StepFailure('checkpoint', 'BUNDLE_CHECKPOINT_INVALID', `the checkpoint's origin "${cp.origin}" is not the manifest's "${manifest.origin}"`);
-    if (cp.treeSize !== manifest.treeSize)
-      throw new StepFailure(
-        'checkpoint',
-        'BUNDLE_CHECKPOINT_INVALID',
-        `the checkpoint signs a tree of ${cp.treeSize} events, the manifest says ${manifest.treeSize}`,
-      );
-    count();
-
-    enter('proofs');
-    for (const e of events) {
-      if (e.position >= cp.treeSize || !verifyInclusion(e.position, cp.treeSize, leafHash(e.wire), e.proof, cp.rootHash))
+      enter('checkpoint');
+      const controllers = registry.all().filter((k) => k.role === 'controller' && (k.revokedAt === null || k.revokedAt >= manifest.treeSize));
+      const verifiers = controllers.map((k) => ed25519NoteVerifier(k.keyId.slice(0, k.keyId.lastIndexOf('+')), k.publicKey));
+      let cp: { origin: string; treeSize: number; rootHash: Uint8Array };
+      try {
+        cp = openCheckpoint(parts.get(ENTRY.checkpoint) as Buffer, verifiers).checkpoint;
+      } catch (err) {
+        throw new StepFailure('checkpoint', 'BUNDLE_CHECKPOINT_INVALID', `the checkpoint: ${(err as Error).message}`);
+      }
+      if (cp.origin !== manifest.origin)
+        throw new StepFailure('checkpoint', 'BUNDLE_CHECKPOINT_INVALID', `the checkpoint's origin "${cp.origin}" is not the manifest's "${manifest.origin}"`);
+      if (cp.treeSize !== manifest.treeSize)
         throw new StepFailure(
-          'proofs',
-          'VERIFY_PROOF_INVALID',
-          `the inclusion proof of position ${e.position} does not lead to the checkpoint's root (tree size ${cp.treeSize})`,
-          e.position,
+          'checkpoint',
+          'BUNDLE_CHECKPOINT_INVALID',
+          `the checkpoint signs a tree of ${cp.treeSize} events, the manifest says ${manifest.treeSize}`,
         );
       count();
-    }
 
-    enter('claims');
-    const checker = o.claims.start();
-    const runEvents: RunEventRecord[] = [];
-    for (const e of events) {
-      if (!CLAIM_EVENT_TYPES.includes(e.env.type)) continue;
-      const problem = checker.event({
-        position: e.position,
-        stream: e.env.stream,
-        revision: e.env.revision,
-        type: e.env.type,
-        signer: e.env.signer,
-        data: e.env.data,
-      });
-      if (problem) throw new StepFailure('claims', problem.code, `${problem.stream}: ${problem.rule}: ${problem.message}`, problem.position);
-      if (e.env.stream === `run-${manifest.run}` || e.env.stream.startsWith('judge-'))
-        runEvents.push({
+      enter('proofs');
+      const memo = new NodeHashMemo();
+      for (const e of events) {
+        if (e.position >= cp.treeSize || !verifyInclusion(e.position, cp.treeSize, leafHash(e.wire), e.proof, cp.rootHash, memo))
+          throw new StepFailure(
+            'proofs',
+            'VERIFY_PROOF_INVALID',
+            `the inclusion proof of position ${e.position} does not lead to the checkpoint's root (tree size ${cp.treeSize})`,
+            e.position,
+          );
+        count();
+      }
+
+      enter('claims');
+      const checker = o.claims.start();
+      const runEvents: RunEventRecord[] = [];
+      for (const e of events) {
+        if (!CLAIM_EVENT_TYPES.includes(e.env.type)) continue;
+        const problem = checker.event({
           position: e.position,
           stream: e.env.stream,
           revision: e.env.revision,
-          id: e.env.id,
           type: e.env.type,
-          time: e.env.time,
+          signer: e.env.signer,
           data: e.env.data,
         });
-      count();
+        if (problem) throw new StepFailure('claims', problem.code, `${problem.stream}: ${problem.rule}: ${problem.message}`, problem.position);
+        if (e.env.stream === `run-${manifest.run}` || e.env.stream.startsWith('judge-'))
+          runEvents.push({
+            position: e.position,
+            stream: e.env.stream,
+            revision: e.env.revision,
+            id: e.env.id,
+            type: e.env.type,
+            time: e.env.time,
+            data: e.env.data,
+          });
+        count();
+      }
+      const end = checker.end();
+      if (end) throw new StepFailure('claims', end.code, `${end.stream}: ${end.rule}: ${end.message}`, end.position);
+      const completed = runEvents.find((e) => e.stream === `run-${manifest.run}` && e.type === 'RunCompleted');
+      if (!completed) throw new StepFailure('claims', 'BUNDLE_RUN_INCOMPLETE', `the bundle does not carry run-${manifest.run} up to its RunCompleted`);
+      const started = runEvents.find((e) => e.type === 'RunStarted')?.data as {
+        taskDigest: string;
+        fingerprint: string;
+        model?: string;
+        selection: JsonObject;
+      };
+      const supported = claimOf(runStatusView(manifest.run, runEvents), {
+        taskDigest: started.taskDigest,
+        fingerprint: started.fingerprint,
+        model: started.model ?? null,
+        selection: started.selection,
+      });
+      const recomputed = { ...supported, snapshot: (completed.data as { bestSnapshot: string | null }).bestSnapshot } as unknown as JsonObject;
+      return { runEvents, recomputed };
+    };
+    let claimed: { runEvents: RunEventRecord[]; recomputed: JsonObject };
+    try {
+      claimed = checkWhileSigning();
+    } catch (err) {
+      return await signaturesFirst(err);
     }
-    const end = checker.end();
-    if (end) throw new StepFailure('claims', end.code, `${end.stream}: ${end.rule}: ${end.message}`, end.position);
-    const completed = runEvents.find((e) => e.stream === `run-${manifest.run}` && e.type === 'RunCompleted');
-    if (!completed) throw new StepFailure('claims', 'BUNDLE_RUN_INCOMPLETE', `the bundle does not carry run-${manifest.run} up to its RunCompleted`);
-    const started = runEvents.find((e) => e.type === 'RunStarted')?.data as { taskDigest: string; fingerprint: string; model?: string; selection: JsonObject };
-    const supported = claimOf(runStatusView(manifest.run, runEvents), {
-      taskDigest: started.taskDigest,
-      fingerprint: started.fingerprint,
-      model: started.model ?? null,
-      selection: started.selection,
-    });
-    const recomputed = { ...supported, snapshot: (completed.data as { bestSnapshot: string | null }).bestSnapshot } as unknown as JsonObject;
+    await signatures;
+    const { runEvents, recomputed } = claimed;
 
     enter('snapshots');
     const wantRoots = snapshotRootsFor(
@@ -307,13 +380,19 @@ export async function verifyBundle(source: AsyncIterable<Uint8Array>, o: VerifyB
   } catch (err) {
     if (err instanceof StepFailure) return verdict(err.cannotCheck ? 'cannot_check' : 'invalid', err);
     throw err;
+  } finally {
+    await (checks as SignatureChecks | null)?.close();
   }
 
   function verdict(v: BundleVerdict['verdict'], f: StepFailure | null): BundleVerdict {
     const failedAt = f ? BUNDLE_STEPS.indexOf(f.step) : BUNDLE_STEPS.length;
     return {
       verdict: v,
-      steps: BUNDLE_STEPS.map((name, i) => ({ name, status: i < failedAt ? 'ok' : i === failedAt ? 'failed' : 'skipped', checked: checked.get(name) ?? 0 })),
+      steps: BUNDLE_STEPS.map((name, i) => ({
+        name,
+        status: i < failedAt ? 'ok' : i === failedAt ? 'failed' : 'skipped',
+        checked: i <= failedAt ? (checked.get(name) ?? 0) : 0,
+      })),
       failure: f ? { step: f.step, code: f.code, message: f.message, position: f.position } : null,
       claim,
       run,
@@ -323,6 +402,9 @@ export async function verifyBundle(source: AsyncIterable<Uint8Array>, o: VerifyB
 }
 
 const fmt = (code: string, message: string) => new StepFailure('format', code, message);
+
+const badSignature = (e: BundleEvent) =>
+  new StepFailure('signatures', 'VERIFY_BAD_SIGNATURE', `the signature of position ${e.position} does not verify with ${e.env.signer}`, e.position);
 
 /** What reading the archive found: the entries held in memory, the manifest, and the streamed snapshots' check. */
 interface BundleParts {
@@ -346,7 +428,11 @@ const HELD: Record<string, number> = {
  * follow. Streams the source: the small entries are held (within their bounds); the snapshots CAR is checked block
  * by block as it passes and never held (a problem in it is kept for the snapshots step).
  */
-async function readEntries(source: AsyncIterable<Uint8Array>): Promise<BundleParts> {
+/** `entry` sees each held entry as soon as it has been read (after the manifest, which it gets with it). */
+async function readEntries(
+  source: AsyncIterable<Uint8Array>,
+  entry: (name: string, content: Buffer, manifest: BundleManifest) => void = () => {},
+): Promise<BundleParts> {
   const input = new ByteReader(source, LIMITS.archiveBytes + LIMITS.snapshotsBytes);
   const parts = new Map<string, Buffer>();
   const contentLines: string[] = [];
@@ -363,6 +449,7 @@ async function readEntries(source: AsyncIterable<Uint8Array>): Promise<BundlePar
       if (!content) throw fmt('BUNDLE_TRUNCATED', `the archive ends inside ${name}`);
       parts.set(name, content);
       if (name !== ENTRY.statement) contentLines.push(contentLine(name, content));
+      if (manifest) entry(name, content, manifest);
     }
     const pad = await input.take(tarPadding(size).length);
     if (!pad) throw fmt('BUNDLE_TRUNCATED', `the archive ends inside the padding of ${name}`);
@@ -533,7 +620,8 @@ function parseManifest(bytes: Buffer): BundleManifest {
   return m as unknown as BundleManifest;
 }
 
-function parseEvents(bytes: Buffer, m: BundleManifest): BundleEvent[] {
+/** The events entry, line by line; `each` sees every event as soon as it parsed (the signatures' ordered pass). */
+function parseEvents(bytes: Buffer, m: BundleManifest, each: (e: BundleEvent, i: number) => void = () => {}): BundleEvent[] {
   const text = bytes.toString('utf8');
   if (text.length > 0 && !text.endsWith('\n')) throw fmt('BUNDLE_EVENTS_INVALID', `${ENTRY.events}: the last line has no newline (truncated?)`);
   const lines = text.length === 0 ? [] : text.slice(0, -1).split('\n');
@@ -561,7 +649,9 @@ function parseEvents(bytes: Buffer, m: BundleManifest): BundleEvent[] {
     if (position <= last)
       throw fmt('BUNDLE_EVENTS_INVALID', `${where}: position ${position} after position ${last} (events must be in increasing position order)`);
     last = position;
-    return { position, wire, env: parsed.envelope, signing: parsed.signing, signature: parsed.signature, proof };
+    const e = { position, wire, env: parsed.envelope, signing: parsed.signing, signature: parsed.signature, proof };
+    each(e, i);
+    return e;
   });
 }
 

@@ -220,8 +220,18 @@ function isProof(proof: unknown): proof is Uint8Array[] {
 }
 
 /** RFC 9162 2.1.3.2. True exactly when `proof` proves `leaf` (a leaf hash) at `leafIndex` in the tree `root`. */
-export function verifyInclusion(leafIndex: number, treeSize: number, leaf: Uint8Array, proof: readonly Uint8Array[], root: Uint8Array): boolean {
+export function verifyInclusion(
+  leafIndex: number,
+  treeSize: number,
+  leaf: Uint8Array,
+  proof: readonly Uint8Array[],
+  root: Uint8Array,
+  memo?: NodeHashMemo,
+): boolean {
   if (!isCount(leafIndex) || !isCount(treeSize) || !isHash(leaf) || !isHash(root) || !isProof(proof)) return false;
+  // the node being combined is at (level, fn): the memo's key, since one tree has one pair of children there
+  let level = 0;
+  const node = memo ? (l: Uint8Array, r: Uint8Array) => memo.nodeHash(level, fn, l, r) : nodeHash;
   // 1. leaf_index must be below tree_size.
   if (leafIndex >= treeSize) return false;
   // 2, 3.
@@ -232,21 +242,46 @@ export function verifyInclusion(leafIndex: number, treeSize: number, leaf: Uint8
   for (const p of proof) {
     if (sn === 0) return false;
     if (fn % 2 === 1 || fn === sn) {
-      r = nodeHash(p, r);
+      r = node(p, r);
       if (fn % 2 === 0) {
         while (fn % 2 === 0 && fn !== 0) {
           fn = half(fn);
           sn = half(sn);
+          level++;
         }
       }
     } else {
-      r = nodeHash(r, p);
+      r = node(r, p);
     }
     fn = half(fn);
     sn = half(sn);
+    level++;
   }
   // 5.
   return sn === 0 && bytesEqual(r, root);
+}
+
+/**
+ * nodeHash remembered by tree position, for checking many inclusion proofs against one tree (one size, one root):
+ * the proofs of nearby leaves share most of their interior nodes, so each is hashed once. A hit needs both children
+ * byte for byte equal to the remembered ones, so the answers are exactly nodeHash's whatever the proofs hold. Bounded:
+ * past `limit` entries it starts again empty.
+ */
+export class NodeHashMemo {
+  private readonly known = new Map<number, { left: Buffer; right: Buffer; hash: Buffer }>();
+  constructor(private readonly limit = 1 << 20) {}
+
+  /** The hash of the pair combined at `index` of `level` (0: the leaves). */
+  nodeHash(level: number, index: number, left: Uint8Array, right: Uint8Array): Buffer {
+    // a key shared by two positions (beyond 2^53) only costs a miss: a hit still needs equal children
+    const key = level * 2 ** 46 + index;
+    const hit = this.known.get(key);
+    if (hit && bytesEqual(hit.left, left) && bytesEqual(hit.right, right)) return hit.hash;
+    const hash = nodeHash(left, right);
+    if (this.known.size >= this.limit) this.known.clear();
+    this.known.set(key, { left: Buffer.from(left), right: Buffer.from(right), hash });
+    return hash;
+  }
 }
 
 /**

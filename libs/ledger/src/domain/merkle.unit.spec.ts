@@ -7,6 +7,7 @@ import {
   consistencyProof,
   emptyRoot,
   inclusionProof,
+  NodeHashMemo,
   leafHash,
   newNodesForAppend,
   nodeHash,
@@ -200,6 +201,29 @@ describe('proofs from a node store, every tree size 1..70', () => {
   });
 
   const naive = new Naive(leaves);
+
+  it('a NodeHashMemo changes no answer: with one memo per tree, warmed by every valid proof, each mutation still fails', () => {
+    let compared = 0;
+    for (let n = 1; n <= N; n++) {
+      const r = roots[n] as Buffer;
+      const memo = new NodeHashMemo();
+      const proofs = Array.from({ length: n }, (_, m) => inclusionProof(m, n, node));
+      for (let m = 0; m < n; m++) expect(verifyInclusion(m, n, leaves[m] as Buffer, proofs[m] as Uint8Array[], r, memo)).toBe(true);
+      for (let m = 0; m < n; m++) {
+        const proof = proofs[m] as Uint8Array[];
+        const cases: Array<[number, Uint8Array, Uint8Array[]]> = [
+          [m, flipBit(leaves[m] as Buffer, 3), proof],
+          [(m + 1) % n, leaves[m] as Buffer, proof],
+          ...proof.map((h, i): [number, Uint8Array, Uint8Array[]] => [m, leaves[m] as Buffer, proof.map((x, j) => (j === i ? flipBit(h, 9) : x))]),
+        ];
+        for (const [i, leaf, pr] of cases) {
+          expect(verifyInclusion(i, n, leaf, pr, r, memo)).toBe(verifyInclusion(i, n, leaf, pr, r));
+          compared++;
+        }
+      }
+    }
+    expect(compared).toBeGreaterThan(N * 4);
+  });
 
   it('inclusion proofs match RFC 9162 PATH, verify, and every mutation fails', () => {
     const problems: string[] = [];

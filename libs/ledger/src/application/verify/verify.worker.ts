@@ -1,9 +1,10 @@
 /**
- * Worker thread entry for ledger verification. Three requests:
+ * Worker thread entry for ledger verification. Its requests:
  *   chunk  check events the main thread read and packed (any EventStore);
  *   range  read events [from, to) over this worker's own read-only connection and check them (SQLite), so the rows
  *          never cross threads; only digests and a compact summary go back;
  *   keys   the stored KeyRegistered events, a hint for which keys to verify with (the ordered pass decides);
+ *   signatures  check a batch of Ed25519 signatures whose keys the caller decided (signature-batch.ts);
  *   integrity  the storage check (SQLite `PRAGMA integrity_check`), run here so it overlaps the event checks.
  * This file is a composition root like a CLI entry: it is where the SQLite range reader and the ledger kernels
  * addon (when built; node:crypto and parseEnvelope otherwise) are wired in.
@@ -13,6 +14,7 @@ import type { ParallelReadSpec } from '../../ports/event-store.port';
 import { openRangeReader, type RangeReader } from '../../adapters/sqlite/sqlite-range-reader';
 import { bestKernels } from '../../adapters/native-kernels';
 import { checkChunk, checkRange, type ChunkInput, type ChunkOutput } from './check-chunk';
+import { badSignaturesIn, type SignatureBatch } from './signature-pack';
 
 const kernels = bestKernels();
 
@@ -32,6 +34,7 @@ export type WorkerRequest =
   | { seq: number; op: 'chunk'; input: ChunkInput }
   | { seq: number; op: 'range'; spec: ParallelReadSpec; from: number; to: number; keys: Array<[string, Uint8Array]> }
   | { seq: number; op: 'keys'; spec: ParallelReadSpec }
+  | { seq: number; op: 'signatures'; batch: SignatureBatch }
   | { seq: number; op: 'integrity'; spec: ParallelReadSpec };
 
 function transferOf(out: ChunkOutput): ArrayBuffer[] {
@@ -52,6 +55,8 @@ parentPort?.on('message', (msg: WorkerRequest) => {
         meta.streamIndex.buffer as ArrayBuffer,
         meta.typeIndex.buffer as ArrayBuffer,
       ]);
+    } else if (msg.op === 'signatures') {
+      parentPort?.postMessage({ seq: msg.seq, bad: badSignaturesIn(msg.batch) });
     } else if (msg.op === 'keys') {
       parentPort?.postMessage({ seq: msg.seq, keys: reader(msg.spec).keyRegistrations() });
     } else {

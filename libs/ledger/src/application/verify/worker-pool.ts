@@ -6,6 +6,7 @@ import { Worker } from 'node:worker_threads';
 import { workerEntry } from '@assay/core';
 import type { ParallelReadSpec } from '../../ports/event-store.port';
 import { checkChunk, type ChunkInput, type ChunkMeta, type ChunkOutput, type VerifyKernels } from './check-chunk';
+import type { SignatureBatch } from './signature-pack';
 
 export interface ChunkChecker {
   check(input: ChunkInput): Promise<ChunkOutput>;
@@ -20,6 +21,8 @@ export interface RangeChecker extends ChunkChecker {
   keyRegistrations(spec: ParallelReadSpec): Promise<Array<{ position: number; bytes: Uint8Array }>>;
   /** The storage integrity check, on a worker: problems, or an empty list. */
   integrityProblems(spec: ParallelReadSpec): Promise<string[]>;
+  /** The indexes of a batch's items whose Ed25519 signature does not verify (signature-batch.ts). */
+  signatures(batch: SignatureBatch): Promise<number[]>;
   /** Requests sent to the least busy worker and not answered yet. */
   leastPending(): number;
 }
@@ -36,6 +39,7 @@ interface Reply {
   meta?: ChunkMeta;
   keys?: Array<{ position: number; bytes: Uint8Array }>;
   problems?: string[];
+  bad?: number[];
   error?: string;
 }
 
@@ -79,6 +83,9 @@ export function workerChecker(count: number): RangeChecker {
     },
     keyRegistrations: async (spec) => (await post({ op: 'keys', spec })).keys ?? [],
     integrityProblems: async (spec) => (await post({ op: 'integrity', spec })).problems ?? [],
+    signatures: async (b) =>
+      (await post({ op: 'signatures', batch: b }, [b.messages.buffer as ArrayBuffer, b.keys.buffer as ArrayBuffer, b.signatures.buffer as ArrayBuffer])).bad ??
+      [],
     leastPending: () => Math.min(...load),
     async close() {
       await Promise.all(workers.map((w) => w.terminate()));
