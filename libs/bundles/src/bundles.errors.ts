@@ -16,6 +16,10 @@ export const BUNDLE_ERROR_KINDS = {
   BUNDLE_KEY_NOT_REGISTERED: 'refused',
   /** A trusted key given on the command line is not a verifier key. */
   BUNDLE_BAD_TRUSTED_KEY: 'invalid_input',
+  /** The checkpoint to export against (`--cosigned`) is missing, malformed, or not signed by this ledger's controller key. */
+  BUNDLE_CHECKPOINT_INVALID: 'invalid_input',
+  /** `--witness-policy`: the policy file is malformed. */
+  BUNDLE_BAD_WITNESS_POLICY: 'invalid_input',
 } as const satisfies ErrorTable;
 
 export const bundleError = errorFactory(BUNDLE_ERROR_KINDS);

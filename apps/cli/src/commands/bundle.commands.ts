@@ -1,5 +1,5 @@
 import { createReadStream, existsSync, readFileSync, statSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { AssayError } from '@assay/core';
 import type { CliContext } from '../cli-context';
@@ -50,8 +50,12 @@ export function register(program: Command, ctx: CliContext): void {
     .requiredOption('-o, --output <file>', 'the bundle file to write (written whole, then renamed into place)')
     .option('--snapshots <which>', "the snapshots whose blocks the bundle carries: best (the selected round's), all (every round's) or none", 'best')
     .option('--key <file>', "sign the claim with this private key (role publisher or controller, registered in the ledger); default: the home's controller key")
+    .option(
+      '--cosigned',
+      'prove against the checkpoint witnesses cosigned (<home>/ledger/checkpoint.cosigned, from `assay ledger checkpoint --witness...`), carrying their cosignatures; it must have been signed after the run ended',
+    )
     .option('--json', 'print a JSON summary')
-    .action(async (run: string, o: { output: string; snapshots: string; key?: string; json?: boolean }) => {
+    .action(async (run: string, o: { output: string; snapshots: string; key?: string; cosigned?: boolean; json?: boolean }) => {
       if (!/^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/.test(run)) throw usage(`the run id "${run}" is not a run id`);
       const { SNAPSHOT_MODES } = libs.bundles();
       if (!(SNAPSHOT_MODES as readonly string[]).includes(o.snapshots))
@@ -79,7 +83,22 @@ export function register(program: Command, ctx: CliContext): void {
             await store.close();
           }
         };
-        const r = await libs.bundles().exportBundle(home.ledger, { run, out, publisher, snapshots: mode, writeCar, progress: (d, t) => progress.tick(d, t) });
+        let checkpoint: string | undefined;
+        if (o.cosigned) {
+          const cosignedFile = join(ctx.home, 'ledger', 'checkpoint.cosigned');
+          try {
+            checkpoint = readFileSync(cosignedFile, 'utf8');
+          } catch (e) {
+            throw new AssayError(
+              'BUNDLE_CHECKPOINT_INVALID',
+              'invalid_input',
+              `--cosigned: cannot read ${cosignedFile} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}): have a checkpoint cosigned first (assay ledger checkpoint --witness FILE | --witness-cmd CMD)`,
+            );
+          }
+        }
+        const r = await libs
+          .bundles()
+          .exportBundle(home.ledger, { run, out, publisher, snapshots: mode, writeCar, checkpoint, progress: (d, t) => progress.tick(d, t) });
         progress.end();
         if (o.json)
           return ctx.out(
@@ -110,8 +129,12 @@ export function register(program: Command, ctx: CliContext): void {
     .argument('<file>', 'the bundle')
     .option('--trusted-key <key...>', "the ledger's root (controller) key: verifier key text or a .pub file; repeatable")
     .option('--trusted-keys <file>', 'a file of verifier key texts, one per line (# comments)')
+    .option(
+      '--witness-policy <file>',
+      'require the checkpoint to be cosigned by a quorum of these witnesses (assay-witness-policy/v1 JSON; docs/operations.md, "Witnesses")',
+    )
     .option('--json', 'print the verdict as JSON')
-    .action(async (file: string, o: { trustedKey?: string[]; trustedKeys?: string; json?: boolean }) => {
+    .action(async (file: string, o: { trustedKey?: string[]; trustedKeys?: string; witnessPolicy?: string; json?: boolean }) => {
       const trusted = (o.trustedKey ?? []).map((k) => keyText(k, 'trusted key'));
       if (o.trustedKeys !== undefined)
         trusted.push(
@@ -128,6 +151,15 @@ export function register(program: Command, ctx: CliContext): void {
           throw usage(`--trusted-key: "${k.slice(0, 80)}" is not a verifier key (name+hex+base64): ${(e as Error).message}`);
         }
       }
+      let witnessPolicy: import('@assay/ledger').WitnessPolicy | undefined;
+      if (o.witnessPolicy !== undefined) {
+        const text = keyText(o.witnessPolicy, 'witness policy');
+        try {
+          witnessPolicy = libs.ledger().parseWitnessPolicy(text);
+        } catch (e) {
+          throw new AssayError('BUNDLE_BAD_WITNESS_POLICY', 'invalid_input', `--witness-policy ${o.witnessPolicy}: ${(e as Error).message}`);
+        }
+      }
       let size: number;
       try {
         const st = statSync(file);
@@ -142,12 +174,14 @@ export function register(program: Command, ctx: CliContext): void {
       const v = await libs.bundles().verifyBundle(createReadStream(file), {
         trustedKeys: trusted,
         claims: libs.run().runClaimRules(),
+        witnessPolicy,
         progress: (d, t) => progress.tick(d, t),
       });
       progress.end();
       if (o.json) ctx.out(JSON.stringify({ file, ...v }, null, 2));
       else {
         for (const s of v.steps) ctx.out(`${s.status.padEnd(7)} ${s.name.padEnd(11)} ${s.checked}`);
+        if (v.witnesses && v.witnesses.met) ctx.out(`witnesses: the checkpoint ${libs.bundles().witnessSummary(v.witnesses)}`);
         if (v.failure)
           ctx.out(`${v.verdict === 'cannot_check' ? 'could not check' : 'INVALID'}: step ${v.failure.step}: ${v.failure.code}: ${v.failure.message}`);
         else {

@@ -5,7 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import { closeSync, fsyncSync, openSync, readSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
-import { canonicalJson, type Ledger, type JsonObject, type SigningKey } from '@assay/ledger';
+import { canonicalJson, ed25519NoteVerifier, openCheckpoint, type Ledger, type JsonObject, type SigningKey } from '@assay/ledger';
 import { recordOf, runStatusView, type RunEventRecord } from '@assay/run';
 import { parseCid } from '@assay/snapshots';
 import { TAR_END, tarHeader, tarPadding } from '@assay/containers';
@@ -39,6 +39,12 @@ export interface ExportOptions {
   /** Writes a CAR v1 of these roots (in this order) to a file (the snapshot store's export). */
   readonly writeCar?: (roots: readonly string[], file: string) => Promise<void>;
   readonly progress?: (done: number, total: number) => void;
+  /**
+   * The checkpoint every proof is against: a note this ledger's controller key signed, kept with any witnesses'
+   * cosignature lines (`<home>/ledger/checkpoint.cosigned`). Default: one signed now. Only events it covers are
+   * carried, so it must have been signed after the run ended.
+   */
+  readonly checkpoint?: string;
 }
 
 export interface ExportResult {
@@ -52,11 +58,15 @@ export interface ExportResult {
 }
 
 export async function exportBundle(ledger: Ledger, o: ExportOptions): Promise<ExportResult> {
-  // Which events: one scan of the log picks the streams the run's claim depends on.
+  // The checkpoint first: the bundle is the log as that checkpoint signs it, whatever is appended meanwhile.
+  const note = o.checkpoint ?? (await ledger.checkpoint()).note;
+  const cp = openOwnCheckpoint(ledger, note);
+
+  // Which events: one scan of the log up to the checkpoint picks the streams the run's claim depends on.
   const chosen: Array<{ position: number; bytes: Uint8Array }> = [];
   const runEvents: RunEventRecord[] = [];
   const wanted = bundleStreamsOf(o.run);
-  for await (const batch of ledger.store.readAll({ fromPosition: 0, batchSize: 1000 })) {
+  for await (const batch of ledger.store.readAll({ fromPosition: 0, toPosition: cp.treeSize, batchSize: 1000 })) {
     for (const e of batch) {
       const rec = recordOf(e);
       if (!wanted.accepts(rec)) continue;
@@ -73,7 +83,14 @@ export async function exportBundle(ledger: Ledger, o: ExportOptions): Promise<Ex
     model: started.model ?? null,
     selection: started.selection,
   });
-  if (!claim0) throw bundleError('BUNDLE_RUN_NOT_ENDED', `run ${o.run} has not ended (no RunCompleted): there is no result to claim yet`, { run: o.run });
+  if (!claim0)
+    throw bundleError(
+      'BUNDLE_RUN_NOT_ENDED',
+      o.checkpoint !== undefined
+        ? `the checkpoint (tree size ${cp.treeSize}) was signed before run ${o.run} ended: have a newer checkpoint cosigned (assay ledger checkpoint --witness...), or export without it`
+        : `run ${o.run} has not ended (no RunCompleted): there is no result to claim yet`,
+      { run: o.run },
+    );
   const completed = runEvents.find((e) => e.type === 'RunCompleted')?.data as { bestSnapshot: string | null };
   const claim: ResultClaim = { ...claim0, snapshot: completed.bestSnapshot };
 
@@ -84,11 +101,9 @@ export async function exportBundle(ledger: Ledger, o: ExportOptions): Promise<Ex
   );
   if (snapshotRoots.length > 0 && !o.writeCar) throw bundleError('BUNDLE_BAD_OPTION', `--snapshots ${mode} needs the snapshot store`);
 
-  // One checkpoint covering every chosen event; every proof is against it.
-  const cp = await ledger.checkpoint();
   const manifest: BundleManifest = {
     format: BUNDLE_FORMAT,
-    origin: checkpointOrigin(cp.note),
+    origin: cp.origin,
     run: o.run,
     events: chosen.length,
     treeSize: cp.treeSize,
@@ -137,15 +152,22 @@ export async function exportBundle(ledger: Ledger, o: ExportOptions): Promise<Ex
   };
   try {
     entry(ENTRY.manifest, Buffer.from(canonicalJson(manifest as unknown as JsonObject)));
-    entry(ENTRY.checkpoint, Buffer.from(cp.note));
+    entry(ENTRY.checkpoint, Buffer.from(note));
     // events.jsonl: its size must be in the header before its content, so it is built first (bounded by LIMITS).
+    const proofs = await ledger.inclusionProofsAt(cp.treeSize, cp.rootHash, chosen);
     const evLines: Buffer[] = [];
     let done = 0;
-    for (const e of chosen) {
-      const proof = await ledger.inclusionProof(e.position);
-      evLines.push(Buffer.from(eventLine(e.bytes, proof.proof)));
-      o.progress?.(++done, chosen.length);
-    }
+    chosen.forEach((e, i) => {
+      evLines.push(
+        Buffer.from(
+          eventLine(
+            e.bytes,
+            (proofs[i] as Uint8Array[]).map((h) => Buffer.from(h).toString('base64')),
+          ),
+        ),
+      );
+      if (++done % 1000 === 0 || done === chosen.length) o.progress?.(done, chosen.length);
+    });
     entry(ENTRY.events, Buffer.concat(evLines));
     if (snapshotRoots.length > 0) {
       await (o.writeCar as NonNullable<ExportOptions['writeCar']>)(snapshotRoots, carFile);
@@ -182,6 +204,13 @@ export async function exportBundle(ledger: Ledger, o: ExportOptions): Promise<Ex
   }
 }
 
-function checkpointOrigin(note: string): string {
-  return note.slice(0, note.indexOf('\n'));
+/** The note, opened with this ledger's controller key: a checkpoint of this log that the key signed, or a refusal. */
+function openOwnCheckpoint(ledger: Ledger, note: string): { origin: string; treeSize: number; rootHash: Uint8Array } {
+  const key = ledger.key('controller');
+  if (!key) throw bundleError('BUNDLE_CHECKPOINT_INVALID', "exporting a bundle needs the ledger's controller key, to check the checkpoint it carries");
+  try {
+    return openCheckpoint(note, [ed25519NoteVerifier(key.name, key.publicKey)]).checkpoint;
+  } catch (e) {
+    throw bundleError('BUNDLE_CHECKPOINT_INVALID', `the checkpoint to export against: ${(e as Error).message}`);
+  }
 }

@@ -34,6 +34,9 @@ import {
   parseEnvelope,
   parseVerifierKey,
   SignatureChecks,
+  checkWitnessPolicy,
+  type WitnessPolicy,
+  type WitnessPolicyResult,
   verifyInclusion,
   type ClaimRules,
   type Envelope,
@@ -70,6 +73,8 @@ export interface BundleVerdict {
   readonly verdict: 'valid' | 'invalid' | 'cannot_check';
   readonly steps: ReadonlyArray<{ readonly name: BundleStep; readonly status: 'ok' | 'failed' | 'skipped'; readonly checked: number }>;
   readonly failure: { readonly step: BundleStep; readonly code: string; readonly message: string; readonly position: number | null } | null;
+  /** With a witness policy: which of its witnesses cosigned the checkpoint (checked at the checkpoint step). */
+  readonly witnesses: WitnessPolicyResult | null;
   /** What the bundle claims, once the statement verified; null otherwise. */
   readonly claim: JsonObject | null;
   readonly run: string | null;
@@ -87,6 +92,22 @@ export interface VerifyBundleOptions {
    * but one (at least 1, at most 4; this thread meanwhile reads the file and checks the CAR, chains and proofs) for bundles of PARALLEL_SIGNATURES_FROM events or more, else 0.
    */
   readonly signatureWorkers?: number;
+  /**
+   * The witnesses the auditor trusts and how many must have cosigned the bundle's checkpoint (`--witness-policy`):
+   * without the quorum the checkpoint step fails (BUNDLE_WITNESS_QUORUM). Without a policy, cosignature lines are
+   * ignored.
+   */
+  readonly witnessPolicy?: WitnessPolicy;
+}
+
+/** "is cosigned by 1 of the 2 ... needed" with who did, who did not and whose line did not verify or did not count. */
+export function witnessSummary(w: WitnessPolicyResult): string {
+  const parts = [`is cosigned by ${w.cosigned.length} of the policy's witnesses, ${w.quorum} needed`];
+  if (w.cosigned.length > 0) parts.push(`cosigned: ${w.cosigned.map((c) => c.signer).join(', ')}`);
+  if (w.missing.length > 0) parts.push(`no cosignature: ${w.missing.join(', ')}`);
+  if (w.invalid.length > 0) parts.push(`not verifying: ${w.invalid.map((c) => c.signer).join(', ')}`);
+  if (w.outside.length > 0) parts.push(`outside the policy (not counted): ${w.outside.join(', ')}`);
+  return parts.join('; ');
 }
 
 /** Below this many events the workers' start-up costs more than they save. */
@@ -131,6 +152,7 @@ export async function verifyBundle(source: AsyncIterable<Uint8Array>, o: VerifyB
   let events: BundleEvent[] = [];
   let claim: JsonObject | null = null;
   let checks: SignatureChecks | null = null;
+  let witnesses: WitnessPolicyResult | null = null;
   try {
     enter('format');
     // The signatures step in two halves. The ordered pass (schemas, roles, revocations: which key may sign what,
@@ -258,6 +280,16 @@ export async function verifyBundle(source: AsyncIterable<Uint8Array>, o: VerifyB
           'BUNDLE_CHECKPOINT_INVALID',
           `the checkpoint signs a tree of ${cp.treeSize} events, the manifest says ${manifest.treeSize}`,
         );
+      if (o.witnessPolicy) {
+        let w: WitnessPolicyResult;
+        try {
+          w = checkWitnessPolicy((parts.get(ENTRY.checkpoint) as Buffer).toString('utf8'), o.witnessPolicy);
+        } catch (err) {
+          throw new StepFailure('checkpoint', 'BUNDLE_CHECKPOINT_INVALID', `the checkpoint: ${(err as Error).message}`);
+        }
+        witnesses = w;
+        if (!w.met) throw new StepFailure('checkpoint', 'BUNDLE_WITNESS_QUORUM', `the checkpoint ${witnessSummary(w)}`);
+      }
       count();
 
       enter('proofs');
@@ -394,6 +426,7 @@ export async function verifyBundle(source: AsyncIterable<Uint8Array>, o: VerifyB
         checked: i <= failedAt ? (checked.get(name) ?? 0) : 0,
       })),
       failure: f ? { step: f.step, code: f.code, message: f.message, position: f.position } : null,
+      witnesses,
       claim,
       run,
       events: events.length,

@@ -8,7 +8,17 @@ import { eventDataProblem, genericAppendProblem, genericStreamProblem, CATALOGUE
 import { MAX_ENVELOPE_BYTES, envelopeText, STREAM_RE, UUID_RE } from '../domain/envelope';
 import { canonicalJson } from '../domain/jcs';
 import type { JsonObject } from '../domain/json';
-import { leafHash, rootAt, inclusionProof, consistencyProof, newNodesForAppend, verifyConsistency, verifyInclusion, type NodeSource } from '../domain/merkle';
+import {
+  leafHash,
+  rootAt,
+  inclusionProof,
+  consistencyProof,
+  newNodesForAppend,
+  verifyConsistency,
+  verifyInclusion,
+  NodeHashMemo,
+  type NodeSource,
+} from '../domain/merkle';
 import { formatCheckpointBody, parseCheckpointBody } from '../domain/checkpoint';
 import { anchoredRoot } from '../domain/anchored-root';
 import { signNote } from '../domain/note';
@@ -478,6 +488,43 @@ export class Ledger {
         { details: { position, treeSize: cp.treeSize } },
       );
     return { position, treeSize: cp.treeSize, leafHash: b64(leaf), proof: proof.map(b64), checkpoint: cp.note };
+  }
+
+  /**
+   * Inclusion proofs of many events against one tree of `treeSize` events whose root the caller holds from a signed
+   * checkpoint note (a result bundle's). The stored nodes are read once; the root they give for that size must be
+   * `root`, and every proof is checked from the event's own bytes to `root` before it is returned.
+   */
+  async inclusionProofsAt(treeSize: number, root: Uint8Array, events: ReadonlyArray<{ position: number; bytes: Uint8Array }>): Promise<Uint8Array[][]> {
+    const size = await this.o.store.size();
+    if (!Number.isSafeInteger(treeSize) || treeSize < 1 || treeSize > size)
+      throw new AssayError('LEDGER_POSITION_OUT_OF_RANGE', 'not_found', `a tree of size ${treeSize} is not in this log (size ${size})`, {
+        details: { treeSize, size },
+      });
+    const node = await this.readNodes(treeSize);
+    if (!Buffer.from(rootAt(treeSize, node)).equals(Buffer.from(root)))
+      throw new AssayError(
+        'LEDGER_PROOF_MISMATCH',
+        'integrity',
+        `the root of this log's first ${treeSize} events is not the checkpoint's: the checkpoint is of another log, or the stored data was changed`,
+        { details: { treeSize } },
+      );
+    const memo = new NodeHashMemo();
+    return events.map((e) => {
+      if (e.position >= treeSize)
+        throw new AssayError('LEDGER_POSITION_OUT_OF_RANGE', 'not_found', `position ${e.position} is not in the tree of size ${treeSize}`, {
+          details: { position: e.position, treeSize },
+        });
+      const proof = inclusionProof(e.position, treeSize, node);
+      if (!verifyInclusion(e.position, treeSize, leafHash(e.bytes), proof, root, memo))
+        throw new AssayError(
+          'LEDGER_PROOF_MISMATCH',
+          'integrity',
+          `the inclusion proof of position ${e.position} does not lead from its bytes to the root of size ${treeSize}: the stored data was changed; run \`assay ledger verify\``,
+          { details: { position: e.position, treeSize } },
+        );
+      return proof;
+    });
   }
 
   /**
