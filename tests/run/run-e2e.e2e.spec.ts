@@ -4,7 +4,7 @@
  */
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { appendFileSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Docker from 'dockerode';
@@ -172,6 +172,35 @@ describeDocker('assay run (CLI, Docker)', () => {
       verdict: 'valid',
       claim: { run: 'ref1', round: 4, claimedScore: rep.bestScore, counts: { rounds: 4, violating: 1 } },
     });
+    // with its logs: full (the files as recorded) and redacted (assay-redact/1, each copy linked by a LogRedacted event)
+    const trustedRoot = join(home, 'keys', rootPub);
+    for (const mode of ['full', 'redacted'] as const) {
+      const file = join(home, `ref1-${mode}.bundle`);
+      const ex = await assay(['bundle', 'export', 'ref1', '-o', file, '--logs', mode, '--snapshots', 'none'], home);
+      expect([ex.code, ex.stderr]).toEqual([0, '']);
+      expect(ex.stdout).toMatch(new RegExp(`logs +4 carried, ${mode}`));
+      const v = await assay(['verify', file, '--trusted-key', trustedRoot, '--json'], join(home, 'elsewhere'));
+      expect(v.code).toBe(0);
+      expect(JSON.parse(v.stdout).steps).toContainEqual({ name: 'logs', status: 'ok', checked: 4 });
+      // one byte of a carried log changed: refused at the logs step
+      const bytes = readFileSync(file);
+      const at = bytes.indexOf('"content":"', bytes.indexOf('assay-bundle/logs.jsonl')) + 20;
+      bytes[at] = bytes[at] === 0x41 ? 0x42 : 0x41;
+      writeFileSync(`${file}.bad`, bytes);
+      const bad = await assay(['verify', `${file}.bad`, '--trusted-key', trustedRoot, '--json'], join(home, 'elsewhere'));
+      expect(bad.code).toBe(5);
+      expect(JSON.parse(bad.stdout).failure).toMatchObject({ step: 'logs', code: expect.stringMatching(/^BUNDLE_LOG/) });
+    }
+    const redactions = await homeEvents(home, 'redaction-ref1');
+    expect(redactions.map((e) => [e.type, (e.data as { log: string }).log])).toEqual([
+      ['LogRedacted', 'transcript/session-1'],
+      ['LogRedacted', 'judge/round-1'],
+      ['LogRedacted', 'judge/round-3'],
+      ['LogRedacted', 'judge/round-4'],
+    ]);
+    // a second redacted export records nothing new
+    expect((await assay(['bundle', 'export', 'ref1', '-o', join(home, 'again.bundle'), '--logs', 'redacted'], home)).code).toBe(0);
+    expect(await homeEvents(home, 'redaction-ref1')).toHaveLength(4);
     // --resume of an ended run: its report from the ledger, no image built, no container started
     const again = await assay(['run', '--resume', 'ref1'], home);
     expect(again.code).toBe(0);

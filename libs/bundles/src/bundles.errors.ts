@@ -18,6 +18,11 @@ export const BUNDLE_ERROR_KINDS = {
   BUNDLE_BAD_TRUSTED_KEY: 'invalid_input',
   /** The checkpoint to export against (`--cosigned`) is missing, malformed, or not signed by this ledger's controller key. */
   BUNDLE_CHECKPOINT_INVALID: 'invalid_input',
+  /** `--logs`: a log the ledger records a digest for is missing from the run directory, or differs from that digest. */
+  BUNDLE_LOG_MISSING: 'not_found',
+  BUNDLE_LOG_MISMATCH: 'integrity',
+  /** `--logs redacted` against a given checkpoint: the redactions are not recorded before it. */
+  BUNDLE_LOGS_NOT_RECORDED: 'conflict',
   /** `--witness-policy`: the policy file is malformed. */
   BUNDLE_BAD_WITNESS_POLICY: 'invalid_input',
 } as const satisfies ErrorTable;

@@ -4,6 +4,7 @@ export * from './bundles.errors';
 // domain: the format, pure
 export * from './domain/bundle-format';
 export * from './domain/bundle-streams';
+export * from './domain/log-redaction';
 
 // application
 export * from './application/export-bundle';

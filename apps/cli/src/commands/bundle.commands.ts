@@ -1,4 +1,5 @@
 import { createReadStream, existsSync, readFileSync, statSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { AssayError } from '@assay/core';
@@ -27,6 +28,12 @@ function keyText(value: string, what: string): string {
   return text;
 }
 
+/** This machine's host name and its first label (`build-7.example.org` and `build-7`), for the `host` redaction rule. */
+function hostnamesOfThisMachine(): string[] {
+  const h = hostname();
+  return [h, h.split('.')[0] as string];
+}
+
 /** A private key file that the ledger registers with role publisher or controller, not revoked. */
 async function publisherKey(file: string, home: import('@assay/ledger').LedgerHome): Promise<import('@assay/ledger').SigningKey> {
   const { readPrivateKey, toSigningKey } = libs.ledger();
@@ -51,16 +58,24 @@ export function register(program: Command, ctx: CliContext): void {
     .option('--snapshots <which>', "the snapshots whose blocks the bundle carries: best (the selected round's), all (every round's) or none", 'best')
     .option('--key <file>', "sign the claim with this private key (role publisher or controller, registered in the ledger); default: the home's controller key")
     .option(
+      '--logs <which>',
+      "the run's logs the bundle carries: none (their digests are in the events), redacted (copies under assay-redact/1, each recorded as a LogRedacted event) or full",
+      'none',
+    )
+    .option(
       '--cosigned',
       'prove against the checkpoint witnesses cosigned (<home>/ledger/checkpoint.cosigned, from `assay ledger checkpoint --witness...`), carrying their cosignatures; it must have been signed after the run ended',
     )
     .option('--json', 'print a JSON summary')
-    .action(async (run: string, o: { output: string; snapshots: string; key?: string; cosigned?: boolean; json?: boolean }) => {
+    .action(async (run: string, o: { output: string; snapshots: string; logs: string; key?: string; cosigned?: boolean; json?: boolean }) => {
       if (!/^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/.test(run)) throw usage(`the run id "${run}" is not a run id`);
       const { SNAPSHOT_MODES } = libs.bundles();
       if (!(SNAPSHOT_MODES as readonly string[]).includes(o.snapshots))
         throw usage(`--snapshots must be one of ${SNAPSHOT_MODES.join(', ')}, got "${o.snapshots}"`);
       const mode = o.snapshots as (typeof SNAPSHOT_MODES)[number];
+      const { LOG_MODES } = libs.bundles();
+      if (!(LOG_MODES as readonly string[]).includes(o.logs)) throw usage(`--logs must be one of ${LOG_MODES.join(', ')}, got "${o.logs}"`);
+      const logs = o.logs as (typeof LOG_MODES)[number];
       const out = resolve(o.output);
       if (existsSync(out) && statSync(out).isDirectory()) throw usage(`--output ${o.output} is a directory; give a file name`);
       const { LedgerHome } = libs.ledger();
@@ -96,9 +111,18 @@ export function register(program: Command, ctx: CliContext): void {
             );
           }
         }
-        const r = await libs
-          .bundles()
-          .exportBundle(home.ledger, { run, out, publisher, snapshots: mode, writeCar, checkpoint, progress: (d, t) => progress.tick(d, t) });
+        const r = await libs.bundles().exportBundle(home.ledger, {
+          run,
+          out,
+          publisher,
+          snapshots: mode,
+          writeCar,
+          checkpoint,
+          logs,
+          runDir: join(ctx.home, 'runs', run),
+          hostnames: hostnamesOfThisMachine(),
+          progress: (d, t) => progress.tick(d, t),
+        });
         progress.end();
         if (o.json)
           return ctx.out(
@@ -115,6 +139,7 @@ export function register(program: Command, ctx: CliContext): void {
         );
         ctx.out(`events    ${r.events}, proved against a checkpoint of ${r.treeSize}; signed by ${publisher.signer}`);
         ctx.out(`snapshots ${r.snapshotRoots.length === 0 ? 'none carried' : r.snapshotRoots.join(', ')}`);
+        ctx.out(`logs      ${logs === 'none' ? 'none carried (their digests are in the events)' : `${r.logs} carried, ${logs}`}`);
         ctx.out(`check it  assay verify ${o.output} --trusted-key <the ledger's controller public key>`);
       } finally {
         await home.close();

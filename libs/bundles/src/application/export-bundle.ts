@@ -4,9 +4,11 @@
  * into place when complete, so a reader never sees half a bundle. Events are read and written one batch at a time.
  */
 import { createHash } from 'node:crypto';
-import { closeSync, fsyncSync, openSync, readSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
+import { closeSync, fsyncSync, openSync, readFileSync, readSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
 import { canonicalJson, ed25519NoteVerifier, openCheckpoint, type Ledger, type JsonObject, type SigningKey } from '@assay/ledger';
-import { recordOf, runStatusView, type RunEventRecord } from '@assay/run';
+import { recordedJudgeLogs, recordedTranscripts, recordOf, runStatusView, type RunEventRecord } from '@assay/run';
+import { REDACTION_RULES, redactLog } from '../domain/log-redaction';
 import { parseCid } from '@assay/snapshots';
 import { TAR_END, tarHeader, tarPadding } from '@assay/containers';
 import {
@@ -15,6 +17,9 @@ import {
   contentDigest,
   contentLine,
   contentLineOf,
+  LIMITS,
+  logLine,
+  type LogMode,
   snapshotRootsFor,
   type SnapshotMode,
   DSSE_PAYLOAD_TYPE,
@@ -45,6 +50,12 @@ export interface ExportOptions {
    * carried, so it must have been signed after the run ended.
    */
   readonly checkpoint?: string;
+  /** Which logs to carry (default none). Not none needs `runDir`. */
+  readonly logs?: LogMode;
+  /** The run's directory (`<home>/runs/<run>`): `agent/session-<n>.log`, `logs/round-<n>.log`. */
+  readonly runDir?: string;
+  /** For `--logs redacted`: this machine's host names (the `host` rule). */
+  readonly hostnames?: readonly string[];
 }
 
 export interface ExportResult {
@@ -55,10 +66,16 @@ export interface ExportResult {
   readonly claim: ResultClaim;
   readonly contentDigest: string;
   readonly snapshotRoots: readonly string[];
+  /** Logs carried (0 for --logs none). */
+  readonly logs: number;
 }
 
 export async function exportBundle(ledger: Ledger, o: ExportOptions): Promise<ExportResult> {
-  // The checkpoint first: the bundle is the log as that checkpoint signs it, whatever is appended meanwhile.
+  // Logs first: publishing them redacted records LogRedacted events, which the checkpoint must then cover.
+  const logMode: LogMode = o.logs ?? 'none';
+  const logs = logMode === 'none' ? [] : await collectLogs(ledger, o, logMode);
+
+  // The checkpoint: the bundle is the log as that checkpoint signs it, whatever is appended meanwhile.
   const note = o.checkpoint ?? (await ledger.checkpoint()).note;
   const cp = openOwnCheckpoint(ledger, note);
 
@@ -110,7 +127,7 @@ export async function exportBundle(ledger: Ledger, o: ExportOptions): Promise<Ex
     streams: [...wanted.seen].sort(),
     snapshots: mode,
     snapshotRoots,
-    logs: 'none',
+    logs: logMode,
   };
 
   const partial = `${o.out}.partial`;
@@ -169,6 +186,7 @@ export async function exportBundle(ledger: Ledger, o: ExportOptions): Promise<Ex
       if (++done % 1000 === 0 || done === chosen.length) o.progress?.(done, chosen.length);
     });
     entry(ENTRY.events, Buffer.concat(evLines));
+    if (logMode !== 'none') entry(ENTRY.logs, Buffer.from(logs.map((l) => logLine(l.log, l.content)).join('')));
     if (snapshotRoots.length > 0) {
       await (o.writeCar as NonNullable<ExportOptions['writeCar']>)(snapshotRoots, carFile);
       fileEntry(ENTRY.snapshots, carFile);
@@ -191,7 +209,7 @@ export async function exportBundle(ledger: Ledger, o: ExportOptions): Promise<Ex
     fsyncSync(fd);
     closeSync(fd);
     renameSync(partial, o.out);
-    return { path: o.out, events: chosen.length, treeSize: cp.treeSize, bytes, claim, contentDigest: content, snapshotRoots };
+    return { path: o.out, events: chosen.length, treeSize: cp.treeSize, bytes, claim, contentDigest: content, snapshotRoots, logs: logs.length };
   } catch (e) {
     try {
       closeSync(fd);
@@ -202,6 +220,74 @@ export async function exportBundle(ledger: Ledger, o: ExportOptions): Promise<Ex
     rmSync(carFile, { force: true });
     throw e;
   }
+}
+
+/**
+ * The run's recorded logs (every transcript session the ledger has a digest for, every round's Judge log), read from
+ * the run directory and checked against the recorded digests: a file that is missing or differs is not published.
+ * Redacted: each copy under `assay-redact/1`, linked to its original by a LogRedacted event (recorded once; an
+ * export against a given checkpoint cannot record, so it needs them recorded already).
+ */
+async function collectLogs(ledger: Ledger, o: ExportOptions, mode: Exclude<LogMode, 'none'>): Promise<Array<{ log: string; content: Buffer }>> {
+  if (!o.runDir) throw bundleError('BUNDLE_BAD_OPTION', `--logs ${mode} needs the run's directory`);
+  const wanted: Array<{ log: string; file: string; digest: string }> = [];
+  for (const [session, d] of [...(await recordedTranscripts(ledger, o.run))].sort((a, b) => a[0] - b[0]))
+    wanted.push({ log: `transcript/session-${session}`, file: join(o.runDir, 'agent', `session-${session}.log`), digest: d.digest });
+  for (const [round, d] of [...(await recordedJudgeLogs(ledger, o.run))].sort((a, b) => a[0] - b[0]))
+    wanted.push({ log: `judge/round-${round}`, file: join(o.runDir, 'logs', `round-${round}.log`), digest: d.digest });
+  const existing = new Set<string>();
+  if (mode === 'redacted')
+    for await (const e of ledger.store.readStream(`redaction-${o.run}`)) {
+      const d = recordOf(e).data as { log?: unknown; original?: unknown; redacted?: unknown; rules?: unknown };
+      if (e.type === 'LogRedacted') existing.add(`${String(d.log)} ${String(d.original)} ${String(d.redacted)} ${String(d.rules)}`);
+    }
+  const out: Array<{ log: string; content: Buffer }> = [];
+  const toRecord: JsonObject[] = [];
+  let total = 0;
+  for (const w of wanted) {
+    let bytes: Buffer;
+    try {
+      bytes = readFileSync(w.file);
+    } catch (e) {
+      throw bundleError(
+        'BUNDLE_LOG_MISSING',
+        `${w.log}: cannot read ${w.file} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}); the ledger records its digest ${w.digest}`,
+        {
+          log: w.log,
+        },
+      );
+    }
+    const got = `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
+    if (got !== w.digest)
+      throw bundleError('BUNDLE_LOG_MISMATCH', `${w.log}: ${w.file} has digest ${got}, the ledger recorded ${w.digest}: it changed after it was recorded`, {
+        log: w.log,
+      });
+    let content = bytes;
+    if (mode === 'redacted') {
+      const r = redactLog(bytes, { hostnames: o.hostnames ?? [] });
+      content = r.bytes;
+      const redacted = `sha256:${createHash('sha256').update(content).digest('hex')}`;
+      if (!existing.has(`${w.log} ${w.digest} ${redacted} ${REDACTION_RULES}`))
+        toRecord.push({ run: o.run, log: w.log, original: w.digest, redacted, rules: REDACTION_RULES, replaced: r.total });
+    }
+    total += Math.ceil(content.length / 3) * 4 + 200;
+    if (total > LIMITS.logsBytes)
+      throw bundleError('BUNDLE_BAD_OPTION', `the run's logs are more than ${LIMITS.logsBytes} bytes in a bundle; export with --logs none`);
+    out.push({ log: w.log, content });
+  }
+  if (toRecord.length > 0) {
+    if (o.checkpoint !== undefined)
+      throw bundleError(
+        'BUNDLE_LOGS_NOT_RECORDED',
+        `${toRecord.length} redacted log(s) have no LogRedacted event before the given checkpoint: export once without it to record them, have a newer checkpoint cosigned, then export against that`,
+      );
+    await ledger.append(
+      `redaction-${o.run}`,
+      toRecord.map((data) => ({ type: 'LogRedacted', data })),
+      'any',
+    );
+  }
+  return out;
 }
 
 /** The note, opened with this ledger's controller key: a checkpoint of this log that the key signed, or a refusal. */

@@ -60,13 +60,15 @@ import {
   snapshotRootsFor,
   SNAPSHOT_MODES,
   LIMITS,
+  LOG_MODES,
   pae,
   PREDICATE_TYPE,
   STATEMENT_TYPE,
   type BundleManifest,
 } from '../domain/bundle-format';
+import { REDACTION_RULES } from '../domain/log-redaction';
 
-export const BUNDLE_STEPS = ['format', 'trust', 'signatures', 'chains', 'checkpoint', 'proofs', 'claims', 'snapshots', 'statement'] as const;
+export const BUNDLE_STEPS = ['format', 'trust', 'signatures', 'chains', 'checkpoint', 'proofs', 'claims', 'snapshots', 'logs', 'statement'] as const;
 export type BundleStep = (typeof BUNDLE_STEPS)[number];
 
 export interface BundleVerdict {
@@ -401,6 +403,9 @@ export async function verifyBundle(source: AsyncIterable<Uint8Array>, o: VerifyB
       }
     }
 
+    enter('logs');
+    if (manifest.logs !== 'none') count(checkLogs(parts.get(ENTRY.logs) as Buffer, manifest, events));
+
     enter('statement');
     const statement = openStatement(parts.get(ENTRY.statement) as Buffer, registry, manifest.treeSize);
     const content = contentDigest(read.contentLines);
@@ -452,6 +457,7 @@ const HELD: Record<string, number> = {
   [ENTRY.manifest]: LIMITS.manifestBytes,
   [ENTRY.checkpoint]: LIMITS.checkpointBytes,
   [ENTRY.events]: LIMITS.eventsBytes,
+  [ENTRY.logs]: LIMITS.logsBytes,
   [ENTRY.statement]: LIMITS.statementBytes,
 };
 
@@ -489,7 +495,7 @@ async function readEntries(
     if (pad.some((b) => b !== 0)) throw fmt('BUNDLE_HEADER_INVALID', `the padding after ${name} is not all zeros`);
     if (name === ENTRY.manifest) {
       manifest = parseManifest(parts.get(name) as Buffer);
-      order = entryOrder(manifest.snapshotRoots.length > 0);
+      order = entryOrder(manifest.snapshotRoots.length > 0, manifest.logs !== 'none');
     }
   }
   const end = await input.take(TAR_END.length);
@@ -643,14 +649,70 @@ function parseManifest(bytes: Buffer): BundleManifest {
     Array.isArray(m.snapshotRoots) &&
     m.snapshotRoots.length <= 1024 &&
     m.snapshotRoots.every((s) => typeof s === 'string' && /^[a-z0-9]{1,128}$/.test(s)) &&
-    m.logs === 'none' &&
+    (LOG_MODES as readonly unknown[]).includes(m.logs) &&
     Object.keys(m).length === 9;
   if (!ok)
     throw fmt(
       'BUNDLE_MANIFEST_INVALID',
-      `${ENTRY.manifest}: expected exactly {format, origin, run, events, treeSize, streams, snapshots: "none"|"best"|"all", snapshotRoots: [CID, ...], logs: "none"}`,
+      `${ENTRY.manifest}: expected exactly {format, origin, run, events, treeSize, streams, snapshots: "none"|"best"|"all", snapshotRoots: [CID, ...], logs: "none"|"redacted"|"full"}`,
     );
   return m as unknown as BundleManifest;
+}
+
+/**
+ * The logs step: logs.jsonl holds exactly one line per log the carried events record a digest for (each transcript
+ * session's AgentTranscriptRecorded, each round's last JudgeCompleted.outputDigest), in that order; each line's digest
+ * is its content's; `full`: the recorded digest; `redacted`: the `redacted` digest of a carried LogRedacted whose
+ * `original` is the recorded digest. Returns the number of logs checked.
+ */
+function checkLogs(bytes: Buffer, m: BundleManifest, events: readonly BundleEvent[]): number {
+  const bad = (code: string, message: string) => new StepFailure('logs', code, `${ENTRY.logs}: ${message}`);
+  const recorded = new Map<string, string>();
+  const transcripts: Array<[number, string]> = [];
+  const judges = new Map<number, string>();
+  const redactions = new Set<string>();
+  for (const e of events) {
+    const d = e.env.data as Record<string, unknown>;
+    if (e.env.type === 'AgentTranscriptRecorded' && e.env.stream === `transcript-${m.run}` && d.run === m.run && typeof d.digest === 'string') {
+      if (!transcripts.some(([s]) => s === d.session)) transcripts.push([d.session as number, d.digest]);
+    } else if (e.env.type === 'JudgeCompleted' && e.env.stream.startsWith('judge-') && d.run === m.run && typeof d.outputDigest === 'string')
+      judges.set(d.round as number, d.outputDigest);
+    else if (e.env.type === 'LogRedacted' && e.env.stream === `redaction-${m.run}` && d.run === m.run)
+      redactions.add(`${String(d.log)} ${String(d.original)} ${String(d.redacted)} ${String(d.rules)}`);
+  }
+  for (const [s, digest] of transcripts.sort((a, b) => a[0] - b[0])) recorded.set(`transcript/session-${s}`, digest);
+  for (const [r, digest] of [...judges].sort((a, b) => a[0] - b[0])) recorded.set(`judge/round-${r}`, digest);
+  const text = bytes.toString('utf8');
+  if (text.length > 0 && !text.endsWith('\n')) throw bad('BUNDLE_LOGS_INVALID', 'the last line has no newline (truncated?)');
+  const lines = text.length === 0 ? [] : text.slice(0, -1).split('\n');
+  const want = [...recorded.keys()];
+  if (lines.length !== want.length)
+    throw bad('BUNDLE_LOGS_INCOMPLETE', `${lines.length} logs carried; the events record ${want.length} (${want.join(', ') || 'none'})`);
+  lines.forEach((line, i) => {
+    const where = `line ${i + 1}`;
+    let o: Record<string, unknown>;
+    try {
+      o = parseCanonical(Buffer.from(line, 'utf8'), `${ENTRY.logs} ${where}`) as Record<string, unknown>;
+    } catch (err) {
+      throw bad('BUNDLE_LOGS_INVALID', (err as Error).message);
+    }
+    if (typeof o.log !== 'string' || typeof o.digest !== 'string' || typeof o.content !== 'string' || Object.keys(o).length !== 3)
+      throw bad('BUNDLE_LOGS_INVALID', `${where}: expected exactly {log, digest, content: base64}`);
+    if (o.log !== want[i]) throw bad('BUNDLE_LOGS_INCOMPLETE', `${where} is ${JSON.stringify(o.log)}; expected ${want[i]} (the recorded logs, in order)`);
+    const content = Buffer.from(o.content, 'base64');
+    if (content.toString('base64') !== o.content) throw bad('BUNDLE_LOGS_INVALID', `${where}: content is not canonical standard base64`);
+    const digest = `sha256:${createHash('sha256').update(content).digest('hex')}`;
+    if (digest !== o.digest) throw bad('BUNDLE_LOG_DIGEST_MISMATCH', `${o.log}: the content's digest is ${digest}, the line says ${o.digest}`);
+    const original = recorded.get(o.log) as string;
+    if (m.logs === 'full' && digest !== original)
+      throw bad('BUNDLE_LOG_DIGEST_MISMATCH', `${o.log}: the content is not the recorded log (${original}; carried ${digest})`);
+    if (m.logs === 'redacted' && !redactions.has(`${o.log} ${original} ${digest} ${REDACTION_RULES}`))
+      throw bad(
+        'BUNDLE_LOG_NOT_REDACTION',
+        `${o.log}: no carried LogRedacted links the recorded ${original} to the carried ${digest} under ${REDACTION_RULES}`,
+      );
+  });
+  return lines.length;
 }
 
 /** The events entry, line by line; `each` sees every event as soon as it parsed (the signatures' ordered pass). */

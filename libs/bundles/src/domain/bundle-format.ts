@@ -8,6 +8,7 @@
  *   assay-bundle/manifest.json        canonical JSON: format, origin, run, counts, what is included
  *   assay-bundle/checkpoint           the signed checkpoint note every inclusion proof is against
  *   assay-bundle/events.jsonl         one canonical JSON line per event, position order: {envelope, proof}
+ *   assay-bundle/logs.jsonl           (only when the manifest's logs is not "none") one line per log: {log, digest, content}
  *   assay-bundle/snapshots.car        (only when the manifest's snapshots is not "none") CAR v1 of the chosen snapshots
  *   assay-bundle/statement.dsse.json  DSSE envelope: an in-toto Statement v1 whose predicate is the claim
  *
@@ -23,14 +24,25 @@ export const ENTRY = {
   manifest: 'assay-bundle/manifest.json',
   checkpoint: 'assay-bundle/checkpoint',
   events: 'assay-bundle/events.jsonl',
+  logs: 'assay-bundle/logs.jsonl',
   snapshots: 'assay-bundle/snapshots.car',
   statement: 'assay-bundle/statement.dsse.json',
 } as const;
-/** The entries of a bundle, in order: the snapshots entry is there exactly when the manifest lists snapshot roots. */
-export function entryOrder(withSnapshots: boolean): readonly string[] {
-  return withSnapshots
-    ? [ENTRY.manifest, ENTRY.checkpoint, ENTRY.events, ENTRY.snapshots, ENTRY.statement]
-    : [ENTRY.manifest, ENTRY.checkpoint, ENTRY.events, ENTRY.statement];
+/**
+ * The entries of a bundle, in order: the logs entry is there exactly when the manifest's logs is not "none", the
+ * snapshots entry exactly when the manifest lists snapshot roots.
+ */
+export function entryOrder(withSnapshots: boolean, withLogs = false): readonly string[] {
+  return [ENTRY.manifest, ENTRY.checkpoint, ENTRY.events, ...(withLogs ? [ENTRY.logs] : []), ...(withSnapshots ? [ENTRY.snapshots] : []), ENTRY.statement];
+}
+
+/** Which logs a bundle carries: none (their digests are in the events), redacted copies, or the files as recorded. */
+export const LOG_MODES = ['none', 'redacted', 'full'] as const;
+export type LogMode = (typeof LOG_MODES)[number];
+
+/** One line of logs.jsonl: a log's name (`transcript/session-<n>` or `judge/round-<n>`), its content's digest, the content. */
+export function logLine(log: string, content: Uint8Array): string {
+  return `${canonicalJson({ log, digest: `sha256:${createHash('sha256').update(content).digest('hex')}`, content: Buffer.from(content).toString('base64') })}\n`;
 }
 
 export const SNAPSHOT_MODES = ['none', 'best', 'all'] as const;
@@ -43,6 +55,8 @@ export const LIMITS = {
   manifestBytes: 64 * 1024,
   checkpointBytes: 64 * 1024,
   eventsBytes: 480 * 1024 * 1024,
+  /** All logs together, base64 in JSON lines (held in memory). */
+  logsBytes: 256 * 1024 * 1024,
   statementBytes: 1024 * 1024,
   /** The snapshots entry is streamed, never held: bounded only by the archive's size limit. */
   snapshotsBytes: 64 * 1024 * 1024 * 1024,
@@ -70,8 +84,11 @@ export interface BundleManifest {
   readonly snapshots: SnapshotMode;
   /** The CAR's roots, in order (empty for none); recomputed by the verifier from the events. */
   readonly snapshotRoots: readonly string[];
-  /** `none` in this version: log digests are in the events (JudgeCompleted, AgentTranscriptRecorded), not the files. */
-  readonly logs: 'none';
+  /**
+   * `none`: only the logs' digests, in the events (JudgeCompleted, AgentTranscriptRecorded); `full`: the files as
+   * recorded; `redacted`: copies under `assay-redact/1`, each linked to the recorded digest by a LogRedacted event.
+   */
+  readonly logs: LogMode;
 }
 
 /** One line of events.jsonl: the stored envelope bytes (base64) and its inclusion proof (base64 hashes, leaf side first). */

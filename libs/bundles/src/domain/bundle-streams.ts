@@ -1,7 +1,7 @@
 /**
  * Which streams a run's bundle carries, whole (from revision 0): every `key-` stream (who may sign what, at which
  * position), the run's own `run-<id>`, every Judge stream whose first event names the run (`judge-<id>`, its
- * JudgeLaunched), and the run's `transcript-<id>`. A verifier checks each carried stream is complete up to its last
+ * JudgeLaunched), the run's `transcript-<id>` and its `redaction-<id>` (LogRedacted, when logs were published redacted). A verifier checks each carried stream is complete up to its last
  * carried revision (no gap, the `prev` chain unbroken), and the run stream up to RunCompleted.
  */
 export interface StreamChoice {
@@ -17,7 +17,7 @@ export function bundleStreamsOf(run: string): StreamChoice {
     seen,
     accepts(e) {
       let ok = false;
-      if (e.stream.startsWith('key-') || e.stream === `run-${run}` || e.stream === `transcript-${run}`) ok = true;
+      if (e.stream.startsWith('key-') || e.stream === `run-${run}` || e.stream === `transcript-${run}` || e.stream === `redaction-${run}`) ok = true;
       else if (e.stream.startsWith('judge-')) {
         if (e.revision === 0 && e.data.run === run) judges.add(e.stream);
         ok = judges.has(e.stream);

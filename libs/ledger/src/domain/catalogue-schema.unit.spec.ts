@@ -76,6 +76,7 @@ const TEMPLATES: Array<(n: number) => string> = [
   (n) => `${'k'.repeat(Math.max(0, n - 9))}+0123abcd`,
   (n) => `${'k'.repeat(Math.max(0, n - 54))}+0123abcd+${'A'.repeat(44)}`,
   (n) => `sha256:${'0'.repeat(Math.max(0, n - 7))}`,
+  (n) => `judge/round-${'1'.repeat(Math.max(0, n - 12))}`,
 ];
 
 function sample(spec: StringSpec, n: number): string | null {

@@ -293,6 +293,26 @@ const specs: EventTypeSpec[] = [
     },
   },
   {
+    type: 'LogRedacted',
+    roles: ['controller'],
+    onlyWrittenBy: '`assay bundle export --logs redacted`',
+    summary:
+      "A run's log as published in a result bundle: the recorded file's digest, the digest of its redacted copy, and the redaction rule set applied (docs/bundle-format.md, \"logs.jsonl\"), in the stream `redaction-<run>`.",
+    maxDataBytes: 2 * KIB,
+    schema: {
+      run: id(),
+      /** `transcript/session-<n>` (AgentTranscriptRecorded) or `judge/round-<n>` (JudgeCompleted.outputDigest). */
+      log: { kind: 'string', max: 40, pattern: /^(transcript\/session-[1-9][0-9]{0,8}|judge\/round-[1-9][0-9]{0,8})$/ },
+      /** sha256:<hex> of the file as the ledger recorded it. */
+      original: { kind: 'string', max: 71, min: 71, pattern: /^sha256:[0-9a-f]{64}$/ },
+      /** sha256:<hex> of the redacted copy the bundle carries. */
+      redacted: { kind: 'string', max: 71, min: 71, pattern: /^sha256:[0-9a-f]{64}$/ },
+      rules: { kind: 'string', max: 32, enum: ['assay-redact/1'] },
+      /** Replacements made, all rules together. */
+      replaced: count(),
+    },
+  },
+  {
     type: 'RejudgeCompleted',
     roles: ['auditor'],
     onlyWrittenBy: null,
@@ -347,7 +367,7 @@ export const GENERIC_EVENT_TYPES: readonly string[] = specs.filter((s) => s.only
  * `{code, message}` naming the type and its writer. Unknown types are left to eventDataProblem.
  */
 /** Stream categories a generic append never writes: their revisions belong to the run controller, the runtime, the Judge and the key commands. */
-export const RESERVED_STREAM_CATEGORIES: readonly string[] = ['run', 'judge', 'key', 'transcript'];
+export const RESERVED_STREAM_CATEGORIES: readonly string[] = ['run', 'judge', 'key', 'transcript', 'redaction'];
 
 /** Why a generic append may not write to `stream` (a reserved category), or null. */
 export function genericStreamProblem(stream: string): { code: string; message: string } | null {
