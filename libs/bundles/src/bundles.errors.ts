@@ -16,6 +16,16 @@ export const BUNDLE_ERROR_KINDS = {
   BUNDLE_KEY_NOT_REGISTERED: 'refused',
   /** A trusted key given on the command line is not a verifier key. */
   BUNDLE_BAD_TRUSTED_KEY: 'invalid_input',
+  /** `assay rejudge` (docs/rejudge.md): the bundle did not verify (`invalid`): nothing judged, nothing recorded. */
+  BUNDLE_REJUDGE_INVALID: 'integrity',
+  /** `assay rejudge`: the bundle could not be checked (`cannot_check`: no trusted root key, an unknown format). */
+  BUNDLE_REJUDGE_CANNOT_CHECK: 'refused',
+  /** `assay rejudge`: the task directory's digest is not the claim's task digest. */
+  BUNDLE_REJUDGE_TASK_MISMATCH: 'integrity',
+  /** `assay rejudge`: the run selected no round, so there is no snapshot and no score to re-judge. */
+  BUNDLE_REJUDGE_NOTHING_TO_JUDGE: 'conflict',
+  /** `assay rejudge`: the selected snapshot is neither carried by the bundle, nor in `--car`, nor in the store. */
+  BUNDLE_REJUDGE_SNAPSHOT_MISSING: 'not_found',
   /** The checkpoint to export against (`--cosigned`) is missing, malformed, or not signed by this ledger's controller key. */
   BUNDLE_CHECKPOINT_INVALID: 'invalid_input',
   /** `--logs`: a log the ledger records a digest for is missing from the run directory, or differs from that digest. */

@@ -9,3 +9,4 @@ export * from './domain/log-redaction';
 // application
 export * from './application/export-bundle';
 export * from './application/verify-bundle';
+export * from './application/rejudge';

@@ -17,6 +17,7 @@ import { register as run } from './run.commands';
 import { register as api } from './api.commands';
 import { register as bundle } from './bundle.commands';
 import { register as checkpoint } from './checkpoint.commands';
+import { register as rejudge } from './rejudge.commands';
 
 const groups: Register[] = [
   ledger,
@@ -29,6 +30,7 @@ const groups: Register[] = [
   api,
   bundle,
   checkpoint,
+  rejudge,
 ];
 
 export function registerCommands(program: Command, ctx: CliContext): void {

@@ -41,6 +41,8 @@ const rewards = (optional = false): FieldSpec => ({ kind: 'map', values: { kind:
 
 export const JUDGE_STATUSES = ['completed', 'submission_error', 'verifier_error', 'verifier_timeout', 'infrastructure_error'] as const;
 export const RUN_STATUSES = ['completed', 'no_valid_submission', 'failed', 'cancelled'] as const;
+/** `assay rejudge`'s verdicts: within the tolerance of the recorded score, outside it, or no Judge completed. */
+export const REJUDGE_VERDICTS = ['reproduced', 'not_reproduced', 'could_not_judge'] as const;
 export const BUDGETS = ['submissions', 'wall_time', 'agent_time', 'gpu_seconds'] as const;
 
 /**
@@ -297,7 +299,7 @@ const specs: EventTypeSpec[] = [
     roles: ['controller'],
     onlyWrittenBy: '`assay bundle export --logs redacted`',
     summary:
-      "A run's log as published in a result bundle: the recorded file's digest, the digest of its redacted copy, and the redaction rule set applied (docs/bundle-format.md, \"logs.jsonl\"), in the stream `redaction-<run>`.",
+      'A run\'s log as published in a result bundle: the recorded file\'s digest, the digest of its redacted copy, and the redaction rule set applied (docs/bundle-format.md, "logs.jsonl"), in the stream `redaction-<run>`.',
     maxDataBytes: 2 * KIB,
     schema: {
       run: id(),
@@ -314,18 +316,45 @@ const specs: EventTypeSpec[] = [
   },
   {
     type: 'RejudgeCompleted',
-    roles: ['auditor'],
+    roles: ['controller', 'auditor'],
     onlyWrittenBy: null,
-    summary: 'A third party re-judged a frozen snapshot.',
-    maxDataBytes: 8 * KIB,
+    summary:
+      "A third party re-judged a frozen snapshot (`assay rejudge`, docs/rejudge.md): the recorded score, each fresh Judge's, and whether they agree within the tolerance.",
+    maxDataBytes: 32 * KIB,
     schema: {
       snapshot: cid(),
       run: id(true),
       round: round(true),
+      /** `completed` when at least one Judge completed, else the last Judge's status. */
       status: { kind: 'string', max: 32, enum: JUDGE_STATUSES },
       rewards: rewards(true),
+      /** The median of the completed Judges' primary scores (null: none completed). */
       primaryScore: finite(false, true),
+      /** The verdict is `reproduced`. */
       matches: { kind: 'boolean' },
+      // What `assay rejudge` adds (optional, so that events appended by hand before it stay valid).
+      verdict: { kind: 'string', max: 32, enum: REJUDGE_VERDICTS, optional: true },
+      /** sha256:<hex> of the bundle file that was verified. */
+      bundleDigest: { kind: 'string', max: 71, min: 71, pattern: /^sha256:[0-9a-f]{64}$/, optional: true },
+      task: id(true),
+      taskDigest: digest(true),
+      protocolFingerprint: digest(true),
+      metric: { kind: 'string', max: 128, optional: true, nullable: true },
+      direction: { kind: 'string', max: 16, enum: ['maximize', 'minimize'], optional: true, nullable: true },
+      recordedScore: finite(true, true),
+      scores: {
+        kind: 'array',
+        max: 100,
+        optional: true,
+        of: {
+          kind: 'object',
+          fields: { judge: id(), status: { kind: 'string', max: 32, enum: JUDGE_STATUSES }, primaryScore: finite(false, true) },
+        },
+      },
+      median: finite(true, true),
+      spread: { kind: 'number', min: 0, optional: true, nullable: true },
+      delta: finite(true, true),
+      tolerance: { kind: 'number', min: 0, optional: true },
     },
   },
   {

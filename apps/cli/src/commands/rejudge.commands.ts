@@ -1,0 +1,183 @@
+import { createReadStream, existsSync, statSync } from 'node:fs';
+import { resolve } from 'node:path';
+import type { Command } from 'commander';
+import { AssayError } from '@assay/core';
+import type { RejudgeReport } from '@assay/bundles';
+import type { CliContext } from '../cli-context';
+import { libs } from '../libs';
+import { keyText } from './checkpoint.commands';
+
+/**
+ * `assay rejudge FILE --task TASK_DIR [--repeat N] [--tolerance T] [--car FILE] [--json]` (docs/rejudge.md)
+ *
+ * Verifies a result bundle (as `assay verify` does), checks the task directory is the claimed task, brings the claimed
+ * snapshot into this home's store, judges it N times in fresh Judges (as `assay judge --snapshot CID --repeat N`
+ * does, through the same JudgeRuntime) and records a RejudgeCompleted event signed by this home's controller key.
+ * The orchestration is `rejudge` in @assay/bundles; this file parses, wires the ports and prints.
+ *
+ * Exit codes: 0 reproduced; 5 not reproduced (and a bundle that is invalid, a task that is not the claimed one);
+ * 6 a bundle that cannot be checked; 7 could not judge (no Judge completed with a score); 2, 3, 4 as everywhere.
+ */
+const usage = (message: string) => new AssayError('CLI_USAGE', 'invalid_input', message);
+
+export const REJUDGE_EXIT = { reproduced: 0, not_reproduced: 5, could_not_judge: 7 } as const;
+
+interface Options {
+  task: string;
+  repeat: string;
+  tolerance?: string;
+  car?: string;
+  trustedKey?: string[];
+  trustedKeys?: string;
+  json?: boolean;
+}
+
+export function register(program: Command, ctx: CliContext): void {
+  program
+    .command('rejudge')
+    .description(
+      "re-judge a result bundle's selected snapshot with the full task: verify the bundle, check the task digest, judge the snapshot N times in fresh Judges, compare with the recorded score and record RejudgeCompleted (exit 0 reproduced, 5 not reproduced or refused as invalid, 6 cannot check, 7 could not judge; docs/rejudge.md)",
+    )
+    .argument('<file>', 'the bundle')
+    .requiredOption('--task <dir>', "the task directory, hidden tests included (its digest must be the claim's task digest)")
+    .option('--repeat <n>', 'number of fresh Judges (their median is compared with the recorded score)', '3')
+    .option('--tolerance <t>', "largest |median - recorded| that counts as reproduced (default: the task's [metadata.assay_check] tolerance, else 0: exact)")
+    .option('--car <file>', 'a CAR holding the snapshot, for a bundle exported with --snapshots none')
+    .option('--trusted-key <key...>', "the ledger's root (controller) key: verifier key text or a .pub file; repeatable")
+    .option('--trusted-keys <file>', 'a file of verifier key texts, one per line (# comments)')
+    .option('--json', 'print the report as JSON')
+    .action(async (file: string, o: Options) => {
+      // Everything that can be refused without a ledger, a store or Docker is refused first.
+      if (!/^\d{1,3}$/.test(o.repeat) || Number(o.repeat) < 1 || Number(o.repeat) > 100)
+        throw usage(`--repeat must be an integer from 1 to 100, got "${o.repeat}"`);
+      let tolerance: number | null = null;
+      if (o.tolerance !== undefined) {
+        const t = o.tolerance.trim();
+        if (!/^(\d{1,20}(\.\d{0,20})?|\.\d{1,20})([eE][-+]?\d{1,3})?$/.test(t) || !Number.isFinite(Number(t)))
+          throw usage(`--tolerance must be a finite number >= 0, got "${o.tolerance}"`);
+        tolerance = Number(t);
+      }
+      const trusted = (o.trustedKey ?? []).map((k) => keyText(k, 'trusted key'));
+      if (o.trustedKeys !== undefined)
+        trusted.push(
+          ...keyText(o.trustedKeys, 'trusted keys')
+            .split('\n')
+            .map((l) => l.trim())
+            .filter((l) => l !== '' && !l.startsWith('#')),
+        );
+      const { parseVerifierKey } = libs.ledger();
+      for (const k of trusted) {
+        try {
+          parseVerifierKey(k);
+        } catch (e) {
+          throw usage(`--trusted-key: "${k.slice(0, 80)}" is not a verifier key (name+hex+base64): ${(e as Error).message}`);
+        }
+      }
+      const isFile = (f: string, what: string, code: string) => {
+        try {
+          if (!statSync(f).isFile()) throw usage(`${what} ${f} is not a file`);
+        } catch (e) {
+          if (e instanceof AssayError) throw e;
+          throw new AssayError(code, 'not_found', `cannot read ${what} ${f}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+        }
+      };
+      isFile(file, 'bundle', 'BUNDLE_UNREADABLE');
+      if (o.car !== undefined) isFile(o.car, '--car', 'BUNDLE_UNREADABLE');
+      const taskDir = resolve(o.task);
+      if (!existsSync(taskDir) || !statSync(taskDir).isDirectory())
+        throw new AssayError('TASK_DIR_NOT_FOUND', 'not_found', `--task ${o.task} is not a directory`);
+
+      const bundles = libs.bundles();
+      let rt: import('../../../runtime/src').JudgeRuntime | null = null;
+      const onSignal = (sig: NodeJS.Signals) => {
+        ctx.err(`assay: ${sig}: stopping the running Judge (again to quit at once)`);
+        if (rt) void rt.runner.cancel(sig);
+      };
+      process.once('SIGINT', onSignal);
+      process.once('SIGTERM', onSignal);
+      const note = (line: string) => {
+        if (!o.json) ctx.out(line);
+      };
+      try {
+        const { randomIds } = await import('@assay/core');
+        const report = await bundles.rejudge(
+          {
+            readBundle: () => createReadStream(file),
+            verify: (source) => bundles.verifyBundle(source, { trustedKeys: trusted, claims: libs.run().runClaimRules() }),
+            compileTask: async () => {
+              const tf = libs.taskFormat();
+              const plan = await tf.loadTaskPlan(taskDir);
+              const { SnapshotHome } = libs.snapshots();
+              // dry run, no stat cache: nothing is written to the home while the task is only being checked
+              const digester = SnapshotHome.open(ctx.home);
+              let digest: string;
+              try {
+                digest = (
+                  await tf.computeTaskDigests(taskDir, {
+                    digest: async (d) => (await digester.create(d, { dryRun: true, useCache: false, previous: null, label: null })).rootCid,
+                  })
+                ).task;
+              } finally {
+                await digester.close();
+              }
+              const t = tf.checkTolerance(plan.metadata);
+              if (typeof t === 'string') throw new AssayError('TASK_INVALID', 'invalid_input', `--task ${o.task}: ${t}`);
+              const stated = (plan.metadata['assay_check'] as Record<string, unknown> | undefined)?.['tolerance'] !== undefined;
+              return { name: plan.name, digest, tolerance: stated ? t : null };
+            },
+            prepare: async () => {
+              rt = await libs.runtime().JudgeRuntime.open({ home: ctx.home, progress: ctx.progress() });
+              if (!rt.ledgerHome.ledger.key('controller'))
+                throw new AssayError('LEDGER_NO_KEY_FOR_ROLE', 'refused', `recording RejudgeCompleted needs this home's controller key (in ${ctx.home}/keys)`);
+            },
+            hasSnapshot: (cid) => (rt as NonNullable<typeof rt>).snapshots.has(cid),
+            importCar: (f) => (rt as NonNullable<typeof rt>).snapshotHome.importCar(f, ctx.progress()),
+            judge: async (cid, n, metric) => {
+              const r = rt as NonNullable<typeof rt>;
+              await r.containers.ping();
+              const swept = await r.runner.sweep();
+              if (swept.containers.length + swept.volumes.length + swept.directories.length > 0)
+                ctx.err(
+                  `assay: removed what dead judging processes left behind: ${swept.containers.length} container(s), ${swept.volumes.length} volume(s), ${swept.directories.length} work dir(s)`,
+                );
+              const task = await r.loadTask(taskDir, { metric, hostEnv: process.env });
+              const rep = await r.runner.judgeRepeated(task.prepared, cid, n, {}, (j, i) =>
+                note(
+                  `judge ${i + 1}/${n} ${j.judge}: ${j.status}${j.status === 'completed' ? `, ${j.primaryMetric ?? 'score'} = ${j.primaryScore}` : j.detail ? `: ${j.detail.split('\n')[0]}` : ''}`,
+                ),
+              );
+              if (r.runner.isCancelled)
+                throw libs
+                  .judge()
+                  .judgeError('JUDGE_CANCELLED', `cancelled after ${rep.results.length} of ${n} Judge(s); each was recorded, no RejudgeCompleted`);
+              return rep.results.map((j) => ({ judge: j.judge, status: j.status, primaryScore: j.status === 'completed' ? j.primaryScore : null }));
+            },
+            record: async (stream, id, type, data) => {
+              const r = await (rt as NonNullable<typeof rt>).ledgerHome.ledger.appendGeneric(stream, [{ id, type, data }], 'no_stream');
+              return { position: r.lastPosition };
+            },
+            ids: randomIds,
+            tempDir: (await import('node:os')).tmpdir(),
+            note,
+          },
+          { repeat: Number(o.repeat), tolerance, carFile: o.car ?? null },
+        );
+        print(ctx, report, o.json === true);
+        process.exitCode = REJUDGE_EXIT[report.verdict];
+      } finally {
+        process.off('SIGINT', onSignal);
+        process.off('SIGTERM', onSignal);
+        await (rt as import('../../../runtime/src').JudgeRuntime | null)?.close();
+      }
+    });
+}
+
+function print(ctx: CliContext, r: RejudgeReport, json: boolean): void {
+  if (json) return ctx.out(JSON.stringify(r, null, 2));
+  const n = (x: number | null) => (x === null ? 'none' : String(x));
+  ctx.out(`recorded  ${n(r.recordedScore)} (run ${r.bundle.run}, round ${n(r.round)}, ${r.metric ?? 'reward'}, ${r.direction ?? 'no direction'})`);
+  ctx.out(`rejudged  ${r.scores.map((s) => (s.status === 'completed' ? n(s.primaryScore) : s.status)).join(', ')}`);
+  ctx.out(`median    ${n(r.median)}; spread ${n(r.spread)}; delta ${n(r.delta)}; tolerance ${r.tolerance} (${r.toleranceFrom})`);
+  ctx.out(`verdict   ${r.verdict.replace(/_/g, ' ')}`);
+  ctx.out(`ledger    RejudgeCompleted@${r.event.position} (stream ${r.event.stream})`);
+}

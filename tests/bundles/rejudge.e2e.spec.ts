@@ -1,0 +1,162 @@
+/**
+ * `assay rejudge` end to end (docs/rejudge.md), as a third party runs it: a real run of the reference agent on
+ * examples/tasks/tiny-optimizer (one round: --max-submissions 1), its bundle exported with its snapshot, then fresh
+ * ASSAY_HOMEs that hold nothing of the publisher's but the bundle and the root public key: the score reproduces
+ * exactly and a signed RejudgeCompleted is recorded; a task that differs by one hidden-test byte, an untrusted key and
+ * a damaged bundle are refused before anything is judged or recorded; a bundle without snapshots takes --car.
+ */
+import { cpSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { assay } from '../support/cli';
+import { REPO_ROOT } from '../support/child-process';
+import { describeDocker } from '../support/docker';
+import { homeEvents } from '../run/support/home-events';
+
+jest.setTimeout(120_000);
+
+const TASK = join(REPO_ROOT, 'examples/tasks/tiny-optimizer');
+
+interface Report {
+  verdict: string;
+  recordedScore: number;
+  scores: Array<{ judge: string; status: string; primaryScore: number | null }>;
+  median: number;
+  spread: number;
+  delta: number;
+  tolerance: number;
+  toleranceFrom: string;
+  snapshot: { cid: string; source: string };
+  task: { digest: string };
+  event: { stream: string; position: number };
+}
+
+describeDocker('assay rejudge (CLI, Docker)', () => {
+  let tmp: string;
+  let publisher: string;
+  let bundle: string;
+  let rootPub: string;
+  let claim: { claimedScore: number; snapshot: string; taskDigest: string };
+
+  /** A fresh home of a third party: its own keys and ledger, nothing of the publisher's. */
+  const freshHome = async (name: string): Promise<string> => {
+    const home = join(tmp, name);
+    const r = await assay(['ledger', 'init', '--origin', `assay.test/${name}`], home);
+    expect(r.code).toBe(0);
+    return home;
+  };
+
+  beforeAll(async () => {
+    tmp = mkdtempSync(join(tmpdir(), 'assay-rejudge-e2e-'));
+    publisher = await freshHome('publisher');
+    const run = await assay(['run', TASK, '--agent', 'reference', '--run-id', 'pub1', '--max-submissions', '1', '--json'], publisher, 110_000);
+    expect(run.code).toBe(0);
+    bundle = join(tmp, 'pub1.bundle');
+    const exp = await assay(['bundle', 'export', 'pub1', '-o', bundle, '--snapshots', 'best', '--json'], publisher);
+    expect(exp.code).toBe(0);
+    claim = (JSON.parse(exp.stdout) as { claim: typeof claim }).claim;
+    expect(claim.snapshot).toMatch(/^bafy/);
+    const pub = readdirSync(join(publisher, 'keys')).find((f) => /^assay-controller-.*\.pub$/.test(f)) as string;
+    rootPub = join(tmp, 'root.pub');
+    cpSync(join(publisher, 'keys', pub), rootPub);
+  }, 150_000);
+
+  afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+
+  it('reproduces the recorded score exactly in a fresh home, records a signed RejudgeCompleted, and the ledger verifies', async () => {
+    const home = await freshHome('auditor');
+    const started = Date.now();
+    const r = await assay(['rejudge', bundle, '--task', TASK, '--repeat', '2', '--trusted-key', rootPub, '--json'], home, 90_000);
+    const tookMs = Date.now() - started;
+    expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: expect.any(String) });
+    const rep = JSON.parse(r.stdout) as Report;
+    expect(rep).toMatchObject({
+      verdict: 'reproduced',
+      recordedScore: claim.claimedScore,
+      median: claim.claimedScore,
+      spread: 0,
+      delta: 0,
+      tolerance: 0,
+      toleranceFrom: 'default',
+      snapshot: { cid: claim.snapshot, source: 'bundle' },
+      task: { digest: claim.taskDigest },
+    });
+    expect(rep.scores).toHaveLength(2);
+    for (const s of rep.scores) expect(s).toMatchObject({ status: 'completed', primaryScore: claim.claimedScore });
+    expect(tookMs).toBeLessThan(60_000);
+
+    const events = await homeEvents(home);
+    const rejudged = events.filter((e) => e.type === 'RejudgeCompleted');
+    expect(rejudged).toHaveLength(1);
+    expect(rejudged[0]).toMatchObject({
+      stream: rep.event.stream,
+      data: {
+        snapshot: claim.snapshot,
+        run: 'pub1',
+        round: 1,
+        status: 'completed',
+        matches: true,
+        verdict: 'reproduced',
+        primaryScore: claim.claimedScore,
+        recordedScore: claim.claimedScore,
+        delta: 0,
+        taskDigest: claim.taskDigest,
+        scores: rep.scores,
+      },
+    });
+    // the two Judges were recorded by this home's runtime, as `assay judge` records them
+    expect(events.filter((e) => e.type === 'JudgeCompleted')).toHaveLength(2);
+    const verified = await assay(['ledger', 'verify'], home);
+    expect({ code: verified.code, stdout: verified.stdout }).toEqual({ code: 0, stdout: expect.stringContaining('ledger verified') });
+  });
+
+  it('refuses a task that differs by one hidden-test byte, an untrusted root key and a damaged bundle; nothing is judged or recorded', async () => {
+    const home = await freshHome('refusals');
+    const before = (await homeEvents(home)).length;
+
+    const changed = join(tmp, 'task-changed');
+    cpSync(TASK, changed, { recursive: true });
+    const score = join(changed, 'tests', 'score.py');
+    const bytes = readFileSync(score);
+    bytes[bytes.length - 1] = bytes[bytes.length - 1] === 0x0a ? 0x20 : 0x0a;
+    writeFileSync(score, bytes);
+    const mismatch = await assay(['rejudge', bundle, '--task', changed, '--repeat', '2', '--trusted-key', rootPub], home);
+    expect(mismatch.code).toBe(5);
+    expect(mismatch.stderr).toMatch(/BUNDLE_REJUDGE_TASK_MISMATCH: the task directory's digest is bafy\S+, the claim's task digest is bafy/);
+    expect(mismatch.stderr).toContain(claim.taskDigest);
+
+    const ownKey = readdirSync(join(home, 'keys')).find((f) => /^assay-controller-.*\.pub$/.test(f)) as string;
+    const untrusted = await assay(['rejudge', bundle, '--task', TASK, '--trusted-key', join(home, 'keys', ownKey), '--json'], home);
+    expect(untrusted.code).toBe(6);
+    expect(JSON.parse(untrusted.stdout)).toMatchObject({ error: { code: 'BUNDLE_REJUDGE_CANNOT_CHECK', exitCode: 6 } });
+
+    const damaged = join(tmp, 'damaged.bundle');
+    const b = readFileSync(bundle);
+    b[1024 + 100] = (b[1024 + 100] as number) ^ 1; // inside the checkpoint or the events, past the first header
+    writeFileSync(damaged, b);
+    const invalid = await assay(['rejudge', damaged, '--task', TASK, '--trusted-key', rootPub], home);
+    expect(invalid.code).toBe(5);
+    expect(invalid.stderr).toMatch(/BUNDLE_REJUDGE_INVALID: the bundle is invalid \(step /);
+
+    const events = await homeEvents(home);
+    expect(events.length).toBe(before);
+    expect(events.filter((e) => e.type === 'RejudgeCompleted' || e.type === 'JudgeLaunched')).toEqual([]);
+  });
+
+  it('takes the snapshot from --car when the bundle carries none, and says how to get it when there is no CAR', async () => {
+    const bare = join(tmp, 'bare.bundle');
+    expect((await assay(['bundle', 'export', 'pub1', '-o', bare, '--snapshots', 'none'], publisher)).code).toBe(0);
+    const car = join(tmp, 'snap.car');
+    expect((await assay(['snapshot', 'export', claim.snapshot, '-o', car], publisher)).code).toBe(0);
+    const home = await freshHome('car');
+
+    const missing = await assay(['rejudge', bare, '--task', TASK, '--repeat', '1', '--trusted-key', rootPub], home);
+    expect(missing.code).toBe(3);
+    expect(missing.stderr).toMatch(/BUNDLE_REJUDGE_SNAPSHOT_MISSING: the bundle carries no snapshots .*--snapshots best.*--car FILE/);
+    expect((await homeEvents(home)).filter((e) => e.type === 'RejudgeCompleted')).toEqual([]);
+
+    const r = await assay(['rejudge', bare, '--task', TASK, '--repeat', '1', '--car', car, '--trusted-key', rootPub, '--json'], home, 60_000);
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({ verdict: 'reproduced', delta: 0, snapshot: { cid: claim.snapshot, source: 'car' } });
+  });
+});
