@@ -5,28 +5,13 @@ import type { Command } from 'commander';
 import { AssayError } from '@assay/core';
 import type { CliContext } from '../cli-context';
 import { libs } from '../libs';
+import { trustedKeysOf, witnessPolicyOf } from './trust-options';
 
 /**
  * `assay bundle export` (a run's result bundle, from this home's ledger) and `assay verify` (a bundle, offline: no
  * ledger, no ASSAY_HOME, no Docker, no network). docs/bundle-format.md specifies the file.
  */
 const usage = (message: string) => new AssayError('CLI_USAGE', 'invalid_input', message);
-
-/** A key argument: verifier key text, or a file holding one. */
-function keyText(value: string, what: string): string {
-  if (/^[^\s+/]+\+[0-9a-f]{8}\+[A-Za-z0-9+/]+={0,2}$/.test(value) && !existsSync(value)) return value;
-  let text: string;
-  try {
-    text = readFileSync(value, 'utf8').trim();
-  } catch (e) {
-    throw new AssayError(
-      'CLI_FILE_UNREADABLE',
-      'invalid_input',
-      `cannot read ${what} file ${value}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`,
-    );
-  }
-  return text;
-}
 
 /** This machine's host name and its first label (`build-7.example.org` and `build-7`), for the `host` redaction rule. */
 function hostnamesOfThisMachine(): string[] {
@@ -160,31 +145,8 @@ export function register(program: Command, ctx: CliContext): void {
     )
     .option('--json', 'print the verdict as JSON')
     .action(async (file: string, o: { trustedKey?: string[]; trustedKeys?: string; witnessPolicy?: string; json?: boolean }) => {
-      const trusted = (o.trustedKey ?? []).map((k) => keyText(k, 'trusted key'));
-      if (o.trustedKeys !== undefined)
-        trusted.push(
-          ...keyText(o.trustedKeys, 'trusted keys')
-            .split('\n')
-            .map((l) => l.trim())
-            .filter((l) => l !== '' && !l.startsWith('#')),
-        );
-      const { parseVerifierKey } = libs.ledger();
-      for (const k of trusted) {
-        try {
-          parseVerifierKey(k);
-        } catch (e) {
-          throw usage(`--trusted-key: "${k.slice(0, 80)}" is not a verifier key (name+hex+base64): ${(e as Error).message}`);
-        }
-      }
-      let witnessPolicy: import('@assay/ledger').WitnessPolicy | undefined;
-      if (o.witnessPolicy !== undefined) {
-        const text = keyText(o.witnessPolicy, 'witness policy');
-        try {
-          witnessPolicy = libs.ledger().parseWitnessPolicy(text);
-        } catch (e) {
-          throw new AssayError('BUNDLE_BAD_WITNESS_POLICY', 'invalid_input', `--witness-policy ${o.witnessPolicy}: ${(e as Error).message}`);
-        }
-      }
+      const trusted = trustedKeysOf(o);
+      const witnessPolicy = witnessPolicyOf(o);
       let size: number;
       try {
         const st = statSync(file);

@@ -5,7 +5,7 @@ import { AssayError } from '@assay/core';
 import type { RejudgeReport } from '@assay/bundles';
 import type { CliContext } from '../cli-context';
 import { libs } from '../libs';
-import { keyText } from './checkpoint.commands';
+import { trustedKeysOf, witnessPolicyOf } from './trust-options';
 
 /**
  * `assay rejudge FILE --task TASK_DIR [--repeat N] [--tolerance T] [--car FILE] [--json]` (docs/rejudge.md)
@@ -29,6 +29,7 @@ interface Options {
   car?: string;
   trustedKey?: string[];
   trustedKeys?: string;
+  witnessPolicy?: string;
   json?: boolean;
 }
 
@@ -45,6 +46,7 @@ export function register(program: Command, ctx: CliContext): void {
     .option('--car <file>', 'a CAR holding the snapshot, for a bundle exported with --snapshots none')
     .option('--trusted-key <key...>', "the ledger's root (controller) key: verifier key text or a .pub file; repeatable")
     .option('--trusted-keys <file>', 'a file of verifier key texts, one per line (# comments)')
+    .option('--witness-policy <file>', "require the bundle's checkpoint to be cosigned by a quorum of these witnesses (as assay verify)")
     .option('--json', 'print the report as JSON')
     .action(async (file: string, o: Options) => {
       // Everything that can be refused without a ledger, a store or Docker is refused first.
@@ -57,22 +59,8 @@ export function register(program: Command, ctx: CliContext): void {
           throw usage(`--tolerance must be a finite number >= 0, got "${o.tolerance}"`);
         tolerance = Number(t);
       }
-      const trusted = (o.trustedKey ?? []).map((k) => keyText(k, 'trusted key'));
-      if (o.trustedKeys !== undefined)
-        trusted.push(
-          ...keyText(o.trustedKeys, 'trusted keys')
-            .split('\n')
-            .map((l) => l.trim())
-            .filter((l) => l !== '' && !l.startsWith('#')),
-        );
-      const { parseVerifierKey } = libs.ledger();
-      for (const k of trusted) {
-        try {
-          parseVerifierKey(k);
-        } catch (e) {
-          throw usage(`--trusted-key: "${k.slice(0, 80)}" is not a verifier key (name+hex+base64): ${(e as Error).message}`);
-        }
-      }
+      const trusted = trustedKeysOf(o);
+      const witnessPolicy = witnessPolicyOf(o);
       const isFile = (f: string, what: string, code: string) => {
         try {
           if (!statSync(f).isFile()) throw usage(`${what} ${f} is not a file`);
@@ -103,7 +91,7 @@ export function register(program: Command, ctx: CliContext): void {
         const report = await bundles.rejudge(
           {
             readBundle: () => createReadStream(file),
-            verify: (source) => bundles.verifyBundle(source, { trustedKeys: trusted, claims: libs.run().runClaimRules() }),
+            verify: (source) => bundles.verifyBundle(source, { trustedKeys: trusted, claims: libs.run().runClaimRules(), witnessPolicy }),
             compileTask: async () => {
               const tf = libs.taskFormat();
               const plan = await tf.loadTaskPlan(taskDir);
