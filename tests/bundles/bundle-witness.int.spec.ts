@@ -1,7 +1,8 @@
 /**
  * Witnessed bundles: `assay bundle export --cosigned` proves every event against the checkpoint witnesses cosigned
  * and carries their cosignature lines; `assay verify --witness-policy` requires a quorum of named witnesses at the
- * checkpoint step. Also a checkpoint rolled back to a smaller tree, signed by the real controller key.
+ * checkpoint step. Also a checkpoint rolled back to a smaller tree, signed by the real controller key, and an event
+ * signed by a key after its revocation.
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -14,6 +15,7 @@ import {
   cosignatureKeyId,
   cosignatureNoteSigner,
   ed25519Cosigner,
+  Ledger,
   LedgerHome,
   parseCheckpointBody,
   parseNote,
@@ -166,6 +168,45 @@ describe('witnessed result bundles', () => {
     const rolled = pack(parts.map((p, k) => (k === 0 ? { ...p, content: manifest } : k === 1 ? { ...p, content: Buffer.from(older) } : p)));
     const v2 = await verify(rolled);
     expect([v2.verdict, v2.failure?.step, v2.failure?.code]).toEqual(['invalid', 'proofs', 'VERIFY_PROOF_INVALID']);
+  });
+
+  it('an event signed by a revoked key (its holder kept writing): refused at the signatures step', async () => {
+    const other = join(dir, 'revoked-home');
+    await buildSampleHome(other);
+    const h = await LedgerHome.open(other, deps());
+    let revokedAt: number;
+    let late: number;
+    try {
+      const runtime = h.keys.find((k) => k.role === 'runtime') as SigningKey;
+      revokedAt = (
+        await h.ledger.append(Ledger.keyStream(runtime.name), [{ type: 'KeyRevoked', data: { keyId: runtime.signer, reason: 'leaked' } }], 'stream_exists')
+      ).lastPosition;
+      // a Judge stream of the run, launched by the revoked runtime key: the bundle carries it
+      late = (
+        await h.ledger.append('judge-late', [
+          {
+            type: 'JudgeLaunched',
+            data: {
+              run: RUN,
+              round: 1,
+              judge: 'late',
+              image: 'sha256:00',
+              snapshot: 'bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy',
+              testsDigest: 'sha256:00',
+              limits: {},
+              network: 'none',
+            },
+          },
+        ])
+      ).lastPosition;
+      await exportBundle(h.ledger, { run: RUN, out: join(dir, 'revoked.bundle'), publisher: h.ledger.key('controller') as SigningKey });
+    } finally {
+      await h.close();
+    }
+    const otherRoot = JSON.parse(readFileSync(join(other, 'ledger', 'ledger.json'), 'utf8')).rootKey as string;
+    const v = await verifyBundle(chunks(readFileSync(join(dir, 'revoked.bundle'))), { trustedKeys: [otherRoot], claims: runClaimRules() });
+    expect(late).toBe(revokedAt + 1);
+    expect([v.verdict, v.failure?.step, v.failure?.code, v.failure?.position]).toEqual(['invalid', 'signatures', 'VERIFY_REVOKED_SIGNER', late]);
   });
 
   it('the CLI: export --cosigned, verify --witness-policy (exit 0 met, 5 not met, 2 for a malformed policy)', async () => {
