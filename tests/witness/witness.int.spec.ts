@@ -152,6 +152,13 @@ describe('witnessed checkpoints (CLI, SQLite ledgers)', () => {
     await ok(['ledger', 'init', '--json'], other);
     const otherKey = join(other, 'keys', readdirSync(join(other, 'keys')).find((f) => f.startsWith('assay-controller-') && f.endsWith('.pub')) as string);
     expect((await assay(['checkpoint', 'equivocation', report, '--log-key', otherKey], a)).code).toBe(5);
+    // `assay verify` takes the report too (anyone with the log key, nothing else): valid, invalid, could not check
+    const verified = await assay(['verify', report, '--trusted-key', logKey, '--json'], join(tmp.dir, 'auditor-home'));
+    expect(verified.code).toBe(0);
+    expect(json<{ kind: string; verdict: string; proven: boolean }>(verified.stdout)).toMatchObject({ kind: 'equivocation', verdict: 'valid', proven: true });
+    const notProven = await assay(['verify', report, '--trusted-key', otherKey], join(tmp.dir, 'auditor-home'));
+    expect([notProven.code, notProven.stdout]).toEqual([5, expect.stringMatching(/^INVALID: step equivocation: not proven/)]);
+    expect((await assay(['verify', report], join(tmp.dir, 'auditor-home'))).code).toBe(6);
     // The same checkpoint twice proves nothing.
     const same = json<{ checkpoints: string[] }>(readFileSync(report, 'utf8'));
     same.checkpoints[1] = same.checkpoints[0] as string;

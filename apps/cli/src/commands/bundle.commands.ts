@@ -1,4 +1,4 @@
-import { createReadStream, existsSync, readFileSync, statSync } from 'node:fs';
+import { closeSync, createReadStream, existsSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
@@ -6,12 +6,49 @@ import { AssayError } from '@assay/core';
 import type { CliContext } from '../cli-context';
 import { libs } from '../libs';
 import { trustedKeysOf, witnessPolicyOf } from './trust-options';
+import { readText } from './checkpoint.commands';
 
 /**
  * `assay bundle export` (a run's result bundle, from this home's ledger) and `assay verify` (a bundle, offline: no
  * ledger, no ASSAY_HOME, no Docker, no network). docs/bundle-format.md specifies the file.
  */
 const usage = (message: string) => new AssayError('CLI_USAGE', 'invalid_input', message);
+
+/** A bundle starts with a tar header (its first entry's name); an equivocation report is a JSON object. */
+function startsLikeJson(file: string): boolean {
+  const fd = openSync(file, 'r');
+  try {
+    const b = Buffer.alloc(64);
+    const n = readSync(fd, b, 0, b.length, 0);
+    return /^\s*\{/.test(b.subarray(0, n).toString('latin1'));
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * `assay verify REPORT --trusted-key LOG_KEY`: an equivocation report (docs/formats.md, "Equivocation reports") is
+ * checked with the log's keys: valid (exit 0) when it proves the log signed two checkpoints that cannot both hold,
+ * invalid (exit 5) when it does not, could not check (exit 6) without a key.
+ */
+function verifyEquivocationFile(ctx: CliContext, file: string, trusted: string[], json: boolean): void {
+  const L = libs.ledger();
+  // a JSON file that is not an equivocation report is a clean error (exit 2), whatever the keys
+  const report = L.parseEquivocationReport(readText(file, 'equivocation report'));
+  if (trusted.length === 0) {
+    const reason = "no trusted key given: the log's controller key (--trusted-key)";
+    ctx.out(json ? JSON.stringify({ file, kind: 'equivocation', verdict: 'cannot_check', reason }, null, 2) : `could not check: step trust: ${reason}`);
+    process.exitCode = 6;
+    return;
+  }
+  const verdict = L.verifyEquivocation(
+    report,
+    trusted.map((k) => L.noteVerifierOf(L.parseVerifierKey(k))),
+  );
+  if (json) ctx.out(JSON.stringify({ file, kind: 'equivocation', verdict: verdict.proven ? 'valid' : 'invalid', ...verdict }, null, 2));
+  else ctx.out(verdict.proven ? `valid: equivocation PROVEN: ${verdict.reason}` : `INVALID: step equivocation: not proven: ${verdict.reason}`);
+  if (!verdict.proven) process.exitCode = 5;
+}
 
 /** This machine's host name and its first label (`build-7.example.org` and `build-7`), for the `host` redaction rule. */
 function hostnamesOfThisMachine(): string[] {
@@ -134,9 +171,9 @@ export function register(program: Command, ctx: CliContext): void {
   program
     .command('verify')
     .description(
-      'verify a result bundle offline against the keys you trust: signatures, roles, chains, proofs, checkpoint, and that the claim follows from the events',
+      'verify a result bundle offline against the keys you trust: signatures, roles, chains, proofs, checkpoint, and that the claim follows from the events; or an equivocation report (a JSON file) against the log key',
     )
-    .argument('<file>', 'the bundle')
+    .argument('<file>', 'the bundle, or an equivocation report')
     .option('--trusted-key <key...>', "the ledger's root (controller) key: verifier key text or a .pub file; repeatable")
     .option('--trusted-keys <file>', 'a file of verifier key texts, one per line (# comments)')
     .option(
@@ -156,6 +193,7 @@ export function register(program: Command, ctx: CliContext): void {
         if (e instanceof AssayError) throw e;
         throw new AssayError('BUNDLE_UNREADABLE', 'not_found', `cannot read bundle ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
       }
+      if (startsLikeJson(file)) return verifyEquivocationFile(ctx, file, trusted, o.json === true);
       const progress = ctx.progress();
       progress.start(`verifying ${size} bytes`);
       const v = await libs.bundles().verifyBundle(createReadStream(file), {
