@@ -8,6 +8,7 @@ export * from './domain/judge-settings';
 export * from './domain/judge-plan';
 export * from './domain/judge-events';
 export * from './domain/dockerfile';
+export * from './domain/image-guidance';
 export * from './judge.errors';
 
 // ports and adapters

@@ -54,6 +54,8 @@ export const TASK_ERROR_CODES = {
   BAD_ARGUMENT: 'TASK_BAD_ARGUMENT',
   /** `assay task check`: the task is valid but not sound (the report says which check failed and why). */
   UNSOUND: 'TASK_UNSOUND',
+  /** `assay task import`: images the task needs are not in the local Docker daemon (the report says how to provide them). */
+  IMAGES_MISSING: 'TASK_IMAGES_MISSING',
 } as const;
 
 export type TaskErrorCode = (typeof TASK_ERROR_CODES)[keyof typeof TASK_ERROR_CODES];

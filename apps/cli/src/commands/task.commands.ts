@@ -1,3 +1,4 @@
+import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { AssayError } from '@assay/core';
 import type { TaskDigests, TaskProblem } from '@assay/task-format';
@@ -89,6 +90,15 @@ export function register(program: Command, ctx: CliContext): void {
     });
 
   task
+    .command('import')
+    .description(
+      'take in a published task directory as it is (Harbor, Terminal-Bench, OpenRSI Index): validate it, check that every image it needs is in the local Docker daemon (saying how to provide those that are not: Assay never pulls), and record it (TaskRegistered, with its digests)',
+    )
+    .argument('<dir>', 'task directory')
+    .option('--json', 'print the report as JSON')
+    .action(async (dir: string, opts: { json?: boolean }) => importTask(ctx, dir, opts.json === true));
+
+  task
     .command('check')
     .description('judge the oracle and the starting workspace and report whether the task is sound')
     .argument('<dir>', 'task directory')
@@ -151,4 +161,82 @@ function failure(dir: string, problems: readonly TaskProblem[]): AssayError {
   return new AssayError(TASK_ERROR_CODES.INVALID, 'invalid_input', `${dir}: ${n} problem${n === 1 ? '' : 's'} found (listed above)`, {
     details: { dir, problems: problems.map((p) => ({ ...p })) },
   });
+}
+
+/** `assay task import DIR`: validate, digest, check the images, record TaskRegistered once per digest. */
+async function importTask(ctx: CliContext, dir: string, json: boolean): Promise<void> {
+  const { loadTaskPlan, computeTaskDigests, TASK_ERROR_CODES } = libs.taskFormat();
+  const judge = libs.judge();
+  const plan = await loadTaskPlan(dir);
+  let dockerfile: string | null = null;
+  if (plan.environment.image.kind !== 'image')
+    dockerfile = judge.readSmallFile(join(dir, 'environment', 'Dockerfile'), 256 * 1024, 'environment/Dockerfile').toString('utf8');
+  const { images: needed, problems } = judge.requiredImages(plan.environment.image, dockerfile);
+  if (problems.length > 0) throw new AssayError('IMAGE_DOCKERFILE_UNSUPPORTED', 'invalid_input', `${dir}: ${problems.join('; ')}`);
+  const snapshots = libs.snapshots().SnapshotHome.open(ctx.home, { sink: null });
+  let digests: TaskDigests;
+  try {
+    digests = await computeTaskDigests(dir, {
+      digest: async (d: string) => (await snapshots.create(d, { dryRun: true, previous: null, label: null, useCache: false })).rootCid,
+    });
+  } finally {
+    await snapshots.close();
+  }
+  const { DockerodeRuntime } = require('@assay/containers') as typeof import('@assay/containers');
+  const runtime = new DockerodeRuntime();
+  await runtime.ping();
+  const images = [];
+  for (const n of needed) {
+    const found = await runtime.inspectImage(n.ref);
+    images.push({ ref: n.ref, why: n.why, present: found !== null, id: found?.id ?? null, hint: found ? null : judge.imageHint(n.ref) });
+  }
+  const missing = images.filter((i) => !i.present);
+  const report = { dir: resolve(dir), name: plan.name, digests, images, recorded: null as null | { stream: string; position: number; already: boolean } };
+  if (missing.length === 0) {
+    const { LedgerHome } = libs.ledger();
+    const { randomIds, systemClock } = await import('@assay/core');
+    const home = await LedgerHome.open(ctx.home, { clock: systemClock, ids: randomIds });
+    try {
+      const id = judge.taskEventId(plan.name);
+      const stream = `task-${id}`;
+      let already: number | null = null;
+      for await (const e of home.ledger.store.readStream(stream))
+        if (e.type === 'TaskRegistered' && (libs.run().recordOf(e).data as { digest?: unknown }).digest === digests.task) already = e.position;
+      if (already !== null) report.recorded = { stream, position: already, already: true };
+      else {
+        const r = await home.ledger.append(stream, [
+          {
+            type: 'TaskRegistered',
+            data: {
+              task: id,
+              name: plan.name,
+              digest: digests.task,
+              instructionDigest: digests.instruction,
+              testsDigest: digests.tests,
+              environmentDigest: digests.environment,
+            },
+          },
+        ]);
+        report.recorded = { stream, position: r.lastPosition, already: false };
+      }
+    } finally {
+      await home.close();
+    }
+  }
+  if (json) ctx.out(JSON.stringify(report, null, 2));
+  else {
+    ctx.out(`task      ${plan.name} (${report.dir})`);
+    ctx.out(`digest    ${digests.task}`);
+    for (const i of images) ctx.out(`image     ${i.ref} (${i.why}): ${i.present ? `present ${i.id}` : `MISSING: ${i.hint}`}`);
+    if (images.length === 0) ctx.out('image     none needed beyond what the task builds');
+    if (report.recorded)
+      ctx.out(`ledger    TaskRegistered@${report.recorded.position} (${report.recorded.stream})${report.recorded.already ? ', recorded before' : ''}`);
+  }
+  if (missing.length > 0)
+    throw new AssayError(
+      TASK_ERROR_CODES.IMAGES_MISSING,
+      'unavailable',
+      `${dir}: ${missing.length} image(s) not in the local Docker daemon: ${missing.map((m) => m.ref).join(', ')}; nothing recorded (provide them as the report says, then import again)`,
+      { details: { missing: missing.map((m) => ({ ref: m.ref, hint: m.hint })) } },
+    );
 }

@@ -20,6 +20,7 @@ import { TAR_END, tarHeader, tarPadding, type ContainerRuntime } from '@assay/co
 import { canonicalJson } from '@assay/ledger';
 import type { TaskPlan } from '@assay/task-format';
 import { dockerfileRefs } from '../domain/dockerfile';
+import { imageHint } from '../domain/image-guidance';
 import { JUDGE_DIR_IN_IMAGE } from '../domain/judge-plan';
 import { judgeError } from '../judge.errors';
 import type { JudgeRecorder, RecordedPosition } from '../ports/judge-recorder.port';
@@ -169,11 +170,9 @@ export class TaskImageBuilder {
     if (img.kind === 'image') {
       const found = await this.d.runtime.inspectImage(img.ref);
       if (!found) {
-        throw judgeError(
-          'IMAGE_NOT_FOUND',
-          `the task's environment.docker_image ${img.ref} is not in the local Docker daemon; nothing is ever pulled, so build or load it first`,
-          { image: img.ref },
-        );
+        throw judgeError('IMAGE_NOT_FOUND', `the task's environment.docker_image ${img.ref} is not in the local Docker daemon; ${imageHint(img.ref)}`, {
+          image: img.ref,
+        });
       }
       return { purpose: 'work', tag: img.ref, id: found.id, recipeDigest: null, built: false, durationMs: 0, logPath: null, logDigest: null, recorded: null };
     }
@@ -185,11 +184,9 @@ export class TaskImageBuilder {
     for (const ref of refs.images) {
       const found = await this.d.runtime.inspectImage(ref);
       if (!found) {
-        throw judgeError(
-          'IMAGE_BASE_MISSING',
-          `environment/Dockerfile needs ${ref}, which is not in the local Docker daemon; no registry is ever contacted, so build it first${ref.startsWith('assay/base') ? ' (`assay images base`)' : ''}`,
-          { image: ref },
-        );
+        throw judgeError('IMAGE_BASE_MISSING', `environment/Dockerfile needs ${ref}, which is not in the local Docker daemon; ${imageHint(ref)}`, {
+          image: ref,
+        });
       }
       bases[ref] = found.id;
     }
