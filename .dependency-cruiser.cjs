@@ -148,8 +148,8 @@ module.exports = {
     },
     // Libs form layers, which is what keeps them free of cycles (a module cycle is not needed for a lib cycle:
     // a.ts -> @assay/b and b.ts -> @assay/a is one): core at the bottom; containers, ledger, snapshots and task-format
-    // on core; judge and run on those, not on each other; bundles on all of them but judge, and nothing on bundles. A new
-    // lib gets a layer here: lib-in-a-layer fails until then.
+    // on core; judge and run on those, not on each other; bundles on all of them but judge, projections on core, ledger
+    // and run, and nothing on either (the outer layer). A new lib gets a layer here: lib-in-a-layer fails until then.
     {
       name: 'lib-layers-core',
       comment: 'libs/core is the bottom layer (errors, clock, ids, terminal text): it imports no other lib.',
@@ -173,16 +173,17 @@ module.exports = {
     },
     {
       name: 'lib-layers-outer',
-      comment: 'bundles is the outer layer (a run, its ledger and its snapshots, packed and verified): no other lib imports it.',
+      comment:
+        'bundles (a run, its ledger and its snapshots, packed and verified) and projections (read models of the verified ledger) are the outer layer: no other lib imports either.',
       severity: 'error',
-      from: { path: '^libs/(?!bundles/)' },
-      to: { path: '^libs/bundles/' },
+      from: { path: '^libs/([^/]+)/' },
+      to: { path: '^libs/(bundles|projections)/', pathNot: '^libs/$1/' },
     },
     {
       name: 'lib-in-a-layer',
       comment: 'A lib not named in the lib-layers rules is unconstrained by them; until it is given a layer it imports no other lib.',
       severity: 'error',
-      from: { path: '^libs/(?!(?:core|containers|ledger|snapshots|task-format|judge|run|bundles)/)([^/]+)/' },
+      from: { path: '^libs/(?!(?:core|containers|ledger|snapshots|task-format|judge|run|bundles|projections)/)([^/]+)/' },
       to: { path: '^libs/', pathNot: '^libs/$1/' },
     },
     {

@@ -1,0 +1,135 @@
+/**
+ * `assay leaderboard` and `assay report` end to end (the CLI in a child process, a real signed ledger): text with a
+ * header per protocol group and ranked rows, --json, a task directory path matched by its name, a run's trajectory,
+ * not found, a tampered ledger refused with exit 5, and the ledger left unwritten.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { homePaths } from '@assay/ledger';
+import { readModelsPath, type LeaderboardGroup, type Trajectory } from '@assay/projections';
+import { assay } from '../support/cli';
+import { makeTmpDir } from '../support/ledger-fixtures';
+import { copyHome, tamper } from '../support/ledger-home-fixtures';
+import { homeWith, noValidRun, preamble, sampleVariant } from './projection-fixtures';
+
+jest.setTimeout(120_000);
+
+const FP_B = 'sha256:' + 'b'.repeat(64);
+let tmp: { dir: string; cleanup(): void };
+let home: string;
+
+beforeAll(async () => {
+  tmp = makeTmpDir('assay-projections-cli-');
+  home = join(tmp.dir, 'home');
+  await homeWith(home, [
+    ...preamble(),
+    ...sampleVariant({ run: 'r-a' }),
+    ...sampleVariant({ run: 'r-b', fingerprint: FP_B, scores: [0.3, 0.2, 0.1] }),
+    ...noValidRun('r-none'),
+  ]);
+});
+afterAll(() => tmp.cleanup());
+
+describe('assay leaderboard', () => {
+  it('prints each protocol group with what identifies it, rows ranked; the ledger is not written', async () => {
+    const ledgerBefore = readFileSync(homePaths(home).db);
+    const r = await assay(['leaderboard', 'tiny-optimizer'], home);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    const lines = r.stdout.split('\n');
+    const headers = lines.filter((l) => l.startsWith('task tiny-optimizer  protocol group'));
+    expect(headers).toHaveLength(2);
+    expect(headers[0]).toContain('protocol fingerprint sha256:5aef9624');
+    expect(headers[0]).toContain('task digest sha256:0ebb429f');
+    expect(headers[1]).toContain(`protocol fingerprint ${FP_B}`);
+    expect(r.stdout).toContain('ranked by val_loss (minimize); 2 run(s)');
+    const rowOf = (run: string) =>
+      lines
+        .find((l) => l.includes(` ${run} `))!
+        .trim()
+        .split(/\s+/);
+    expect(rowOf('r-a').slice(0, 9)).toEqual(['1', 'r-a', 'reference', 'scripted', 'completed', '0.433', '5', expect.stringMatching(/^bafy/), '4/4']);
+    expect(rowOf('r-a').slice(9)).toEqual(['0', '0', '1', '1', '39.0', 's']);
+    expect(rowOf('r-none').slice(0, 7)).toEqual(['-', 'r-none', 'reference', 'scripted', 'no_valid_submission', '-', '-']);
+    expect(lines.indexOf(lines.find((l) => l.includes(' r-a '))!)).toBeLessThan(lines.indexOf(lines.find((l) => l.includes(' r-none '))!));
+    expect(rowOf('r-b').slice(0, 2)).toEqual(['1', 'r-b']);
+    expect(existsSync(readModelsPath(home))).toBe(true);
+    expect(readFileSync(homePaths(home).db).equals(ledgerBefore)).toBe(true);
+  });
+
+  it('--json, and a task directory path matched by its name', async () => {
+    const r = await assay(['leaderboard', 'examples/tasks/tiny-optimizer/', '--json'], home);
+    expect(r.code).toBe(0);
+    const doc = JSON.parse(r.stdout) as { task: string; groups: LeaderboardGroup[] };
+    expect(doc.groups.map((g) => g.rows.map((x) => [x.run, x.rank, x.best?.score ?? null, x.source]))).toEqual([
+      [
+        ['r-a', 1, 0.433, 'ledger'],
+        ['r-none', null, null, 'ledger'],
+      ],
+      [['r-b', 1, 0.1, 'ledger']],
+    ]);
+    expect(doc.groups[0]).toMatchObject({ task: 'tiny-optimizer', direction: 'minimize', metric: 'val_loss' });
+  });
+
+  it('a task with no runs', async () => {
+    const r = await assay(['leaderboard', 'nothing-here'], home);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toBe('no runs of task nothing-here in the signed part of this ledger\n');
+  });
+});
+
+describe('assay report', () => {
+  it("prints the run's rounds with elapsed time, status, score and the best so far", async () => {
+    const r = await assay(['report', 'r-a'], home);
+    expect(r.code).toBe(0);
+    const lines = r.stdout.trimEnd().split('\n');
+    expect(lines[0]).toBe('run r-a  task tiny-optimizer  agent reference  status completed  val_loss (minimize)');
+    expect(lines[1]!.trim().split(/\s{2,}/)).toEqual(['round', 'elapsed', 'status', 'score', 'best so far']);
+    expect(
+      lines.slice(2).map((l) =>
+        l
+          .trim()
+          .split(/\s{2,}/)
+          .filter((_, i) => i !== 1),
+      ),
+    ).toEqual([
+      ['1', 'completed', '0.912', '0.912 (round 1)'],
+      ['2', 'completed', '0.574', '0.574 (round 2)'],
+      ['3', 'rule_violation', '-', '0.574 (round 2)'],
+      ['4', 'refunded', '-', '0.574 (round 2)'],
+      ['5', 'completed', '0.433', '0.433 (round 5)'],
+    ]);
+  });
+
+  it('--json', async () => {
+    const r = await assay(['report', 'r-none', '--json'], home);
+    expect(r.code).toBe(0);
+    const t = JSON.parse(r.stdout) as Trajectory;
+    expect(t).toMatchObject({ run: 'r-none', status: 'no_valid_submission', source: 'ledger' });
+    expect(t.rounds.map((x) => [x.round, x.status, x.score, x.bestSoFar])).toEqual([[1, 'rule_violation', null, null]]);
+  });
+
+  it('an unknown run is not found (3); a bad id is a usage error (2)', async () => {
+    expect((await assay(['report', 'r-missing'], home)).code).toBe(3);
+    expect((await assay(['report', '../x'], home)).code).toBe(2);
+  });
+
+  it('a ledger that does not verify is refused (5), a missing ledger is not found', async () => {
+    const h = join(tmp.dir, 'tampered');
+    copyHome(home, h);
+    tamper(h, (db) => {
+      const rows = db.prepare('SELECT position, bytes FROM events ORDER BY position').all() as Array<{ position: number; bytes: Buffer }>;
+      const row = rows.find((x) => x.bytes.toString('utf8').includes('"primaryScore":0.912'))!;
+      db.prepare('UPDATE events SET bytes = ? WHERE position = ?').run(Buffer.from(row.bytes.toString('utf8').replace('0.912', '0.012')), row.position);
+    });
+    // a fresh tampered home: its read models were copied along, so remove them to force a projection
+    const { rmSync } = await import('node:fs');
+    rmSync(join(h, 'projections'), { recursive: true, force: true });
+    const r = await assay(['leaderboard', 'tiny-optimizer'], h);
+    expect(r.code).toBe(5);
+    expect(r.stderr).toContain('LEDGER_VERIFICATION_FAILED');
+    const missing = await assay(['report', 'r-a'], join(tmp.dir, 'no-home'));
+    expect(missing.code).toBe(3);
+    expect(missing.stderr).toContain('LEDGER_NOT_INITIALIZED');
+  });
+});

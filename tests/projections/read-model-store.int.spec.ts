@@ -1,0 +1,57 @@
+/**
+ * The read models' SQLite store on its own: a fresh file starts at position 0, a batch whose expected position is not
+ * the stored one is refused as a whole (two projectors cannot both commit it), and a file of a newer schema is refused.
+ */
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { AssayError } from '@assay/core';
+import { SqliteReadModelStore, projectRunEvent, leaderboardRow, trajectoryOf, type RunSlot } from '@assay/projections';
+import { makeTmpDir } from '../support/ledger-fixtures';
+import { asRecords, preamble, sampleVariant } from './projection-fixtures';
+
+let tmp: { dir: string; cleanup(): void };
+beforeAll(() => (tmp = makeTmpDir('assay-read-models-')));
+afterAll(() => tmp.cleanup());
+
+function slotOf(run: string): RunSlot {
+  let slot: RunSlot | null = null;
+  for (const e of asRecords([...preamble(), ...sampleVariant({ run })])) slot = e.stream.startsWith('run-') || slot ? projectRunEvent(slot, e) : slot;
+  return slot!;
+}
+
+describe('SqliteReadModelStore', () => {
+  it('starts empty at position 0, applies a batch with its position, refuses a stale one whole', () => {
+    const path = join(tmp.dir, 'a.db');
+    const store = SqliteReadModelStore.open(path);
+    const other = SqliteReadModelStore.open(path); // a second projector on the same file
+    try {
+      expect(store.checkpoint()).toEqual({ position: 0, lastHash: null });
+      const s = slotOf('r-1');
+      store.apply({ slots: [s], rows: [leaderboardRow(s)!], trajectories: [trajectoryOf(s)!], checkpoint: { position: 10, lastHash: 'ab' } }, 0);
+      expect(other.checkpoint()).toEqual({ position: 10, lastHash: 'ab' });
+      const s2 = slotOf('r-2');
+      let e: unknown = null;
+      try {
+        other.apply({ slots: [s2], rows: [leaderboardRow(s2)!], trajectories: [], checkpoint: { position: 10, lastHash: 'cd' } }, 0);
+      } catch (x) {
+        e = x;
+      }
+      expect((e as AssayError).code).toBe('PROJECTIONS_CONFLICT');
+      expect(store.slot('r-2')).toBeNull();
+      expect(store.rowsOfTask('tiny-optimizer').map((r) => r.run)).toEqual(['r-1']);
+      expect(store.trajectory('r-1')!.rounds).toHaveLength(5);
+    } finally {
+      store.close();
+      other.close();
+    }
+  });
+
+  it('refuses a database of a newer schema', () => {
+    const path = join(tmp.dir, 'b.db');
+    SqliteReadModelStore.open(path).close();
+    const db = new Database(path);
+    db.prepare("INSERT INTO schema_version (version, name, sha256) VALUES (99, 'future', 'x')").run();
+    db.close();
+    expect(() => SqliteReadModelStore.open(path)).toThrow(expect.objectContaining({ code: 'PROJECTIONS_SCHEMA_TOO_NEW', kind: 'refused' }));
+  });
+});
