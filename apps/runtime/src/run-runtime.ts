@@ -43,7 +43,6 @@ import { StreamDemuxer } from '@assay/containers';
 import { parseCid } from '@assay/snapshots';
 import type { SnapshotHome } from '@assay/snapshots';
 import type { PreparedTask, JudgeRunner } from '@assay/judge';
-import { canonicalJson } from '@assay/ledger';
 import {
   buildRunRules,
   formatRoundLine,
@@ -78,7 +77,8 @@ import {
   recordTranscripts,
   type TranscriptFacts,
 } from '@assay/run';
-import { computeTaskDigests, mergeRunSettings, protocolFingerprint, protocolFingerprintInput, type RunSettingsOverrides } from '@assay/task-format';
+import { type RunSettingsOverrides } from '@assay/task-format';
+import { runFingerprint } from './run-fingerprint';
 import { JudgeRuntime, homeTag, type LoadedTask } from './judge-runtime';
 import { assayRoot } from './repo-paths';
 import { acquireControllerLock } from './controller-lock';
@@ -100,7 +100,6 @@ import {
 } from './work-containment';
 
 export const WORK_LABELS = { role: 'org.assay.role', run: 'org.assay.run', home: 'org.assay.home' } as const;
-const HARNESS_VERSION = 'assay/0.1.0';
 /** Work's tmpfs size (each of /tmp and /var/tmp) when the task sets no `storage_mb`. */
 export const DEFAULT_STORAGE_MB = 1024;
 /** Periodic snapshots of a controller session that stay pinned (besides the baseline and every round's). */
@@ -653,17 +652,22 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
         svc = r.service;
         if (r.recovery.round !== null) log(`round ${r.recovery.round} was open: ${r.recovery.outcome}`);
       } else {
-        const settings = mergeRunSettings(plan.runSettings, o.overrides ?? {});
         const runTask = readRunTaskSettings(plan.metadata);
         if (!runTask.ok) throw new Error(runTask.problems.join('\n'));
-        const digests = await computeTaskDigests(meta.taskDir, { digest: (d: string) => rt.snapshots.digestDirectory(d) });
-        const input = protocolFingerprintInput({ taskDigest: digests.task, judgeImageDigest: task.images.judge.id, settings, harnessVersion: HARNESS_VERSION });
+        // the same computation as `assay baseline` (run-fingerprint.ts), so matched baselines share the fingerprint
+        const { settings, digests, input, fingerprint } = await runFingerprint({
+          plan,
+          taskDir: meta.taskDir,
+          judgeImageDigest: task.images.judge.id,
+          ...(o.overrides ? { overrides: o.overrides } : {}),
+          digestDirectory: (d: string) => rt.snapshots.digestDirectory(d),
+        });
         const { protocol, selection } = buildRunRules({
           settings,
           agentTimeoutSec: plan.agent.timeoutSec,
           editablePaths: runTask.value.editablePaths,
           tokenSha256: tokenSha256(token),
-          fingerprintInput: JSON.parse(JSON.stringify(input)),
+          fingerprintInput: input,
         });
         svc = await SubmissionService.start(deps, {
           run,
@@ -671,7 +675,7 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
           taskDigest: digests.task,
           agent: agent.name,
           model: agent.model,
-          fingerprint: protocolFingerprint(input, canonicalJson),
+          fingerprint,
           protocol,
           selection,
         });

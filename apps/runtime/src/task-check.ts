@@ -213,7 +213,7 @@ function outcome(r: JudgeResult): JudgeOutcome {
   return { status: r.status, score: r.primaryScore, durationMs: r.durationMs, detail: r.detail ?? r.rule?.detail ?? null };
 }
 
-function containerSpec(image: string, workdir: string, plan: TaskPlan): Omit<ContainerSpec, 'cmd'> {
+export function containerSpec(image: string, workdir: string, plan: TaskPlan): Omit<ContainerSpec, 'cmd'> {
   return {
     image,
     env: {},
@@ -292,8 +292,8 @@ async function leakImage(
   return ['ok', `no file of tests/ or solution/ among the Work image's ${files} entries (by content)`];
 }
 
-/** Writes the directory `path` of a (created or stopped) container into dest. */
-async function extractDir(runtime: ContainerRuntime, container: string, path: string, dest: string): Promise<void> {
+/** Writes the directory `path` of a (created or stopped) container into dest (also used by `assay baseline`). */
+export async function extractDir(runtime: ContainerRuntime, container: string, path: string, dest: string): Promise<void> {
   fs.mkdirSync(dest, { recursive: true, mode: 0o755 });
   const archive = await runtime.readArchive(container, path);
   if (!archive) throw new Error(`${path} does not exist in the Work image`);
@@ -310,8 +310,8 @@ async function extractDir(runtime: ContainerRuntime, container: string, path: st
   }
 }
 
-/** Harbor's oracle: solution/ at /solution, `bash /solution/solve.sh` in the workdir; then the workdir is taken out. */
-async function applyOracle(
+/** Harbor's oracle: solution/ at /solution, `bash /solution/solve.sh` in the workdir; then the workdir is taken out (also used by `assay baseline`). */
+export async function applyOracle(
   runtime: ContainerRuntime,
   base: Omit<ContainerSpec, 'cmd'>,
   dir: string,

@@ -11,6 +11,7 @@ export * from './domain/editable';
 export * from './domain/feedback';
 export * from './domain/egress-policy';
 export * from './domain/run-claims';
+export * from './domain/baseline';
 
 // ports
 export * from './ports/run-ledger.port';
@@ -69,4 +70,5 @@ export {
 export * from './application/run-token';
 export * from './application/submission-service';
 export * from './application/run-views';
+export * from './application/baselines';
 export * from './application/run-logs';

@@ -18,6 +18,8 @@ import { register as api } from './api.commands';
 import { register as bundle } from './bundle.commands';
 import { register as checkpoint } from './checkpoint.commands';
 import { register as rejudge } from './rejudge.commands';
+import { register as projections } from './projections.commands';
+import { register as baseline } from './baseline.commands';
 
 const groups: Register[] = [
   ledger,
@@ -31,6 +33,8 @@ const groups: Register[] = [
   bundle,
   checkpoint,
   rejudge,
+  projections,
+  baseline,
 ];
 
 export function registerCommands(program: Command, ctx: CliContext): void {

@@ -177,8 +177,11 @@ function registerViews(runCmd: Command, ctx: CliContext): void {
     .action(async (id: string, o: { json?: boolean }, cmd: Command) => {
       const v = (await views()).find((x) => x.run === id);
       if (!v) throw new AssayError('RUN_NOT_FOUND', 'not_found', `no run ${escapeTerminalText(id)} in the ledger at ${ctx.home}`);
-      if (wantsJson(o, cmd)) return ctx.out(jsonOut(v));
-      for (const l of statusLines(v)) ctx.out(l);
+      // the best score against the matched `start` baseline (same task digest and protocol fingerprint)
+      const { readBaselines } = require('./baseline.commands') as typeof import('./baseline.commands');
+      const baseline = libs.run().compareWithBaseline({ ...v, score: v.best?.score ?? null }, await readBaselines(ctx));
+      if (wantsJson(o, cmd)) return ctx.out(jsonOut({ ...v, baseline }));
+      for (const l of statusLines(v, baseline)) ctx.out(l);
     });
 
   runCmd
@@ -337,7 +340,7 @@ function jsonOut(v: unknown): string {
 }
 
 /** `run status` as text: Assay's own lines (task and agent names escaped). */
-export function statusLines(v: import('@assay/run').RunStatusView): string[] {
+export function statusLines(v: import('@assay/run').RunStatusView, baseline?: import('@assay/run').BaselineComparison): string[] {
   const one = (t: string | null) => escapeTerminalText(t ?? '-', { newlines: true });
   const metric = `${one(v.metric ?? 'reward')}, ${v.direction ?? '-'}`;
   const lines = [`run       ${v.run} (${one(v.task)}) ${v.state}, agent ${one(v.agent)}, started ${v.startedAt ?? '-'}`];
@@ -351,7 +354,24 @@ export function statusLines(v: import('@assay/run').RunStatusView): string[] {
   const lim = (x: { used: number; limit: number | null }) => `${Math.floor(x.used)}/${x.limit === null ? 'unlimited' : x.limit}`;
   lines.push(`budgets   submissions ${lim(b.submissions)}, wall ${lim(b.wall_time)} s, agent ${lim(b.agent_time)} s, gpu ${lim(b.gpu_seconds)} GPU-s`);
   lines.push(`best      ${v.best ? `round ${v.best.round}, score ${v.best.score} (${metric})` : 'none'}`);
+  if (baseline) lines.push(...baselineLines(baseline));
   if (v.state === 'interrupted') lines.push(`no controller is running this run (it was killed or crashed): \`assay run --resume ${v.run}\` goes on with it`);
+  return lines;
+}
+
+/** `run status`'s lines on the matched `start` baseline (docs/run.md, "assay run status"). */
+function baselineLines(c: import('@assay/run').BaselineComparison): string[] {
+  if (!c.matched) return [`baseline  ${c.reason}`];
+  const b = c.baseline;
+  const lines = [
+    `baseline  start, median ${b.median ?? '-'}, range [${b.min ?? '-'}, ${b.max ?? '-'}] (spread ${b.spread ?? '-'}) over ${b.completed}/${b.repeats} completed Judges, ` +
+      `recorded ${b.recordedAt ?? '-'} (BaselineRecorded@${b.position ?? '-'})`,
+  ];
+  const signed = (x: number) => (x > 0 ? `+${x}` : String(x));
+  const rel = c.relative === null ? 'relative -' : `${c.relative > 0 ? '+' : ''}${(c.relative * 100).toFixed(1)} % relative`;
+  lines.push(
+    `vs start  ${c.absolute === null ? 'no comparison' : `${signed(c.absolute)} absolute, ${rel} (positive: better, ${c.direction})`}: ${c.verdict} (${c.reason})`,
+  );
   return lines;
 }
 

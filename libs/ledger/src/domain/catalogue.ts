@@ -358,6 +358,40 @@ const specs: EventTypeSpec[] = [
     },
   },
   {
+    type: 'BaselineRecorded',
+    roles: ['controller'],
+    onlyWrittenBy: '`assay baseline`',
+    summary:
+      'A task\'s starting workspace (`start`) or its oracle (`oracle`) judged N times under the protocol a run of the task uses (docs/task-format.md, "Baselines"), in the stream `baseline-<task>`; runs with the same task digest and protocol fingerprint are compared with it.',
+    maxDataBytes: 16 * KIB,
+    schema: {
+      task: id(),
+      taskDigest: digest(),
+      protocolFingerprint: digest(),
+      /** The object hashed into protocolFingerprint (RunStarted records the same in protocol.fingerprintInput). */
+      fingerprintInput: { kind: 'freeObject' },
+      metric: { kind: 'string', max: 128, nullable: true },
+      direction: { kind: 'string', max: 16, enum: ['maximize', 'minimize'] },
+      kind: { kind: 'string', max: 16, enum: ['start', 'oracle'] },
+      /** The snapshot CID judged. */
+      snapshot: cid(),
+      judgeImageDigest: { kind: 'string', max: 256, min: 1, pattern: /^[A-Za-z0-9:+/=._-]+$/, nullable: true },
+      repeats: { kind: 'integer', min: 1, max: 20 },
+      scores: {
+        kind: 'array',
+        max: 20,
+        of: {
+          kind: 'object',
+          fields: { judge: id(), status: { kind: 'string', max: 32, enum: JUDGE_STATUSES }, primaryScore: finite(false, true) },
+        },
+      },
+      /** Over the completed repeats' primary scores; null when none completed. */
+      median: finite(false, true),
+      min: finite(false, true),
+      max: finite(false, true),
+    },
+  },
+  {
     type: 'Note',
     roles: ['controller', 'auditor'],
     onlyWrittenBy: null,
@@ -396,7 +430,7 @@ export const GENERIC_EVENT_TYPES: readonly string[] = specs.filter((s) => s.only
  * `{code, message}` naming the type and its writer. Unknown types are left to eventDataProblem.
  */
 /** Stream categories a generic append never writes: their revisions belong to the run controller, the runtime, the Judge and the key commands. */
-export const RESERVED_STREAM_CATEGORIES: readonly string[] = ['run', 'judge', 'key', 'transcript', 'redaction'];
+export const RESERVED_STREAM_CATEGORIES: readonly string[] = ['run', 'judge', 'key', 'transcript', 'redaction', 'baseline'];
 
 /** Why a generic append may not write to `stream` (a reserved category), or null. */
 export function genericStreamProblem(stream: string): { code: string; message: string } | null {

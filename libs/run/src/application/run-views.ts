@@ -60,6 +60,9 @@ export interface RunSummary {
 }
 
 export interface RunStatusView extends RunSummary {
+  /** RunStarted's task digest and protocol fingerprint (what a matched baseline must share); null before it. */
+  readonly taskDigest: string | null;
+  readonly fingerprint: string | null;
   readonly rounds: readonly RunRoundLine[];
   readonly refusedRequests: number;
   readonly violations: ReadonlyArray<{ readonly round: number | null; readonly rule: string }>;
@@ -93,6 +96,8 @@ export function runStatusView(run: string, events: readonly RunEventRecord[]): R
     submissions: { used: s.consumed.submissions, allowed: limits?.submissions ?? null },
     budgets,
     best: best ? { round: best.round, score: best.score } : null,
+    taskDigest: s.started?.taskDigest ?? null,
+    fingerprint: s.started?.fingerprint ?? null,
     rounds: s.rounds.map((r) => {
       const v = roundView(s, r);
       return { round: v.round, receivedAt: v.receivedAt, status: v.status, score: v.status === 'rule_violation' ? null : v.score, rule: v.rule };
@@ -103,6 +108,6 @@ export function runStatusView(run: string, events: readonly RunEventRecord[]): R
 }
 
 export function runSummary(v: RunStatusView): RunSummary {
-  const { rounds: _r, refusedRequests: _q, violations: _v, ...rest } = v;
+  const { rounds: _r, refusedRequests: _q, violations: _v, taskDigest: _d, fingerprint: _f, ...rest } = v;
   return rest;
 }

@@ -1,0 +1,119 @@
+import type { Command } from 'commander';
+import { AssayError, escapeTerminalText } from '@assay/core';
+import type { Baseline } from '@assay/run';
+import type { BaselineReport } from '../../../runtime/src/baseline';
+import type { CliContext } from '../cli-context';
+import { libs } from '../libs';
+
+const usage = (message: string) => new AssayError('CLI_USAGE', 'invalid_input', message);
+
+/**
+ * `assay baseline TASK_DIR [--repeat N] [--json]`: judges the task's starting workspace and its oracle (solution/)
+ * N times each (default 3) under the protocol `assay run TASK_DIR` would use, and records one BaselineRecorded per
+ * kind in the ledger (docs/task-format.md, "Baselines"). Exit 2 for a bad --repeat or task, 5 when the oracle fails
+ * (BASELINE_ORACLE_FAILED: nothing recorded), 7 when Docker is unavailable or on Ctrl-C (JUDGE_CANCELLED).
+ * `assay baseline ls [--task DIR] [--json]`: the recorded baselines (read-only; no Docker).
+ * `ls` is a reserved first word of `assay baseline`; a task directory of that name is given as `./ls`.
+ */
+export function register(program: Command, ctx: CliContext): void {
+  const cmd = program
+    .command('baseline')
+    .description("judge a task's starting workspace and its oracle N times under the run protocol; record BaselineRecorded")
+    .argument('[task-dir]', 'task directory')
+    .option('--repeat <n>', 'Judges of each workspace (1 to 20)', '3')
+    .option('--json', 'print one JSON document')
+    .action(async (taskDir: string | undefined, o: { repeat: string; json?: boolean }) => {
+      if (!taskDir) throw usage('assay baseline needs TASK_DIR (or `assay baseline ls`)');
+      if (!/^\d{1,2}$/.test(o.repeat) || Number(o.repeat) < 1 || Number(o.repeat) > 20)
+        throw usage(`--repeat must be an integer from 1 to 20, got "${o.repeat}"`);
+      const { recordBaseline } = require('../../../runtime/src/baseline') as typeof import('../../../runtime/src/baseline');
+      const tty = process.stderr.isTTY === true;
+      // Ctrl-C / SIGTERM: kill the running Judge, start no other, record nothing (exit 7, JUDGE_CANCELLED).
+      const abort = new AbortController();
+      const onSignal = (sig: NodeJS.Signals) => {
+        ctx.err(`assay: ${sig}: stopping the baseline (again to quit at once)`);
+        abort.abort();
+      };
+      process.once('SIGINT', onSignal);
+      process.once('SIGTERM', onSignal);
+      let r: BaselineReport;
+      try {
+        r = await recordBaseline(taskDir, {
+          home: ctx.home,
+          repeat: Number(o.repeat),
+          progress: ctx.progress(),
+          signal: abort.signal,
+          ...(tty && !o.json ? { log: (l: string) => ctx.err(`assay: ${l}`) } : {}),
+        });
+      } finally {
+        process.off('SIGINT', onSignal);
+        process.off('SIGTERM', onSignal);
+      }
+      if (o.json) return ctx.out(JSON.stringify(r, null, 2));
+      const one = (t: string | null) => escapeTerminalText(t ?? '-', { newlines: true });
+      ctx.out(`task      ${one(r.name)} (${one(r.dir)})`);
+      ctx.out(`digest    ${r.taskDigest}`);
+      ctx.out(`protocol  ${r.protocolFingerprint} (${one(r.metric ?? 'reward')}, ${r.direction}; judge image ${r.judgeImageDigest})`);
+      for (const b of r.baselines) ctx.out(`${b.kind.padEnd(9)} ${summaryText(b)}  snapshot ${b.snapshot}  BaselineRecorded@${b.position}`);
+      if (r.noOracle) ctx.out(`oracle    none: ${r.noOracle}`);
+      ctx.out(`recorded  in ${r.stream} (${(r.durationMs / 1000).toFixed(1)} s)`);
+    });
+
+  cmd
+    .command('ls')
+    .description('the baselines recorded in the ledger (task, kind, median and range of the repeats, digest, fingerprint)')
+    .option('--task <dir>', "only this task's baselines (marked current when recorded for its present digest)")
+    .option('--json', 'print one JSON document')
+    .action(async (o: { task?: string; json?: boolean }, sub: Command) => {
+      const json = Boolean(o.json || (sub.parent?.opts() as { json?: boolean }).json);
+      let filter: { task: string; digest: string } | null = null;
+      if (o.task !== undefined) {
+        const { loadTaskPlan, computeTaskDigests } = libs.taskFormat();
+        const plan = await loadTaskPlan(o.task);
+        const snapshots = libs.snapshots().SnapshotHome.open(ctx.home, { sink: null });
+        try {
+          const d = await computeTaskDigests(o.task, {
+            digest: async (dir: string) => (await snapshots.create(dir, { dryRun: true, previous: null, label: null, useCache: false })).rootCid,
+          });
+          filter = { task: libs.run().taskIdOf(plan.name), digest: d.task };
+        } finally {
+          await snapshots.close();
+        }
+      }
+      const all = await readBaselines(ctx);
+      const shown = (filter ? all.filter((b) => b.task === filter.task) : all).map((b) => ({
+        ...b,
+        ...(filter ? { current: b.taskDigest === filter.digest } : {}),
+      }));
+      if (json) return ctx.out(JSON.stringify({ baselines: shown }, null, 2));
+      if (shown.length === 0) return ctx.out(filter ? `no baselines of ${filter.task} in this ledger` : 'no baselines in this ledger');
+      const one = (t: string | null) => escapeTerminalText(t ?? '-', { newlines: true });
+      for (const b of shown)
+        ctx.out(
+          `${b.position}  ${b.recordedAt ?? '-'}  ${b.task}  ${b.kind.padEnd(6)}  ${summaryText(b)}  (${one(b.metric ?? 'reward')}, ${b.direction})  ` +
+            `task ${b.taskDigest}  protocol ${b.protocolFingerprint}${'current' in b ? (b.current ? '  current' : '  older digest') : ''}`,
+        );
+    });
+}
+
+/** `median M [min, max] over C/N completed Judges` (C: Judges that completed with a score). */
+function summaryText(b: Pick<Baseline, 'median' | 'min' | 'max' | 'scores'>): string {
+  const done = b.scores.filter((s) => s.primaryScore !== null).length;
+  const failed = b.scores.filter((s) => s.primaryScore === null).map((s) => s.status);
+  return (
+    `${b.median === null ? 'no score' : `median ${b.median} [${b.min}, ${b.max}]`} over ${done}/${b.scores.length} completed Judges` +
+    (failed.length ? ` (failed: ${failed.join(', ')})` : '')
+  );
+}
+
+/** Every BaselineRecorded of the ledger in ctx.home (read-only; no ledger is LEDGER_NOT_INITIALIZED). */
+export async function readBaselines(ctx: CliContext): Promise<Baseline[]> {
+  const { LedgerHome } = libs.ledger();
+  const { randomIds, systemClock } = await import('@assay/core');
+  const home = await LedgerHome.open(ctx.home, { clock: systemClock, ids: randomIds, readOnly: true });
+  try {
+    return await libs.run().readBaselines(home.ledger);
+  } finally {
+    await home.close();
+  }
+}

@@ -1,0 +1,142 @@
+import { basename } from 'node:path';
+import type { Command } from 'commander';
+import { AssayError, escapeTerminalText } from '@assay/core';
+import type { LeaderboardGroup, ReadModelStore, Trajectory } from '@assay/projections';
+import type { CliContext } from '../cli-context';
+import { libs } from '../libs';
+
+/**
+ * `assay leaderboard TASK [--json]` and `assay report RUN_ID [--json]` (docs/projections.md): read models of the
+ * ledger. Both first catch the read models (`<ASSAY_HOME>/projections/read-models.db`) up with the ledger, verified
+ * first and only up to its latest signed checkpoint (progress on a terminal only), then print. They never write to
+ * the ledger (it is opened read-only).
+ */
+const usage = (message: string) => new AssayError('CLI_USAGE', 'invalid_input', message);
+const projections = () => require('@assay/projections') as typeof import('@assay/projections');
+
+const RUN_ID_RE = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
+const one = (t: string | null): string => escapeTerminalText(t ?? '-', { newlines: true });
+
+/** Opens the ledger read-only and the read models, catches them up, and runs `fn` on the read models. */
+async function withReadModels<T>(ctx: CliContext, fn: (store: ReadModelStore) => T): Promise<T> {
+  const { LedgerHome } = libs.ledger();
+  const { randomIds, systemClock } = await import('@assay/core');
+  const p = projections();
+  const home = await LedgerHome.open(ctx.home, { clock: systemClock, ids: randomIds, readOnly: true });
+  try {
+    let store: ReadModelStore;
+    try {
+      store = p.SqliteReadModelStore.open(p.readModelsPath(ctx.home));
+    } catch (e) {
+      if (e instanceof AssayError) throw e;
+      throw new AssayError('PROJECTIONS_UNAVAILABLE', 'unavailable', `cannot open the read models at ${p.readModelsPath(ctx.home)}: ${(e as Error).message}`, {
+        cause: e,
+      });
+    }
+    try {
+      // Another projector may commit first; the loser starts again from where the winner left the read models.
+      for (let attempt = 0; ; attempt++) {
+        try {
+          await p.catchUp(home, store, { progress: ctx.progress() });
+          break;
+        } catch (e) {
+          if (!(e instanceof AssayError && e.code === 'PROJECTIONS_CONFLICT') || attempt >= 3) throw e;
+        }
+      }
+      return fn(store);
+    } finally {
+      store.close();
+    }
+  } finally {
+    await home.close();
+  }
+}
+
+export function register(program: Command, ctx: CliContext): void {
+  program
+    .command('leaderboard')
+    .description(
+      "a task's runs ranked by best score, one table per protocol group (task id, task digest, protocol fingerprint): runs are only ranked against runs of the same protocol (docs/projections.md)",
+    )
+    .argument('<task>', 'the task id as RunStarted records it (a task directory path is matched by its last component)')
+    .option('--json', 'print one JSON document')
+    .action(async (task: string, o: { json?: boolean }) => {
+      if (task.length === 0 || task.length > 4096) throw usage('the task must be 1 to 4096 characters');
+      const groups = await withReadModels(ctx, (store) => {
+        const exact = projections().leaderboardOf(store, task);
+        const name = basename(task.replace(/\/+$/, ''));
+        return exact.length > 0 || name === task || name === '' ? exact : projections().leaderboardOf(store, name);
+      });
+      if (o.json) return ctx.out(JSON.stringify({ task, groups }, null, 2));
+      for (const l of leaderboardLines(task, groups)) ctx.out(l);
+    });
+
+  program
+    .command('report')
+    .description("a run's trajectory from the ledger: every round's time since the start, status, score and the best score so far (docs/projections.md)")
+    .argument('<run-id>', 'the run id')
+    .option('--json', 'print one JSON document')
+    .action(async (id: string, o: { json?: boolean }) => {
+      if (!RUN_ID_RE.test(id)) throw usage(`not a run id: "${escapeTerminalText(id)}"`);
+      const t = await withReadModels(ctx, (store) => store.trajectory(id));
+      if (!t) throw new AssayError('RUN_NOT_FOUND', 'not_found', `no run ${id} in the signed part of the ledger at ${ctx.home}`);
+      if (o.json) return ctx.out(JSON.stringify(t, null, 2));
+      for (const l of reportLines(t)) ctx.out(l);
+    });
+}
+
+function table(rows: string[][]): string[] {
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+  return rows.map((r) => `  ${r.map((c, i) => c.padEnd(widths[i]!)).join('  ')}`.trimEnd());
+}
+
+const seconds = (ms: number | null): string => (ms === null ? '-' : `${(ms / 1000).toFixed(1)} s`);
+
+/** `leaderboard` as text: a header per protocol group saying what identifies it, then its ranked rows. */
+export function leaderboardLines(task: string, groups: readonly LeaderboardGroup[]): string[] {
+  if (groups.length === 0) return [`no runs of task ${one(task)} in the signed part of this ledger`];
+  const out: string[] = [];
+  groups.forEach((g, i) => {
+    if (i > 0) out.push('');
+    out.push(`task ${one(g.task)}  protocol group ${i + 1} of ${groups.length}: task digest ${one(g.taskDigest)}, protocol fingerprint ${one(g.fingerprint)}`);
+    out.push(`  ranked by ${one(g.metric ?? 'reward')} (${g.direction}); ${g.rows.length} run(s)`);
+    const rows = [
+      ['rank', 'run', 'agent', 'model', 'status', 'best', 'round', 'snapshot', 'submissions', 'invalid', 'failed', 'violating', 'refunded', 'wall'],
+    ];
+    for (const r of g.rows)
+      rows.push([
+        r.rank === null ? '-' : String(r.rank),
+        one(r.run),
+        one(r.agent),
+        one(r.model),
+        one(r.status),
+        r.best ? String(r.best.score) : '-',
+        r.best ? String(r.best.round) : '-',
+        r.best ? one(r.best.snapshot) : '-',
+        `${r.submissions.used}/${r.submissions.allowed ?? 'unlimited'}`,
+        String(r.rounds.invalid),
+        String(r.rounds.failed),
+        String(r.rounds.violating),
+        String(r.rounds.refunded),
+        seconds(r.wallTimeMs),
+      ]);
+    out.push(...table(rows));
+  });
+  return out;
+}
+
+/** `report` as text: the run, then one line per round. */
+export function reportLines(t: Trajectory): string[] {
+  const out = [`run ${one(t.run)}  task ${one(t.task)}  agent ${one(t.agent)}  status ${one(t.status)}  ${one(t.metric ?? 'reward')} (${t.direction})`];
+  if (t.rounds.length === 0) return [...out, '  no rounds'];
+  const rows = [['round', 'elapsed', 'status', 'score', 'best so far']];
+  for (const r of t.rounds)
+    rows.push([
+      String(r.round),
+      seconds(r.elapsedMs),
+      r.status,
+      r.score === null ? '-' : String(r.score),
+      r.bestSoFar === null ? '-' : `${r.bestSoFar} (round ${r.bestRoundSoFar})`,
+    ]);
+  return [...out, ...table(rows)];
+}
