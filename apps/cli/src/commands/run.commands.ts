@@ -77,8 +77,11 @@ export function register(program: Command, ctx: CliContext): void {
           const ended = (await readRunViews(ctx).catch(() => [])).find((x) => x.run === o.resume && x.ended);
           if (ended) {
             ctx.err(`assay: run ${ended.run} has already ended (${ended.state}); its report from the ledger:`);
-            if (o.json) ctx.out(jsonOut(ended));
-            else for (const l of statusLines(ended)) ctx.out(l);
+            // the same document as `run status`, matched baseline included
+            const { readBaselines } = require('./baseline.commands') as typeof import('./baseline.commands');
+            const baseline = libs.run().compareWithBaseline({ ...ended, score: ended.best?.score ?? null }, await readBaselines(ctx));
+            if (o.json) ctx.out(jsonOut({ ...ended, baseline }));
+            else for (const l of statusLines(ended, baseline)) ctx.out(l);
             return;
           }
         }
