@@ -25,7 +25,7 @@ import {
   type WorkspaceChange,
   type WorkspaceSnapshot,
 } from '@assay/run';
-import { TAR_BLOCK, tarHeader, tarPadding, TAR_END } from '@assay/containers';
+import { chunks, entries, pack } from '../support/bundle-archive';
 
 jest.setTimeout(120_000);
 
@@ -40,30 +40,6 @@ class FixedSnapshotter implements Snapshotter {
   }
   async *changes(): AsyncIterable<WorkspaceChange> {}
 }
-
-async function* chunks(b: Buffer): AsyncGenerator<Uint8Array> {
-  for (let i = 0; i < b.length; i += 4096) yield b.subarray(i, i + 4096);
-}
-
-function entries(b: Buffer): Array<{ name: string; content: Buffer }> {
-  const out: Array<{ name: string; content: Buffer }> = [];
-  for (let at = 0; b[at] !== 0;) {
-    const name = b
-      .subarray(at, at + 100)
-      .toString('latin1')
-      .replace(/\0.*$/s, '');
-    const size = parseInt(b.subarray(at + 124, at + 135).toString('latin1'), 8);
-    out.push({ name, content: Buffer.from(b.subarray(at + TAR_BLOCK, at + TAR_BLOCK + size)) });
-    at += TAR_BLOCK + size + tarPadding(size).length;
-  }
-  return out;
-}
-
-const pack = (parts: Array<{ name: string; content: Buffer }>) =>
-  Buffer.concat([
-    ...parts.flatMap((p) => [tarHeader({ path: p.name, type: 'file', mode: 0o644, size: p.content.length }), p.content, tarPadding(p.content.length)]),
-    TAR_END,
-  ]);
 
 describe('result bundles with logs', () => {
   let dir: string;

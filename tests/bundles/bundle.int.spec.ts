@@ -9,7 +9,8 @@ import { join } from 'node:path';
 import { BUNDLE_STEPS, exportBundle, pae, DSSE_PAYLOAD_TYPE, verifyBundle, type BundleVerdict } from '@assay/bundles';
 import { canonicalJson, LedgerHome, type JsonObject, type SigningKey } from '@assay/ledger';
 import { runClaimRules } from '@assay/run';
-import { TAR_BLOCK, tarHeader, tarPadding, TAR_END } from '@assay/containers';
+import { TAR_BLOCK } from '@assay/containers';
+import { chunks, entries, pack } from '../support/bundle-archive';
 import { assay } from '../support/cli';
 import { buildSampleHome, deps } from '../support/ledger-home-fixtures';
 import { SAMPLE_WORKSPACES, sampleRunEvents } from '../support/sample-run';
@@ -18,33 +19,6 @@ import { parseCid, SnapshotHome } from '@assay/snapshots';
 jest.setTimeout(180_000);
 
 const RUN = 'r-20261202-0001';
-
-async function* chunks(b: Buffer): AsyncGenerator<Uint8Array> {
-  for (let i = 0; i < b.length; i += 4096) yield b.subarray(i, i + 4096);
-}
-
-/** The entries of a bundle (tests build altered bundles from them). */
-function entries(b: Buffer): Array<{ name: string; content: Buffer }> {
-  const out: Array<{ name: string; content: Buffer }> = [];
-  let at = 0;
-  while (b[at] !== 0) {
-    const name = b
-      .subarray(at, at + 100)
-      .toString('latin1')
-      .replace(/\0.*$/s, '');
-    const size = parseInt(b.subarray(at + 124, at + 135).toString('latin1'), 8);
-    out.push({ name, content: Buffer.from(b.subarray(at + TAR_BLOCK, at + TAR_BLOCK + size)) });
-    at += TAR_BLOCK + size + tarPadding(size).length;
-  }
-  return out;
-}
-
-function pack(parts: Array<{ name: string; content: Buffer }>): Buffer {
-  return Buffer.concat([
-    ...parts.flatMap((p) => [tarHeader({ path: p.name, type: 'file', mode: 0o644, size: p.content.length }), p.content, tarPadding(p.content.length)]),
-    TAR_END,
-  ]);
-}
 
 describe('result bundles (export, offline verification, tampering)', () => {
   let dir: string;

@@ -45,18 +45,9 @@ export function register(program: Command, ctx: CliContext): void {
     .argument('<dir>', 'task directory')
     .option('--json', 'print the plan as JSON')
     .action(async (dir: string, opts: { json?: boolean }) => {
-      const { loadTaskPlan, computeTaskDigests, describePlan } = libs.taskFormat();
+      const { loadTaskPlan, describePlan } = libs.taskFormat();
       const plan = await loadTaskPlan(dir);
-      // Digests use the snapshot rules (content addressing, docs/snapshots-format.md); nothing is stored.
-      const snapshots = await libs.snapshots().SnapshotHome.open(ctx.home, { sink: null });
-      let digests: TaskDigests;
-      try {
-        digests = await computeTaskDigests(dir, {
-          digest: async (d: string) => (await snapshots.create(d, { dryRun: true, previous: null, label: null, useCache: false })).rootCid,
-        });
-      } finally {
-        await snapshots.close();
-      }
+      const digests = await taskDigestsOf(ctx, dir);
       if (opts.json) ctx.out(JSON.stringify({ ...plan, digests }, null, 2));
       else {
         for (const line of describePlan(plan)) ctx.out(line);
@@ -163,9 +154,21 @@ function failure(dir: string, problems: readonly TaskProblem[]): AssayError {
   });
 }
 
+/** A task directory's digests, by the snapshot rules (content addressing, docs/snapshots-format.md); nothing is stored. */
+async function taskDigestsOf(ctx: CliContext, dir: string): Promise<TaskDigests> {
+  const snapshots = libs.snapshots().SnapshotHome.open(ctx.home, { sink: null });
+  try {
+    return await libs.taskFormat().computeTaskDigests(dir, {
+      digest: async (d: string) => (await snapshots.create(d, { dryRun: true, previous: null, label: null, useCache: false })).rootCid,
+    });
+  } finally {
+    await snapshots.close();
+  }
+}
+
 /** `assay task import DIR`: validate, digest, check the images, record TaskRegistered once per digest. */
 async function importTask(ctx: CliContext, dir: string, json: boolean): Promise<void> {
-  const { loadTaskPlan, computeTaskDigests, TASK_ERROR_CODES } = libs.taskFormat();
+  const { loadTaskPlan, TASK_ERROR_CODES } = libs.taskFormat();
   const judge = libs.judge();
   const plan = await loadTaskPlan(dir);
   let dockerfile: string | null = null;
@@ -173,15 +176,7 @@ async function importTask(ctx: CliContext, dir: string, json: boolean): Promise<
     dockerfile = judge.readSmallFile(join(dir, 'environment', 'Dockerfile'), 256 * 1024, 'environment/Dockerfile').toString('utf8');
   const { images: needed, problems } = judge.requiredImages(plan.environment.image, dockerfile);
   if (problems.length > 0) throw new AssayError('IMAGE_DOCKERFILE_UNSUPPORTED', 'invalid_input', `${dir}: ${problems.join('; ')}`);
-  const snapshots = libs.snapshots().SnapshotHome.open(ctx.home, { sink: null });
-  let digests: TaskDigests;
-  try {
-    digests = await computeTaskDigests(dir, {
-      digest: async (d: string) => (await snapshots.create(d, { dryRun: true, previous: null, label: null, useCache: false })).rootCid,
-    });
-  } finally {
-    await snapshots.close();
-  }
+  const digests = await taskDigestsOf(ctx, dir);
   const { DockerodeRuntime } = require('@assay/containers') as typeof import('@assay/containers');
   const runtime = new DockerodeRuntime();
   await runtime.ping();
