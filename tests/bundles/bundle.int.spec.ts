@@ -204,20 +204,38 @@ describe('result bundles (export, offline verification, tampering)', () => {
     expect([gap.verdict, gap.failure?.step, gap.failure?.code]).toEqual(['invalid', 'chains', 'VERIFY_CHAIN_BROKEN']);
   });
 
-  it('a claim with a better score than recorded, signed with the real key: refused by the statement step', async () => {
+  /** The bundle with its claim changed by `mutate` and the statement signed again with the real controller key. */
+  const reclaimed = (mutate: (claim: { claimedScore: number; round: number }) => void): Buffer => {
     const parts = entries(bundle);
     const last = parts[parts.length - 1]!;
     const env = JSON.parse(last.content.toString()) as { payload: string };
-    const st = JSON.parse(Buffer.from(env.payload, 'base64').toString()) as { predicate: { claimedScore: number } };
-    st.predicate.claimedScore = st.predicate.claimedScore / 10;
+    const st = JSON.parse(Buffer.from(env.payload, 'base64').toString()) as { predicate: { claimedScore: number; round: number } };
+    mutate(st.predicate);
     const payload = Buffer.from(canonicalJson(st as unknown as JsonObject));
     const sig = Buffer.from(controller.sign(pae(DSSE_PAYLOAD_TYPE, payload))).toString('base64');
     last.content = Buffer.from(
       canonicalJson({ payloadType: DSSE_PAYLOAD_TYPE, payload: payload.toString('base64'), signatures: [{ keyid: controller.signer, sig }] }),
     );
-    const v = await verify(pack(parts));
+    return pack(parts);
+  };
+
+  it('a claim with a better score than recorded, signed with the real key: refused by the statement step', async () => {
+    const v = await verify(reclaimed((c) => (c.claimedScore = c.claimedScore / 10)));
     expect([v.verdict, v.failure?.step, v.failure?.code]).toEqual(['invalid', 'statement', 'BUNDLE_CLAIM_MISMATCH']);
     expect(v.failure?.message).toMatch(/^the claim's claimedScore is /);
+  });
+
+  it('a claim that picks a worse round while a better one exists, signed with the real key: refused by the statement step', async () => {
+    // the sample: round 2 scored 0.574, round 5 scored 0.433 (minimize): the rule picks round 5
+    const v = await verify(
+      reclaimed((c) => {
+        expect([c.round, c.claimedScore]).toEqual([5, 0.433]);
+        c.round = 2;
+        c.claimedScore = 0.574;
+      }),
+    );
+    expect([v.verdict, v.failure?.step, v.failure?.code]).toEqual(['invalid', 'statement', 'BUNDLE_CLAIM_MISMATCH']);
+    expect(v.failure?.message).toMatch(/^the claim's (claimedScore|round) is (0\.574|2), but the events support (0\.433|5)/);
   });
 
   it('the CLI: export, then verify in a fresh directory with only the bundle and the public key; exit 5 and 6', async () => {

@@ -5,6 +5,7 @@
  * exactly and a signed RejudgeCompleted is recorded; a task that differs by one hidden-test byte, an untrusted key and
  * a damaged bundle are refused before anything is judged or recorded; a bundle without snapshots takes --car.
  */
+import { createHash } from 'node:crypto';
 import { cpSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -28,7 +29,7 @@ interface Report {
   toleranceFrom: string;
   snapshot: { cid: string; source: string };
   task: { digest: string };
-  event: { stream: string; position: number };
+  event: { stream: string; position: number; id: string };
 }
 
 describeDocker('assay rejudge (CLI, Docker)', () => {
@@ -108,6 +109,29 @@ describeDocker('assay rejudge (CLI, Docker)', () => {
     expect(events.filter((e) => e.type === 'JudgeCompleted')).toHaveLength(2);
     const verified = await assay(['ledger', 'verify'], home);
     expect({ code: verified.code, stdout: verified.stdout }).toEqual({ code: 0, stdout: expect.stringContaining('ledger verified') });
+
+    // the report's own bundle, checked by someone with nothing but that file and the auditor's root key
+    const reportBundle = join(tmp, 'report.bundle');
+    const exported = await assay(['bundle', 'export-rejudge', rep.event.id, '-o', reportBundle, '--json'], home);
+    expect({ code: exported.code, stderr: exported.stderr }).toEqual({ code: 0, stderr: expect.any(String) });
+    expect(JSON.parse(exported.stdout)).toMatchObject({ rejudge: rep.event.id, report: { verdict: 'reproduced', run: 'pub1' } });
+    const auditorPub = join(tmp, 'auditor.pub');
+    cpSync(join(home, 'keys', readdirSync(join(home, 'keys')).find((f) => /^assay-controller-.*\.pub$/.test(f)) as string), auditorPub);
+    const nobody = join(tmp, 'nobody-home');
+    const checked = await assay(['verify', reportBundle, '--trusted-key', auditorPub], nobody);
+    expect({ code: checked.code, stdout: checked.stdout }).toEqual({
+      code: 0,
+      stdout: expect.stringContaining(`valid: re-judge report ${rep.event.id} of run pub1: reproduced, median ${claim.claimedScore}`),
+    });
+    expect(checked.stdout).toMatch(/^skipped snapshots/m);
+    // it names the very result bundle that was re-judged, by the file's SHA-256
+    const fileDigest = `sha256:${createHash('sha256').update(readFileSync(bundle)).digest('hex')}`;
+    expect(checked.stdout).toContain(`re-judged bundle ${fileDigest}`);
+    const wrongKey = await assay(['verify', reportBundle, '--trusted-key', rootPub], nobody);
+    expect(wrongKey.code).toBe(6);
+    // a report bundle is not something to re-judge
+    const again = await assay(['rejudge', reportBundle, '--task', TASK, '--trusted-key', auditorPub], home);
+    expect({ code: again.code, stderr: again.stderr }).toEqual({ code: 2, stderr: expect.stringContaining('BUNDLE_REJUDGE_NOT_RUN_BUNDLE') });
   });
 
   it('refuses a task that differs by one hidden-test byte, an untrusted root key and a damaged bundle; nothing is judged or recorded', async () => {

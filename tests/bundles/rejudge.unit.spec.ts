@@ -87,7 +87,7 @@ const CLAIM = {
   budgets: {},
 };
 // `...EXTRA`: fields of BundleVerdict that rejudge does not read (witnesses, with a witness policy)
-const EXTRA = { witnesses: null };
+const EXTRA = { witnesses: null, kind: 'run' as const, rejudge: null };
 const valid = (claim: JsonObject = CLAIM as unknown as JsonObject): BundleVerdict => ({
   ...EXTRA,
   verdict: 'valid',
@@ -268,6 +268,14 @@ describe('rejudge: the steps, with fakes', () => {
     expect(e.message).toContain('bafyother');
     expect(e.message).toContain(CLAIM.taskDigest);
     expect(w.calls).toEqual(['verify', 'compileTask']);
+  });
+
+  it('refuses a re-judge report bundle (valid, but no run claim to re-judge) before anything else', async () => {
+    const w = world({ tempDir: tmp, verdict: { ...valid(), kind: 'rejudge', rejudge: 'rj-1' } });
+    const e = await refusal(w);
+    expect(e).toMatchObject({ code: 'BUNDLE_REJUDGE_NOT_RUN_BUNDLE', kind: 'invalid_input' });
+    expect(e.message).toContain('rj-1');
+    expect(w.calls).toEqual(['verify']);
   });
 
   it('refuses a claim with no selected snapshot', async () => {

@@ -26,6 +26,12 @@ export const BUNDLE_ERROR_KINDS = {
   BUNDLE_REJUDGE_NOTHING_TO_JUDGE: 'conflict',
   /** `assay rejudge`: the selected snapshot is neither carried by the bundle, nor in `--car`, nor in the store. */
   BUNDLE_REJUDGE_SNAPSHOT_MISSING: 'not_found',
+  /** `assay rejudge`: the bundle is a re-judge report's, not a run's result bundle: there is no claim to re-judge. */
+  BUNDLE_REJUDGE_NOT_RUN_BUNDLE: 'invalid_input',
+  /** `assay bundle export-rejudge`: no re-judging of that id in this ledger (at or before the checkpoint). */
+  BUNDLE_REJUDGE_NOT_FOUND: 'not_found',
+  /** `assay bundle export-rejudge`: the stream is not one self-consistent RejudgeCompleted written by `assay rejudge`. */
+  BUNDLE_REJUDGE_NOT_REPORT: 'conflict',
   /** The checkpoint to export against (`--cosigned`) is missing, malformed, or not signed by this ledger's controller key. */
   BUNDLE_CHECKPOINT_INVALID: 'invalid_input',
   /** `--logs`: a log the ledger records a digest for is missing from the run directory, or differs from that digest. */

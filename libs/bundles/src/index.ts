@@ -5,8 +5,11 @@ export * from './bundles.errors';
 export * from './domain/bundle-format';
 export * from './domain/bundle-streams';
 export * from './domain/log-redaction';
+export * from './domain/rejudge-report';
 
 // application
 export * from './application/export-bundle';
+export * from './application/export-rejudge-bundle';
+export * from './application/bundle-writer';
 export * from './application/verify-bundle';
 export * from './application/rejudge';

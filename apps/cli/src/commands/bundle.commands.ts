@@ -70,6 +70,61 @@ async function publisherKey(file: string, home: import('@assay/ledger').LedgerHo
   return key;
 }
 
+/** `--cosigned`: the checkpoint witnesses cosigned, as `assay ledger checkpoint --witness...` kept it. */
+function cosignedCheckpoint(home: string): string {
+  const cosignedFile = join(home, 'ledger', 'checkpoint.cosigned');
+  try {
+    return readFileSync(cosignedFile, 'utf8');
+  } catch (e) {
+    throw new AssayError(
+      'BUNDLE_CHECKPOINT_INVALID',
+      'invalid_input',
+      `--cosigned: cannot read ${cosignedFile} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}): have a checkpoint cosigned first (assay ledger checkpoint --witness FILE | --witness-cmd CMD)`,
+    );
+  }
+}
+
+/** `-o FILE` resolved; a directory is refused. */
+function outputFile(output: string): string {
+  const out = resolve(output);
+  if (existsSync(out) && statSync(out).isDirectory()) throw usage(`--output ${output} is a directory; give a file name`);
+  return out;
+}
+
+/** The key that signs a bundle's statement: `--key`, else the home's controller key. */
+async function signingKeyOf(
+  home: import('@assay/ledger').LedgerHome,
+  keyFile: string | undefined,
+  homeDir: string,
+): Promise<import('@assay/ledger').SigningKey> {
+  const publisher = keyFile !== undefined ? await publisherKey(keyFile, home) : home.ledger.key('controller');
+  if (!publisher) throw new AssayError('LEDGER_NO_KEY_FOR_ROLE', 'refused', `signing a bundle needs the controller key (in ${homeDir}/keys) or --key`);
+  return publisher;
+}
+
+/** One line for a valid report bundle's claim (RejudgeCompleted data). */
+function reportLine(id: string | null, r: Record<string, unknown>): string {
+  const n = (x: unknown) => (x === null || x === undefined ? 'none' : String(x));
+  const judges = Array.isArray(r.scores) ? r.scores.length : 0;
+  return `valid: re-judge report ${n(id)} of run ${n(r.run)}: ${String(r.verdict).replace(/_/g, ' ')}, median ${n(r.median)} against the recorded ${n(r.recordedScore)} (delta ${n(r.delta)}, tolerance ${n(r.tolerance)}, ${judges} Judge${judges === 1 ? '' : 's'}; re-judged bundle ${n(r.bundleDigest)})`;
+}
+
+/** Opens the home's ledger and the key that signs a bundle's statement (`--key`, else the controller key), for `fn`. */
+async function withPublishingHome<T>(
+  ctx: CliContext,
+  keyFile: string | undefined,
+  fn: (home: import('@assay/ledger').LedgerHome, publisher: import('@assay/ledger').SigningKey) => Promise<T>,
+): Promise<T> {
+  const { LedgerHome } = libs.ledger();
+  const { randomIds, systemClock } = await import('@assay/core');
+  const home = await LedgerHome.open(ctx.home, { clock: systemClock, ids: randomIds });
+  try {
+    return await fn(home, await signingKeyOf(home, keyFile, ctx.home));
+  } finally {
+    await home.close();
+  }
+}
+
 export function register(program: Command, ctx: CliContext): void {
   const bundle = program.command('bundle').description('signed result bundles: a run and its claim, for auditors and publishers');
   bundle
@@ -98,14 +153,8 @@ export function register(program: Command, ctx: CliContext): void {
       const { LOG_MODES } = libs.bundles();
       if (!(LOG_MODES as readonly string[]).includes(o.logs)) throw usage(`--logs must be one of ${LOG_MODES.join(', ')}, got "${o.logs}"`);
       const logs = o.logs as (typeof LOG_MODES)[number];
-      const out = resolve(o.output);
-      if (existsSync(out) && statSync(out).isDirectory()) throw usage(`--output ${o.output} is a directory; give a file name`);
-      const { LedgerHome } = libs.ledger();
-      const { randomIds, systemClock } = await import('@assay/core');
-      const home = await LedgerHome.open(ctx.home, { clock: systemClock, ids: randomIds });
-      try {
-        const publisher = o.key !== undefined ? await publisherKey(o.key, home) : home.ledger.key('controller');
-        if (!publisher) throw new AssayError('LEDGER_NO_KEY_FOR_ROLE', 'refused', `signing a bundle needs the controller key (in ${ctx.home}/keys) or --key`);
+      const out = outputFile(o.output);
+      return withPublishingHome(ctx, o.key, async (home, publisher) => {
         const progress = ctx.progress();
         progress.start('exporting events');
         const { SnapshotHome, parseCid } = libs.snapshots();
@@ -120,19 +169,7 @@ export function register(program: Command, ctx: CliContext): void {
             await store.close();
           }
         };
-        let checkpoint: string | undefined;
-        if (o.cosigned) {
-          const cosignedFile = join(ctx.home, 'ledger', 'checkpoint.cosigned');
-          try {
-            checkpoint = readFileSync(cosignedFile, 'utf8');
-          } catch (e) {
-            throw new AssayError(
-              'BUNDLE_CHECKPOINT_INVALID',
-              'invalid_input',
-              `--cosigned: cannot read ${cosignedFile} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}): have a checkpoint cosigned first (assay ledger checkpoint --witness FILE | --witness-cmd CMD)`,
-            );
-          }
-        }
+        const checkpoint = o.cosigned ? cosignedCheckpoint(ctx.home) : undefined;
         const r = await libs.bundles().exportBundle(home.ledger, {
           run,
           out,
@@ -163,17 +200,52 @@ export function register(program: Command, ctx: CliContext): void {
         ctx.out(`snapshots ${r.snapshotRoots.length === 0 ? 'none carried' : r.snapshotRoots.join(', ')}`);
         ctx.out(`logs      ${logs === 'none' ? 'none carried (their digests are in the events)' : `${r.logs} carried, ${logs}`}`);
         ctx.out(`check it  assay verify ${o.output} --trusted-key <the ledger's controller public key>`);
-      } finally {
-        await home.close();
-      }
+      });
+    });
+
+  bundle
+    .command('export-rejudge')
+    .description(
+      "write a re-judge report's own bundle (assay rejudge's RejudgeCompleted with this ledger's keys, proved against one signed checkpoint, the report as a signed statement): anyone with this ledger's root key checks it with assay verify",
+    )
+    .argument('<rejudge-id>', 'the re-judging (assay rejudge prints it: stream rejudge-<id>)')
+    .requiredOption('-o, --output <file>', 'the bundle file to write (written whole, then renamed into place)')
+    .option(
+      '--key <file>',
+      "sign the report with this private key (role publisher or controller, registered in the ledger); default: the home's controller key",
+    )
+    .option('--cosigned', 'prove against the checkpoint witnesses cosigned (<home>/ledger/checkpoint.cosigned), carrying their cosignatures')
+    .option('--json', 'print a JSON summary')
+    .action(async (id: string, o: { output: string; key?: string; cosigned?: boolean; json?: boolean }) => {
+      if (!/^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/.test(id)) throw usage(`"${id}" is not a re-judging id`);
+      const out = outputFile(o.output);
+      return withPublishingHome(ctx, o.key, async (home, publisher) => {
+        const checkpoint = o.cosigned ? cosignedCheckpoint(ctx.home) : undefined;
+        const r = await libs.bundles().exportRejudgeBundle(home.ledger, { rejudge: id, out, publisher, checkpoint });
+        if (o.json)
+          return ctx.out(
+            JSON.stringify(
+              { path: r.path, rejudge: id, events: r.events, treeSize: r.treeSize, bytes: r.bytes, contentDigest: r.contentDigest, report: r.report },
+              null,
+              2,
+            ),
+          );
+        const rep = r.report as Record<string, unknown>;
+        ctx.out(`bundle    ${r.path} (${r.bytes} bytes)`);
+        ctx.out(
+          `report    ${id}: run ${String(rep.run)}, ${String(rep.verdict).replace(/_/g, ' ')} (median ${String(rep.median)}, recorded ${String(rep.recordedScore)})`,
+        );
+        ctx.out(`events    ${r.events}, proved against a checkpoint of ${r.treeSize}; signed by ${publisher.signer}`);
+        ctx.out(`check it  assay verify ${o.output} --trusted-key <this ledger's controller public key>`);
+      });
     });
 
   program
     .command('verify')
     .description(
-      'verify a result bundle offline against the keys you trust: signatures, roles, chains, proofs, checkpoint, and that the claim follows from the events; or an equivocation report (a JSON file) against the log key',
+      "verify a result bundle or a re-judge report's bundle offline against the keys you trust: signatures, roles, chains, proofs, checkpoint, and that the claim (or the report's arithmetic) follows from the events; or an equivocation report (a JSON file) against the log key",
     )
-    .argument('<file>', 'the bundle, or an equivocation report')
+    .argument('<file>', "the bundle (a run's or a re-judge report's), or an equivocation report")
     .option('--trusted-key <key...>', "the ledger's root (controller) key: verifier key text or a .pub file; repeatable")
     .option('--trusted-keys <file>', 'a file of verifier key texts, one per line (# comments)')
     .option(
@@ -209,6 +281,7 @@ export function register(program: Command, ctx: CliContext): void {
         if (v.witnesses && v.witnesses.met) ctx.out(`witnesses: the checkpoint ${libs.bundles().witnessSummary(v.witnesses)}`);
         if (v.failure)
           ctx.out(`${v.verdict === 'cannot_check' ? 'could not check' : 'INVALID'}: step ${v.failure.step}: ${v.failure.code}: ${v.failure.message}`);
+        else if (v.kind === 'rejudge') ctx.out(reportLine(v.rejudge, v.claim as Record<string, unknown>));
         else {
           const c = v.claim as {
             run: string;

@@ -168,4 +168,7 @@ function print(ctx: CliContext, r: RejudgeReport, json: boolean): void {
   ctx.out(`median    ${n(r.median)}; spread ${n(r.spread)}; delta ${n(r.delta)}; tolerance ${r.tolerance} (${r.toleranceFrom})`);
   ctx.out(`verdict   ${r.verdict.replace(/_/g, ' ')}`);
   ctx.out(`ledger    RejudgeCompleted@${r.event.position} (stream ${r.event.stream})`);
+  ctx.out(
+    `publish   assay bundle export-rejudge ${r.event.id} -o report.bundle (anyone checks it: assay verify report.bundle --trusted-key <this home's controller public key>)`,
+  );
 }

@@ -1,38 +1,31 @@
 /**
  * `assay bundle export RUN_ID -o FILE`: a run's events, each with its inclusion proof against one signed checkpoint,
- * and the claim they support in a signed DSSE envelope (docs/bundle-format.md). Written to `FILE.partial` and renamed
- * into place when complete, so a reader never sees half a bundle. Events are read and written one batch at a time.
+ * and the claim they support in a signed DSSE envelope (docs/bundle-format.md), written by BundleWriter (whole, then
+ * renamed into place).
  */
 import { createHash } from 'node:crypto';
-import { closeSync, fsyncSync, openSync, readFileSync, readSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { canonicalJson, ed25519NoteVerifier, openCheckpoint, type Ledger, type JsonObject, type SigningKey } from '@assay/ledger';
+import { canonicalJson, type Ledger, type JsonObject, type SigningKey } from '@assay/ledger';
 import { recordedJudgeLogs, recordedTranscripts, recordOf, runStatusView, type RunEventRecord } from '@assay/run';
 import { REDACTION_RULES, redactLog } from '../domain/log-redaction';
 import { parseCid } from '@assay/snapshots';
-import { TAR_END, tarHeader, tarPadding } from '@assay/containers';
 import {
   BUNDLE_FORMAT,
   claimOf,
-  contentDigest,
-  contentLine,
-  contentLineOf,
   LIMITS,
   logLine,
   type LogMode,
   snapshotRootsFor,
   type SnapshotMode,
-  DSSE_PAYLOAD_TYPE,
   ENTRY,
-  eventLine,
-  pae,
   statementOf,
   type BundleManifest,
-  type DsseEnvelope,
   type ResultClaim,
 } from '../domain/bundle-format';
 import { bundleError } from '../bundles.errors';
 import { bundleStreamsOf } from '../domain/bundle-streams';
+import { BundleWriter, openOwnCheckpoint, provedEvents } from './bundle-writer';
 
 export interface ExportOptions {
   readonly run: string;
@@ -130,93 +123,25 @@ export async function exportBundle(ledger: Ledger, o: ExportOptions): Promise<Ex
     logs: logMode,
   };
 
-  const partial = `${o.out}.partial`;
   const carFile = `${o.out}.car.partial`;
-  const fd = openSync(partial, 'w', 0o644);
-  let bytes = 0;
-  const put = (b: Buffer | string) => {
-    const buf = typeof b === 'string' ? Buffer.from(b) : b;
-    writeSync(fd, buf);
-    bytes += buf.length;
-  };
-  const lines: string[] = [];
-  const entry = (name: string, content: Buffer) => {
-    put(tarHeader({ path: name, type: 'file', mode: 0o644, size: content.length }));
-    put(content);
-    put(tarPadding(content.length));
-    lines.push(contentLine(name, content));
-  };
-  /** An entry streamed from a file (a snapshot CAR may be larger than memory). */
-  const fileEntry = (name: string, file: string) => {
-    const size = statSync(file).size;
-    put(tarHeader({ path: name, type: 'file', mode: 0o644, size }));
-    const hash = createHash('sha256');
-    const src = openSync(file, 'r');
-    try {
-      const buf = Buffer.allocUnsafe(1 << 20);
-      for (let at = 0; at < size;) {
-        const n = readSync(src, buf, 0, Math.min(buf.length, size - at), at);
-        if (n <= 0) throw new Error(`${file} shrank while it was copied into the bundle`);
-        hash.update(buf.subarray(0, n));
-        put(buf.subarray(0, n));
-        at += n;
-      }
-    } finally {
-      closeSync(src);
-    }
-    put(tarPadding(size));
-    lines.push(contentLineOf(name, size, hash.digest('hex')));
-  };
+  const w = new BundleWriter(o.out);
   try {
-    entry(ENTRY.manifest, Buffer.from(canonicalJson(manifest as unknown as JsonObject)));
-    entry(ENTRY.checkpoint, Buffer.from(note));
+    w.entry(ENTRY.manifest, Buffer.from(canonicalJson(manifest as unknown as JsonObject)));
+    w.entry(ENTRY.checkpoint, Buffer.from(note));
     // events.jsonl: its size must be in the header before its content, so it is built first (bounded by LIMITS).
-    const proofs = await ledger.inclusionProofsAt(cp.treeSize, cp.rootHash, chosen);
-    const evLines: Buffer[] = [];
-    let done = 0;
-    chosen.forEach((e, i) => {
-      evLines.push(
-        Buffer.from(
-          eventLine(
-            e.bytes,
-            (proofs[i] as Uint8Array[]).map((h) => Buffer.from(h).toString('base64')),
-          ),
-        ),
-      );
-      if (++done % 1000 === 0 || done === chosen.length) o.progress?.(done, chosen.length);
-    });
-    entry(ENTRY.events, Buffer.concat(evLines));
-    if (logMode !== 'none') entry(ENTRY.logs, Buffer.from(logs.map((l) => logLine(l.log, l.content)).join('')));
+    w.entry(ENTRY.events, await provedEvents(ledger, cp, chosen, o.progress));
+    if (logMode !== 'none') w.entry(ENTRY.logs, Buffer.from(logs.map((l) => logLine(l.log, l.content)).join('')));
     if (snapshotRoots.length > 0) {
       await (o.writeCar as NonNullable<ExportOptions['writeCar']>)(snapshotRoots, carFile);
-      fileEntry(ENTRY.snapshots, carFile);
+      w.fileEntry(ENTRY.snapshots, carFile);
       rmSync(carFile, { force: true });
     }
-
-    const content = contentDigest(lines);
+    const content = w.contentDigest();
     const snapshot = claim.snapshot ? { cid: claim.snapshot, sha256: Buffer.from(parseCid(claim.snapshot).multihash.digest).toString('hex') } : null;
-    const payload = Buffer.from(canonicalJson(statementOf(claim, content, snapshot)));
-    const dsse: DsseEnvelope = {
-      payloadType: DSSE_PAYLOAD_TYPE,
-      payload: payload.toString('base64'),
-      signatures: [{ keyid: o.publisher.signer, sig: Buffer.from(o.publisher.sign(pae(DSSE_PAYLOAD_TYPE, payload))).toString('base64') }],
-    };
-    const statement = Buffer.from(canonicalJson(dsse as unknown as JsonObject));
-    put(tarHeader({ path: ENTRY.statement, type: 'file', mode: 0o644, size: statement.length }));
-    put(statement);
-    put(tarPadding(statement.length));
-    put(TAR_END);
-    fsyncSync(fd);
-    closeSync(fd);
-    renameSync(partial, o.out);
-    return { path: o.out, events: chosen.length, treeSize: cp.treeSize, bytes, claim, contentDigest: content, snapshotRoots, logs: logs.length };
+    w.finish(statementOf(claim, content, snapshot), o.publisher);
+    return { path: o.out, events: chosen.length, treeSize: cp.treeSize, bytes: w.bytes, claim, contentDigest: content, snapshotRoots, logs: logs.length };
   } catch (e) {
-    try {
-      closeSync(fd);
-    } catch {
-      /* already closed */
-    }
-    rmSync(partial, { force: true });
+    w.abort();
     rmSync(carFile, { force: true });
     throw e;
   }
@@ -288,15 +213,4 @@ async function collectLogs(ledger: Ledger, o: ExportOptions, mode: Exclude<LogMo
     );
   }
   return out;
-}
-
-/** The note, opened with this ledger's controller key: a checkpoint of this log that the key signed, or a refusal. */
-function openOwnCheckpoint(ledger: Ledger, note: string): { origin: string; treeSize: number; rootHash: Uint8Array } {
-  const key = ledger.key('controller');
-  if (!key) throw bundleError('BUNDLE_CHECKPOINT_INVALID', "exporting a bundle needs the ledger's controller key, to check the checkpoint it carries");
-  try {
-    return openCheckpoint(note, [ed25519NoteVerifier(key.name, key.publicKey)]).checkpoint;
-  } catch (e) {
-    throw bundleError('BUNDLE_CHECKPOINT_INVALID', `the checkpoint to export against: ${(e as Error).message}`);
-  }
 }

@@ -21,56 +21,16 @@ import type { IdGenerator } from '@assay/core';
 import type { JsonObject } from '@assay/ledger';
 import { bundleError } from '../bundles.errors';
 import { ENTRY, type ResultClaim } from '../domain/bundle-format';
+import {
+  MAX_REJUDGE_REPEAT,
+  REJUDGE_EVENT,
+  REJUDGE_STREAM_PREFIX,
+  rejudgeEventData,
+  rejudgeVerdict,
+  type RejudgeScore,
+  type RejudgeVerdict,
+} from '../domain/rejudge-report';
 import type { BundleVerdict } from './verify-bundle';
-
-export const REJUDGE_VERDICTS = ['reproduced', 'not_reproduced', 'could_not_judge'] as const;
-export type RejudgeVerdict = (typeof REJUDGE_VERDICTS)[number];
-
-/** The event type and stream category a re-judging is recorded under. */
-export const REJUDGE_EVENT = 'RejudgeCompleted';
-export const REJUDGE_STREAM_PREFIX = 'rejudge-';
-export const MAX_REJUDGE_REPEAT = 100;
-
-/** One fresh Judge's outcome, as the report and the event keep it. */
-export interface RejudgeScore {
-  readonly judge: string;
-  readonly status: string;
-  /** The primary metric's value; null unless the Judge completed with one. */
-  readonly primaryScore: number | null;
-}
-
-export interface RejudgeArithmetic {
-  /** The median of the completed Judges' primary scores (mean of the middle two for an even count); null: none. */
-  readonly median: number | null;
-  /** max - min of those scores; null: none. */
-  readonly spread: number | null;
-  /** median - recorded; null when either is missing. */
-  readonly delta: number | null;
-  readonly verdict: RejudgeVerdict;
-}
-
-/** Which scores count: a Judge that completed with a finite primary score. */
-export function completedScores(scores: readonly RejudgeScore[]): number[] {
-  return scores
-    .filter((s) => s.status === 'completed' && typeof s.primaryScore === 'number' && Number.isFinite(s.primaryScore))
-    .map((s) => s.primaryScore as number);
-}
-
-/**
- * The report's arithmetic: `reproduced` when |median - recorded| <= tolerance (0: exactly equal), `not_reproduced`
- * otherwise, `could_not_judge` when no Judge completed with a score (or the claim records none).
- */
-export function rejudgeVerdict(recorded: number | null, scores: readonly RejudgeScore[], tolerance: number): RejudgeArithmetic {
-  if (!Number.isFinite(tolerance) || tolerance < 0) throw bundleError('BUNDLE_BAD_OPTION', `the tolerance must be a finite number >= 0, got ${tolerance}`);
-  const v = completedScores(scores).sort((a, b) => a - b);
-  if (v.length === 0) return { median: null, spread: null, delta: null, verdict: 'could_not_judge' };
-  const mid = v.length >> 1;
-  const median = v.length % 2 === 1 ? (v[mid] as number) : ((v[mid - 1] as number) + (v[mid] as number)) / 2;
-  const spread = (v[v.length - 1] as number) - (v[0] as number);
-  if (recorded === null || !Number.isFinite(recorded)) return { median, spread, delta: null, verdict: 'could_not_judge' };
-  const delta = median - recorded;
-  return { median, spread, delta, verdict: Math.abs(delta) <= tolerance ? 'reproduced' : 'not_reproduced' };
-}
 
 /** Where the judged snapshot came from. */
 export type SnapshotSource = 'bundle' | 'car' | 'store';
@@ -164,6 +124,11 @@ export async function rejudge(p: RejudgePorts, o: RejudgeOptions): Promise<Rejud
       throw bundleError('BUNDLE_REJUDGE_CANNOT_CHECK', `the bundle could not be checked (${why}); nothing was judged or recorded`, { failure: f });
     throw bundleError('BUNDLE_REJUDGE_INVALID', `the bundle is invalid (${why}); nothing was judged or recorded`, { failure: f });
   }
+  if (v.kind !== 'run')
+    throw bundleError(
+      'BUNDLE_REJUDGE_NOT_RUN_BUNDLE',
+      `the bundle is a re-judge report (${v.rejudge}), not a run's result bundle: re-judge the result bundle it names; nothing was judged or recorded`,
+    );
   const claim = v.claim as unknown as ResultClaim;
   note(`verified  ${bundleDigest}: run ${claim.run}, ${v.events} events`);
   if (claim.snapshot === null || claim.claimedScore === null)
@@ -237,36 +202,6 @@ export async function rejudge(p: RejudgePorts, o: RejudgeOptions): Promise<Rejud
     toleranceFrom,
     verdict: a.verdict,
     event: { stream, position, id },
-  };
-}
-
-/** RejudgeCompleted's data (docs/events.md, docs/rejudge.md). */
-export function rejudgeEventData(
-  r: { claim: ResultClaim; bundleDigest: string; scores: readonly RejudgeScore[]; tolerance: number } & RejudgeArithmetic,
-): JsonObject {
-  const { claim } = r;
-  const completed = r.scores.some((s) => s.status === 'completed');
-  const last = r.scores[r.scores.length - 1];
-  return {
-    snapshot: claim.snapshot as string,
-    run: claim.run,
-    ...(claim.round !== null ? { round: claim.round } : {}),
-    status: completed || !last ? 'completed' : last.status,
-    primaryScore: r.median,
-    matches: r.verdict === 'reproduced',
-    verdict: r.verdict,
-    bundleDigest: r.bundleDigest,
-    task: claim.task,
-    taskDigest: claim.taskDigest,
-    protocolFingerprint: claim.protocolFingerprint,
-    metric: claim.metric,
-    direction: claim.direction,
-    recordedScore: claim.claimedScore,
-    scores: r.scores.map((s) => ({ judge: s.judge, status: s.status, primaryScore: s.primaryScore })),
-    median: r.median,
-    spread: r.spread,
-    delta: r.delta,
-    tolerance: r.tolerance,
   };
 }
 

@@ -63,23 +63,37 @@ import {
   LOG_MODES,
   pae,
   PREDICATE_TYPE,
+  REJUDGE_BUNDLE_FORMAT,
+  REJUDGE_PREDICATE_TYPE,
+  REJUDGED_BUNDLE_SUBJECT,
   STATEMENT_TYPE,
   type BundleManifest,
+  type LogMode,
+  type SnapshotMode,
 } from '../domain/bundle-format';
 import { REDACTION_RULES } from '../domain/log-redaction';
+import { REJUDGE_EVENT, REJUDGE_STREAM_PREFIX, rejudgeReportProblem } from '../domain/rejudge-report';
 
 export const BUNDLE_STEPS = ['format', 'trust', 'signatures', 'chains', 'checkpoint', 'proofs', 'claims', 'snapshots', 'logs', 'statement'] as const;
 export type BundleStep = (typeof BUNDLE_STEPS)[number];
 
+/** What a bundle carries: a run's result claim (`assay-bundle/v1`) or a re-judge report (`assay-rejudge-bundle/v1`). */
+export type BundleKind = 'run' | 'rejudge';
+
 export interface BundleVerdict {
   readonly verdict: 'valid' | 'invalid' | 'cannot_check';
+  /** Which kind the manifest declared (null when the manifest could not be read). */
+  readonly kind: BundleKind | null;
   readonly steps: ReadonlyArray<{ readonly name: BundleStep; readonly status: 'ok' | 'failed' | 'skipped'; readonly checked: number }>;
   readonly failure: { readonly step: BundleStep; readonly code: string; readonly message: string; readonly position: number | null } | null;
   /** With a witness policy: which of its witnesses cosigned the checkpoint (checked at the checkpoint step). */
   readonly witnesses: WitnessPolicyResult | null;
-  /** What the bundle claims, once the statement verified; null otherwise. */
+  /** What the bundle claims (a run's ResultClaim, or a report's RejudgeCompleted data), once the statement verified; null otherwise. */
   readonly claim: JsonObject | null;
+  /** The run the claim is about (for a report: the re-judged run, once known). */
   readonly run: string | null;
+  /** A report bundle's re-judging id; null for a run's bundle. */
+  readonly rejudge: string | null;
   readonly events: number;
 }
 
@@ -133,6 +147,19 @@ class StepFailure extends Error {
   }
 }
 
+/**
+ * The manifest as the steps use it, either kind: a report bundle (REJUDGE_BUNDLE_FORMAT) carries no snapshots and
+ * no logs, and its subject is the re-judging's id; a run's bundle's subject is the run.
+ */
+interface ReadManifest extends Omit<BundleManifest, 'format' | 'run'> {
+  readonly kind: BundleKind;
+  /** The run id, or the re-judging id. */
+  readonly subject: string;
+}
+
+/** Steps that do not apply to a report bundle (it carries neither snapshots nor logs): reported `skipped`. */
+const NOT_FOR_REPORTS: ReadonlySet<BundleStep> = new Set(['snapshots', 'logs']);
+
 interface BundleEvent {
   readonly position: number;
   readonly wire: Buffer;
@@ -151,6 +178,8 @@ export async function verifyBundle(source: AsyncIterable<Uint8Array>, o: VerifyB
   };
   const count = (n = 1) => checked.set(step, (checked.get(step) ?? 0) + n);
   let run: string | null = null;
+  let kind: BundleKind | null = null;
+  let rejudgeId: string | null = null;
   let events: BundleEvent[] = [];
   let claim: JsonObject | null = null;
   let checks: SignatureChecks | null = null;
@@ -198,7 +227,9 @@ export async function verifyBundle(source: AsyncIterable<Uint8Array>, o: VerifyB
       events = parseEvents(content, manifest, orderedPass);
     });
     const { parts, manifest } = read;
-    run = manifest.run;
+    kind = manifest.kind;
+    if (kind === 'run') run = manifest.subject;
+    else rejudgeId = manifest.subject;
     count(events.length);
 
     enter('trust');
@@ -321,7 +352,7 @@ export async function verifyBundle(source: AsyncIterable<Uint8Array>, o: VerifyB
           data: e.env.data,
         });
         if (problem) throw new StepFailure('claims', problem.code, `${problem.stream}: ${problem.rule}: ${problem.message}`, problem.position);
-        if (e.env.stream === `run-${manifest.run}` || e.env.stream.startsWith('judge-'))
+        if (manifest.kind === 'run' && (e.env.stream === `run-${manifest.subject}` || e.env.stream.startsWith('judge-')))
           runEvents.push({
             position: e.position,
             stream: e.env.stream,
@@ -335,15 +366,21 @@ export async function verifyBundle(source: AsyncIterable<Uint8Array>, o: VerifyB
       }
       const end = checker.end();
       if (end) throw new StepFailure('claims', end.code, `${end.stream}: ${end.rule}: ${end.message}`, end.position);
-      const completed = runEvents.find((e) => e.stream === `run-${manifest.run}` && e.type === 'RunCompleted');
-      if (!completed) throw new StepFailure('claims', 'BUNDLE_RUN_INCOMPLETE', `the bundle does not carry run-${manifest.run} up to its RunCompleted`);
+      if (manifest.kind === 'rejudge') {
+        const report = checkReport(events, manifest.subject);
+        run = typeof report.run === 'string' ? report.run : null;
+        count();
+        return { runEvents, recomputed: report };
+      }
+      const completed = runEvents.find((e) => e.stream === `run-${manifest.subject}` && e.type === 'RunCompleted');
+      if (!completed) throw new StepFailure('claims', 'BUNDLE_RUN_INCOMPLETE', `the bundle does not carry run-${manifest.subject} up to its RunCompleted`);
       const started = runEvents.find((e) => e.type === 'RunStarted')?.data as {
         taskDigest: string;
         fingerprint: string;
         model?: string;
         selection: JsonObject;
       };
-      const supported = claimOf(runStatusView(manifest.run, runEvents), {
+      const supported = claimOf(runStatusView(manifest.subject, runEvents), {
         taskDigest: started.taskDigest,
         fingerprint: started.fingerprint,
         model: started.model ?? null,
@@ -361,10 +398,20 @@ export async function verifyBundle(source: AsyncIterable<Uint8Array>, o: VerifyB
     await signatures;
     const { runEvents, recomputed } = claimed;
 
+    if (manifest.kind === 'rejudge') {
+      enter('statement');
+      const st = openStatement(parts.get(ENTRY.statement) as Buffer, registry, manifest.treeSize, REJUDGE_PREDICATE_TYPE);
+      checkReportStatement(st, contentDigest(read.contentLines), recomputed);
+      claim = st.predicate as JsonObject;
+      count();
+      o.progress?.(events.length, events.length);
+      return verdict('valid', null);
+    }
+
     enter('snapshots');
     const wantRoots = snapshotRootsFor(
       manifest.snapshots,
-      runEvents.filter((e) => e.stream === `run-${manifest.run}`),
+      runEvents.filter((e) => e.stream === `run-${manifest.subject}`),
     );
     if (canonicalJson(wantRoots) !== canonicalJson([...manifest.snapshotRoots]))
       throw new StepFailure(
@@ -407,7 +454,7 @@ export async function verifyBundle(source: AsyncIterable<Uint8Array>, o: VerifyB
     if (manifest.logs !== 'none') count(checkLogs(parts.get(ENTRY.logs) as Buffer, manifest, events));
 
     enter('statement');
-    const statement = openStatement(parts.get(ENTRY.statement) as Buffer, registry, manifest.treeSize);
+    const statement = openStatement(parts.get(ENTRY.statement) as Buffer, registry, manifest.treeSize, PREDICATE_TYPE);
     const content = contentDigest(read.contentLines);
     checkStatement(statement, content, recomputed);
     claim = statement.predicate as JsonObject;
@@ -423,17 +470,20 @@ export async function verifyBundle(source: AsyncIterable<Uint8Array>, o: VerifyB
 
   function verdict(v: BundleVerdict['verdict'], f: StepFailure | null): BundleVerdict {
     const failedAt = f ? BUNDLE_STEPS.indexOf(f.step) : BUNDLE_STEPS.length;
+    const applies = (name: BundleStep) => kind !== 'rejudge' || !NOT_FOR_REPORTS.has(name);
     return {
       verdict: v,
+      kind,
       steps: BUNDLE_STEPS.map((name, i) => ({
         name,
-        status: i < failedAt ? 'ok' : i === failedAt ? 'failed' : 'skipped',
+        status: i < failedAt && applies(name) ? 'ok' : i === failedAt ? 'failed' : 'skipped',
         checked: i <= failedAt ? (checked.get(name) ?? 0) : 0,
       })),
       failure: f ? { step: f.step, code: f.code, message: f.message, position: f.position } : null,
       witnesses,
       claim,
       run,
+      rejudge: rejudgeId,
       events: events.length,
     };
   }
@@ -447,7 +497,7 @@ const badSignature = (e: BundleEvent) =>
 /** What reading the archive found: the entries held in memory, the manifest, and the streamed snapshots' check. */
 interface BundleParts {
   readonly parts: Map<string, Buffer>;
-  readonly manifest: BundleManifest;
+  readonly manifest: ReadManifest;
   /** One content line per entry before the statement (the content digest's input). */
   readonly contentLines: string[];
   readonly car: { readonly check: CarCheck; readonly problem: { code: string; message: string } | null } | null;
@@ -470,12 +520,12 @@ const HELD: Record<string, number> = {
 /** `entry` sees each held entry as soon as it has been read (after the manifest, which it gets with it). */
 async function readEntries(
   source: AsyncIterable<Uint8Array>,
-  entry: (name: string, content: Buffer, manifest: BundleManifest) => void = () => {},
+  entry: (name: string, content: Buffer, manifest: ReadManifest) => void = () => {},
 ): Promise<BundleParts> {
   const input = new ByteReader(source, LIMITS.archiveBytes + LIMITS.snapshotsBytes);
   const parts = new Map<string, Buffer>();
   const contentLines: string[] = [];
-  let manifest: BundleManifest | null = null;
+  let manifest: ReadManifest | null = null;
   let order: readonly string[] = entryOrder(false);
   let car: BundleParts['car'] = null;
   for (let i = 0; i < order.length; i++) {
@@ -502,7 +552,7 @@ async function readEntries(
   if (!end) throw fmt('BUNDLE_TRUNCATED', 'the archive has no end marker (two zero blocks): truncated');
   if (end.some((b) => b !== 0)) throw fmt('BUNDLE_TRAILING_DATA', 'the end marker (two zero blocks) is not all zeros');
   if (!(await input.atEnd())) throw fmt('BUNDLE_TRAILING_DATA', `bytes follow the end of the archive (at byte ${input.offset})`);
-  return { parts, manifest: manifest as BundleManifest, contentLines, car };
+  return { parts, manifest: manifest as ReadManifest, contentLines, car };
 }
 
 /** Entry `i`'s header, which must be the canonical one for `name`: returns the content size. */
@@ -628,23 +678,43 @@ function parseCanonical(bytes: Buffer, what: string): JsonObject {
   return v as JsonObject;
 }
 
-function parseManifest(bytes: Buffer): BundleManifest {
+function parseManifest(bytes: Buffer): ReadManifest {
   const m = parseCanonical(bytes, ENTRY.manifest) as Record<string, unknown>;
-  if (m.format !== BUNDLE_FORMAT)
+  if (m.format !== BUNDLE_FORMAT && m.format !== REJUDGE_BUNDLE_FORMAT)
     throw new StepFailure(
       'format',
       'BUNDLE_UNSUPPORTED_VERSION',
-      `${ENTRY.manifest}: format "${String(m.format)}" is not one this verifier reads (${BUNDLE_FORMAT})`,
+      `${ENTRY.manifest}: format "${String(m.format)}" is not one this verifier reads (${BUNDLE_FORMAT}, ${REJUDGE_BUNDLE_FORMAT})`,
       null,
       true,
     );
-  const ok =
+  const common =
     typeof m.origin === 'string' &&
-    typeof m.run === 'string' &&
     Number.isSafeInteger(m.events) &&
     Number.isSafeInteger(m.treeSize) &&
     Array.isArray(m.streams) &&
-    m.streams.every((s) => typeof s === 'string') &&
+    m.streams.every((s) => typeof s === 'string');
+  if (m.format === REJUDGE_BUNDLE_FORMAT) {
+    if (!(common && typeof m.rejudge === 'string' && /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/.test(m.rejudge) && Object.keys(m).length === 6))
+      throw fmt(
+        'BUNDLE_MANIFEST_INVALID',
+        `${ENTRY.manifest}: expected exactly {format: "${REJUDGE_BUNDLE_FORMAT}", origin, rejudge, events, treeSize, streams}`,
+      );
+    return {
+      kind: 'rejudge',
+      subject: m.rejudge,
+      origin: m.origin as string,
+      events: m.events as number,
+      treeSize: m.treeSize as number,
+      streams: m.streams as string[],
+      snapshots: 'none',
+      snapshotRoots: [],
+      logs: 'none',
+    };
+  }
+  const ok =
+    common &&
+    typeof m.run === 'string' &&
     (SNAPSHOT_MODES as readonly unknown[]).includes(m.snapshots) &&
     Array.isArray(m.snapshotRoots) &&
     m.snapshotRoots.length <= 1024 &&
@@ -656,7 +726,44 @@ function parseManifest(bytes: Buffer): BundleManifest {
       'BUNDLE_MANIFEST_INVALID',
       `${ENTRY.manifest}: expected exactly {format, origin, run, events, treeSize, streams, snapshots: "none"|"best"|"all", snapshotRoots: [CID, ...], logs: "none"|"redacted"|"full"}`,
     );
-  return m as unknown as BundleManifest;
+  return {
+    kind: 'run',
+    subject: m.run as string,
+    origin: m.origin as string,
+    events: m.events as number,
+    treeSize: m.treeSize as number,
+    streams: m.streams as string[],
+    snapshots: m.snapshots as SnapshotMode,
+    snapshotRoots: m.snapshotRoots as string[],
+    logs: m.logs as LogMode,
+  };
+}
+
+/**
+ * A report bundle's claims: it carries only key streams and `rejudge-<id>`, which holds exactly one event, a
+ * RejudgeCompleted whose event id is `<id>`, and whose data is a self-consistent report (rejudgeReportProblem).
+ * Returns that data: the statement's predicate must be exactly it.
+ */
+function checkReport(events: readonly BundleEvent[], id: string): JsonObject {
+  const bad = (code: string, message: string, position: number | null = null) => new StepFailure('claims', code, message, position);
+  const stream = `${REJUDGE_STREAM_PREFIX}${id}`;
+  const other = events.find((e) => !e.env.stream.startsWith('key-') && e.env.stream !== stream);
+  if (other)
+    throw bad(
+      'BUNDLE_STREAMS_MISMATCH',
+      `a report bundle carries key streams and ${stream} only; position ${other.position} is in ${other.env.stream}`,
+      other.position,
+    );
+  const reports = events.filter((e) => e.env.stream === stream);
+  const r = reports[0];
+  if (!r) throw bad('BUNDLE_REPORT_INCONSISTENT', `the bundle does not carry ${stream}`);
+  if (reports.length !== 1)
+    throw bad('BUNDLE_REPORT_INCONSISTENT', `${stream} holds ${reports.length} events; a report is one RejudgeCompleted`, reports[1]?.position ?? null);
+  if (r.env.type !== REJUDGE_EVENT || r.env.id !== id)
+    throw bad('BUNDLE_REPORT_INCONSISTENT', `${stream}@0 is a ${r.env.type} with id ${r.env.id}; expected a ${REJUDGE_EVENT} with id ${id}`, r.position);
+  const problem = rejudgeReportProblem(r.env.data);
+  if (problem) throw bad('BUNDLE_REPORT_INCONSISTENT', `position ${r.position}: the report is not self-consistent: ${problem}`, r.position);
+  return r.env.data as JsonObject;
 }
 
 /**
@@ -665,7 +772,7 @@ function parseManifest(bytes: Buffer): BundleManifest {
  * is its content's; `full`: the recorded digest; `redacted`: the `redacted` digest of a carried LogRedacted whose
  * `original` is the recorded digest. Returns the number of logs checked.
  */
-function checkLogs(bytes: Buffer, m: BundleManifest, events: readonly BundleEvent[]): number {
+function checkLogs(bytes: Buffer, m: ReadManifest, events: readonly BundleEvent[]): number {
   const bad = (code: string, message: string) => new StepFailure('logs', code, `${ENTRY.logs}: ${message}`);
   const recorded = new Map<string, string>();
   const transcripts: Array<[number, string]> = [];
@@ -673,11 +780,11 @@ function checkLogs(bytes: Buffer, m: BundleManifest, events: readonly BundleEven
   const redactions = new Set<string>();
   for (const e of events) {
     const d = e.env.data as Record<string, unknown>;
-    if (e.env.type === 'AgentTranscriptRecorded' && e.env.stream === `transcript-${m.run}` && d.run === m.run && typeof d.digest === 'string') {
+    if (e.env.type === 'AgentTranscriptRecorded' && e.env.stream === `transcript-${m.subject}` && d.run === m.subject && typeof d.digest === 'string') {
       if (!transcripts.some(([s]) => s === d.session)) transcripts.push([d.session as number, d.digest]);
-    } else if (e.env.type === 'JudgeCompleted' && e.env.stream.startsWith('judge-') && d.run === m.run && typeof d.outputDigest === 'string')
+    } else if (e.env.type === 'JudgeCompleted' && e.env.stream.startsWith('judge-') && d.run === m.subject && typeof d.outputDigest === 'string')
       judges.set(d.round as number, d.outputDigest);
-    else if (e.env.type === 'LogRedacted' && e.env.stream === `redaction-${m.run}` && d.run === m.run)
+    else if (e.env.type === 'LogRedacted' && e.env.stream === `redaction-${m.subject}` && d.run === m.subject)
       redactions.add(`${String(d.log)} ${String(d.original)} ${String(d.redacted)} ${String(d.rules)}`);
   }
   for (const [s, digest] of transcripts.sort((a, b) => a[0] - b[0])) recorded.set(`transcript/session-${s}`, digest);
@@ -716,7 +823,7 @@ function checkLogs(bytes: Buffer, m: BundleManifest, events: readonly BundleEven
 }
 
 /** The events entry, line by line; `each` sees every event as soon as it parsed (the signatures' ordered pass). */
-function parseEvents(bytes: Buffer, m: BundleManifest, each: (e: BundleEvent, i: number) => void = () => {}): BundleEvent[] {
+function parseEvents(bytes: Buffer, m: ReadManifest, each: (e: BundleEvent, i: number) => void = () => {}): BundleEvent[] {
   const text = bytes.toString('utf8');
   if (text.length > 0 && !text.endsWith('\n')) throw fmt('BUNDLE_EVENTS_INVALID', `${ENTRY.events}: the last line has no newline (truncated?)`);
   const lines = text.length === 0 ? [] : text.slice(0, -1).split('\n');
@@ -763,7 +870,7 @@ interface Statement {
   readonly predicate: unknown;
 }
 
-function openStatement(bytes: Buffer, registry: KeyRegistry, treeSize: number): Statement {
+function openStatement(bytes: Buffer, registry: KeyRegistry, treeSize: number, predicateType: string): Statement {
   const bad = (code: string, message: string) => new StepFailure('statement', code, message);
   let env: Record<string, unknown>;
   try {
@@ -794,22 +901,54 @@ function openStatement(bytes: Buffer, registry: KeyRegistry, treeSize: number): 
   } catch (err) {
     throw bad('BUNDLE_STATEMENT_INVALID', (err as Error).message);
   }
-  if (st?._type !== STATEMENT_TYPE || st.predicateType !== PREDICATE_TYPE || !Array.isArray(st.subject))
-    throw bad('BUNDLE_STATEMENT_INVALID', `the DSSE payload is not an in-toto Statement v1 with predicateType ${PREDICATE_TYPE}`);
+  if (st?._type !== STATEMENT_TYPE || st.predicateType !== predicateType || !Array.isArray(st.subject))
+    throw bad('BUNDLE_STATEMENT_INVALID', `the DSSE payload is not an in-toto Statement v1 with predicateType ${predicateType}`);
   return st;
 }
 
-function checkStatement(st: Statement, content: string, recomputed: JsonObject): void {
+/** The content subject is the digest of the entries before the statement; the predicate is, member by member, `recomputed`. */
+function checkContentAndPredicate(st: Statement, content: string, recomputed: JsonObject): void {
   const bad = (code: string, message: string) => new StepFailure('statement', code, message);
   const subj = st.subject.find((s) => s?.name === CONTENT_SUBJECT);
   if (!subj || subj.digest?.sha256 !== content)
     throw bad('BUNDLE_CONTENT_MISMATCH', `the statement's ${CONTENT_SUBJECT} digest is not the digest of the bundle's entries (${content})`);
   const claimed = (st.predicate ?? {}) as Record<string, unknown>;
+  if (typeof claimed !== 'object' || Array.isArray(claimed)) throw bad('BUNDLE_CLAIM_MISMATCH', 'the predicate is not an object');
   for (const k of new Set([...Object.keys(recomputed), ...Object.keys(claimed)])) {
+    if (k in claimed !== k in recomputed)
+      throw bad('BUNDLE_CLAIM_MISMATCH', `the claim ${k in claimed ? 'has' : 'lacks'} a member ${k} the events ${k in claimed ? 'do not support' : 'support'}`);
     const a = canonicalJson((claimed[k] ?? null) as JsonObject);
     const b = canonicalJson((recomputed[k] ?? null) as JsonObject);
     if (a !== b) throw bad('BUNDLE_CLAIM_MISMATCH', `the claim's ${k} is ${a.slice(0, 200)}, but the events support ${b.slice(0, 200)}`);
   }
+}
+
+/** A snapshot subject: `snapshot:<cid>` with the SHA-256 its CID's multihash holds. */
+function snapshotSubject(cid: string): { name: string; sha256: string } {
+  return { name: `snapshot:${cid}`, sha256: Buffer.from(parseCid(cid).multihash.digest).toString('hex') };
+}
+
+/** A report's statement: content and predicate (the RejudgeCompleted data), then exactly the snapshot and re-judged bundle subjects. */
+function checkReportStatement(st: Statement, content: string, report: JsonObject): void {
+  checkContentAndPredicate(st, content, report);
+  const snap = snapshotSubject(report.snapshot as string);
+  const bundleSha = (report.bundleDigest as string).slice('sha256:'.length);
+  const others = st.subject.filter((s) => s?.name !== CONTENT_SUBJECT);
+  const want = [
+    { name: snap.name, digest: { sha256: snap.sha256 } },
+    { name: REJUDGED_BUNDLE_SUBJECT, digest: { sha256: bundleSha } },
+  ];
+  if (canonicalJson(others as unknown as JsonObject) !== canonicalJson(want as unknown as JsonObject))
+    throw new StepFailure(
+      'statement',
+      'BUNDLE_SUBJECT_MISMATCH',
+      `the report's subjects must be ${snap.name} (sha256 ${snap.sha256}) and ${REJUDGED_BUNDLE_SUBJECT} (sha256 ${bundleSha}), in that order`,
+    );
+}
+
+function checkStatement(st: Statement, content: string, recomputed: JsonObject): void {
+  const bad = (code: string, message: string) => new StepFailure('statement', code, message);
+  checkContentAndPredicate(st, content, recomputed);
   const snapshot = recomputed.snapshot;
   const others = st.subject.filter((s) => s?.name !== CONTENT_SUBJECT);
   if (typeof snapshot === 'string') {

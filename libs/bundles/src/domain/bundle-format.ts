@@ -20,6 +20,13 @@ import { canonicalJson, type JsonObject } from '@assay/ledger';
 import type { RunStatusView } from '@assay/run';
 
 export const BUNDLE_FORMAT = 'assay-bundle/v1';
+/**
+ * A re-judge report's own bundle: the same archive (manifest, checkpoint, events, statement; never logs or
+ * snapshots), carrying the rejudger's key streams and `rejudge-<id>` with its one RejudgeCompleted, proved against
+ * the rejudger's checkpoint; the statement's predicate is that event's data (docs/bundle-format.md, "Re-judge report
+ * bundles").
+ */
+export const REJUDGE_BUNDLE_FORMAT = 'assay-rejudge-bundle/v1';
 export const ENTRY = {
   manifest: 'assay-bundle/manifest.json',
   checkpoint: 'assay-bundle/checkpoint',
@@ -68,6 +75,21 @@ export const STATEMENT_TYPE = 'https://in-toto.io/Statement/v1';
 /** An identifier, never fetched. */
 export const PREDICATE_TYPE = 'https://assay.dev/result-claim/v1';
 export const CONTENT_SUBJECT = 'assay-bundle-content';
+/** The report bundle's predicate type: the RejudgeCompleted data, exactly as recorded. */
+export const REJUDGE_PREDICATE_TYPE = 'https://assay.dev/rejudge-report/v1';
+/** The report bundle's subject naming the result bundle that was re-judged (its file's SHA-256). */
+export const REJUDGED_BUNDLE_SUBJECT = 'assay-rejudged-bundle';
+
+/** A report bundle's manifest: exactly these six members. */
+export interface RejudgeBundleManifest {
+  readonly format: typeof REJUDGE_BUNDLE_FORMAT;
+  readonly origin: string;
+  /** The re-judging's id: its stream is `rejudge-<id>`, and its RejudgeCompleted's event id is `<id>`. */
+  readonly rejudge: string;
+  readonly events: number;
+  readonly treeSize: number;
+  readonly streams: readonly string[];
+}
 
 export interface BundleManifest {
   readonly format: typeof BUNDLE_FORMAT;
@@ -199,6 +221,23 @@ export function statementOf(claim: ResultClaim, content: string, snapshotDigest:
   const subject: JsonObject[] = [{ name: CONTENT_SUBJECT, digest: { sha256: content } }];
   if (snapshotDigest) subject.push({ name: `snapshot:${snapshotDigest.cid}`, digest: { sha256: snapshotDigest.sha256 } });
   return { _type: STATEMENT_TYPE, subject, predicateType: PREDICATE_TYPE, predicate: claim as unknown as JsonObject };
+}
+
+/**
+ * The in-toto Statement v1 of a re-judge report: subjects are the bundle content, the re-judged snapshot and the
+ * re-judged result bundle (the file's SHA-256); the predicate is the RejudgeCompleted data as recorded.
+ */
+export function rejudgeStatementOf(data: JsonObject, content: string, snapshot: { cid: string; sha256: string }, bundleSha256: string): JsonObject {
+  return {
+    _type: STATEMENT_TYPE,
+    subject: [
+      { name: CONTENT_SUBJECT, digest: { sha256: content } },
+      { name: `snapshot:${snapshot.cid}`, digest: { sha256: snapshot.sha256 } },
+      { name: REJUDGED_BUNDLE_SUBJECT, digest: { sha256: bundleSha256 } },
+    ],
+    predicateType: REJUDGE_PREDICATE_TYPE,
+    predicate: data,
+  };
 }
 
 /** DSSE v1 pre-authentication encoding: `DSSEv1 <len(type)> <type> <len(body)> <body>` (lengths in bytes, decimal). */

@@ -27,3 +27,19 @@ export function bundleStreamsOf(run: string): StreamChoice {
     },
   };
 }
+
+/**
+ * Which streams a re-judge report's bundle carries, whole: every `key-` stream of the rejudger's ledger and the
+ * report's own `rejudge-<id>`.
+ */
+export function rejudgeBundleStreamsOf(id: string): StreamChoice {
+  const seen = new Set<string>();
+  return {
+    seen,
+    accepts(e) {
+      const ok = e.stream.startsWith('key-') || e.stream === `rejudge-${id}`;
+      if (ok) seen.add(e.stream);
+      return ok;
+    },
+  };
+}
