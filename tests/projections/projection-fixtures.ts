@@ -4,7 +4,7 @@
  * without a valid submission. As ledger events (to append with the ledger's own append) or as event records (data).
  */
 import { LedgerHome, type JsonObject } from '@assay/ledger';
-import type { RunEventRecord } from '@assay/run';
+import { baselineEventData, baselineStream, type RunEventRecord } from '@assay/run';
 import { deps, sampleEvents } from '../support/ledger-home-fixtures';
 
 export type EventDraft = { stream: string; type: string; data: JsonObject };
@@ -123,4 +123,34 @@ export async function appendTo(home: string, events: readonly EventDraft[], opts
   } finally {
     await h.close();
   }
+}
+
+/** A BaselineRecorded of the sample's task (`assay baseline`'s event): its repeats' scores under a fingerprint. */
+export function baselineDraft(o: {
+  kind: 'start' | 'oracle';
+  scores: Array<number | null>;
+  fingerprint?: string;
+  direction?: 'maximize' | 'minimize';
+}): EventDraft {
+  const taskDigest = (sampleEvents()[0]!.data as { digest: string }).digest;
+  return {
+    stream: baselineStream('tiny-optimizer'),
+    type: 'BaselineRecorded',
+    data: baselineEventData({
+      task: 'tiny-optimizer',
+      taskDigest,
+      protocolFingerprint: o.fingerprint ?? SAMPLE_FP,
+      fingerprintInput: { scheme: 'assay.protocol-fingerprint/1', taskDigest },
+      metric: 'val_loss',
+      direction: o.direction ?? 'minimize',
+      kind: o.kind,
+      snapshot: 'bafyreib52zenvtzr2g4sc5oraqoybike6ypbty5inlgjuafv2ljwqq7fpq',
+      judgeImageDigest: null,
+      scores: o.scores.map((s, i) => ({
+        judge: `00000000-0000-4000-8000-${String(900 + i).padStart(12, '0')}`,
+        status: s === null ? 'verifier_error' : 'completed',
+        primaryScore: s,
+      })),
+    }),
+  };
 }

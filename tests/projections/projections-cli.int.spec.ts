@@ -10,11 +10,12 @@ import { readModelsPath, type LeaderboardGroup, type Trajectory } from '@assay/p
 import { assay } from '../support/cli';
 import { makeTmpDir } from '../support/ledger-fixtures';
 import { copyHome, tamper } from '../support/ledger-home-fixtures';
-import { homeWith, noValidRun, preamble, sampleVariant } from './projection-fixtures';
+import { baselineDraft, homeWith, noValidRun, preamble, sampleVariant } from './projection-fixtures';
 
 jest.setTimeout(120_000);
 
 const FP_B = 'sha256:' + 'b'.repeat(64);
+const FP_C = 'sha256:' + 'c'.repeat(64);
 let tmp: { dir: string; cleanup(): void };
 let home: string;
 
@@ -26,6 +27,13 @@ beforeAll(async () => {
     ...sampleVariant({ run: 'r-a' }),
     ...sampleVariant({ run: 'r-b', fingerprint: FP_B, scores: [0.3, 0.2, 0.1] }),
     ...noValidRun('r-none'),
+    // the sample's protocol: a start baseline of 3 repeats (r-a's 0.433 lies below its range: an improvement) and an oracle
+    baselineDraft({ kind: 'start', scores: [0.95, 0.9, 0.92] }),
+    baselineDraft({ kind: 'oracle', scores: [0.4, 0.41, 0.4] }),
+    // protocol B: 2 completed repeats of 3: too few to tell r-b's 0.1 from the start
+    baselineDraft({ kind: 'start', fingerprint: FP_B, scores: [0.2, null, 0.25] }),
+    // a protocol no run used yet: a group of baseline rows only
+    baselineDraft({ kind: 'start', fingerprint: FP_C, scores: [0.5, 0.5, 0.5] }),
   ]);
 });
 afterAll(() => tmp.cleanup());
@@ -38,21 +46,42 @@ describe('assay leaderboard', () => {
     expect(r.code).toBe(0);
     const lines = r.stdout.split('\n');
     const headers = lines.filter((l) => l.startsWith('task tiny-optimizer  protocol group'));
-    expect(headers).toHaveLength(2);
+    expect(headers).toHaveLength(3);
     expect(headers[0]).toContain('protocol fingerprint sha256:5aef9624');
     expect(headers[0]).toContain('task digest sha256:0ebb429f');
     expect(headers[1]).toContain(`protocol fingerprint ${FP_B}`);
+    expect(headers[2]).toContain(`protocol fingerprint ${FP_C}`);
     expect(r.stdout).toContain('ranked by val_loss (minimize); 2 run(s)');
-    const rowOf = (run: string) =>
+    const cells = (run: string) =>
       lines
         .find((l) => l.includes(` ${run} `))!
         .trim()
-        .split(/\s+/);
-    expect(rowOf('r-a').slice(0, 9)).toEqual(['1', 'r-a', 'reference', 'scripted', 'completed', '0.433', '5', expect.stringMatching(/^bafy/), '4/4']);
-    expect(rowOf('r-a').slice(9)).toEqual(['0', '0', '1', '1', '39.0', 's']);
-    expect(rowOf('r-none').slice(0, 7)).toEqual(['-', 'r-none', 'reference', 'scripted', 'no_valid_submission', '-', '-']);
+        .split(/\s{2,}/);
+    expect(cells('r-a').slice(0, 8)).toEqual(['1', 'r-a', 'reference', 'scripted', 'completed', '0.433', '5', expect.stringMatching(/^bafy/)]);
+    // the median 0.92 minus 0.433, relative to 0.92; outside [0.9, 0.95] on the better side with 3 repeats
+    expect(cells('r-a').slice(8)).toEqual(['+0.487 (+52.9%) improvement', '4/4', '0', '0', '1', '1', '39.0 s']);
+    expect(cells('r-none').slice(0, 7)).toEqual(['-', 'r-none', 'reference', 'scripted', 'no_valid_submission', '-', '-']);
+    expect(cells('r-none')[8]).toBe('no score');
+    expect(cells('r-b')[8]).toMatch(/^\+0\.125 \(\+55\.6%\) not distinguishable$/);
     expect(lines.indexOf(lines.find((l) => l.includes(' r-a '))!)).toBeLessThan(lines.indexOf(lines.find((l) => l.includes(' r-none '))!));
-    expect(rowOf('r-b').slice(0, 2)).toEqual(['1', 'r-b']);
+    expect(cells('r-b').slice(0, 2)).toEqual(['1', 'r-b']);
+    // each group's baseline rows
+    const group = (i: number) => lines.slice(lines.indexOf(headers[i]!), i + 1 < headers.length ? lines.indexOf(headers[i + 1]!) : undefined);
+    expect(group(0)).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^ {2}baseline start {2}median 0\.92 over 3 of 3 repeat\(s\), range \[0\.9, 0\.95\], spread 0\.05 \(position \d+\)$/),
+        expect.stringMatching(/^ {2}baseline oracle median 0\.4 over 3 of 3 repeat\(s\), range \[0\.4, 0\.41\]/),
+      ]),
+    );
+    expect(group(1)).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^ {2}baseline start {2}median 0\.225 over 2 of 3 repeat\(s\)/),
+        '  baseline oracle none recorded under this protocol',
+      ]),
+    );
+    expect(group(2)).toEqual(
+      expect.arrayContaining(['  ranked by val_loss (minimize); 0 run(s)', expect.stringMatching(/^ {2}baseline start {2}median 0\.5 over 3/)]),
+    );
     expect(existsSync(readModelsPath(home))).toBe(true);
     expect(readFileSync(homePaths(home).db).equals(ledgerBefore)).toBe(true);
   });
@@ -67,8 +96,13 @@ describe('assay leaderboard', () => {
         ['r-none', null, null, 'ledger'],
       ],
       [['r-b', 1, 0.1, 'ledger']],
+      [],
     ]);
     expect(doc.groups[0]).toMatchObject({ task: 'tiny-optimizer', direction: 'minimize', metric: 'val_loss' });
+    expect(doc.groups[0]!.baselines.start).toMatchObject({ kind: 'start', repeats: 3, completed: 3, median: 0.92, min: 0.9, max: 0.95 });
+    expect(doc.groups[0]!.rows[0]!.vsBaseline).toMatchObject({ matched: true, verdict: 'improvement', distinguishable: true, score: 0.433 });
+    expect(doc.groups[1]!.rows[0]!.vsBaseline).toMatchObject({ matched: true, verdict: 'not_distinguishable', distinguishable: false });
+    expect(doc.groups[2]).toMatchObject({ fingerprint: FP_C, rows: [], baselines: { start: { median: 0.5 }, oracle: null } });
   });
 
   it('a task with no runs', async () => {

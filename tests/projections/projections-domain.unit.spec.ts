@@ -2,9 +2,18 @@
  * The pure projections over events as data: grouping by protocol fingerprint, ranking and ties, a run without a
  * valid submission, trajectories' best-so-far for both directions, and routing (Judge events, foreign streams).
  */
-import { leaderboardRow, projectRunEvent, rankLeaderboard, runOfEvent, trajectoryOf, type LeaderboardRow, type RunSlot } from '@assay/projections';
+import {
+  baselineOfEvent,
+  leaderboardRow,
+  projectRunEvent,
+  rankLeaderboard,
+  runOfEvent,
+  trajectoryOf,
+  type LeaderboardRow,
+  type RunSlot,
+} from '@assay/projections';
 import type { RunEventRecord } from '@assay/run';
-import { asRecords, noValidRun, preamble, sampleVariant, type EventDraft } from './projection-fixtures';
+import { asRecords, baselineDraft, noValidRun, preamble, sampleVariant, type EventDraft } from './projection-fixtures';
 
 function fold(records: readonly RunEventRecord[]): Map<string, RunSlot> {
   const slots = new Map<string, RunSlot>();
@@ -94,6 +103,38 @@ describe('leaderboard projection', () => {
       ['low', 0.3, 5, 'completed'],
     ]);
     expect(g!.rows[1]!.wallTimeMs).toBeNull();
+  });
+});
+
+describe('baselines on the leaderboard', () => {
+  it('a BaselineRecorded of its task stream becomes a baseline; other streams and types do not', () => {
+    const [rec] = asRecords([baselineDraft({ kind: 'start', scores: [1, 2, 3] })], 40);
+    expect(baselineOfEvent(rec!)).toMatchObject({ kind: 'start', median: 2, min: 1, max: 3, position: 40, task: 'tiny-optimizer' });
+    expect(baselineOfEvent({ ...rec!, stream: 'baseline-other' })).toBeNull();
+    expect(baselineOfEvent({ ...rec!, type: 'Note' })).toBeNull();
+    expect(baselineOfEvent({ ...rec!, data: { kind: 'start' } })).toBeNull();
+  });
+
+  it('maximize: a score above the range of 3 repeats is an improvement, within it not distinguishable, below it a regression', () => {
+    const base = asRecords([baselineDraft({ kind: 'start', scores: [0.5, 0.6, 0.55], direction: 'maximize' })], 100).map((e) => baselineOfEvent(e)!);
+    const rows = (scores: [number, number, number]) => rowsOf(fold(asRecords([...preamble(), ...sampleVariant({ run: 'm', direction: 'maximize', scores })])));
+    const verdict = (scores: [number, number, number]) => rankLeaderboard(rows(scores), base)[0]!.rows[0]!.vsBaseline;
+    expect(verdict([0.1, 0.2, 0.7])).toMatchObject({ verdict: 'improvement', absolute: expect.closeTo(0.15, 10), distinguishable: true });
+    expect(verdict([0.1, 0.2, 0.58])).toMatchObject({ verdict: 'not_distinguishable', distinguishable: false });
+    expect(verdict([0.1, 0.2, 0.3])).toMatchObject({ verdict: 'regression' });
+  });
+
+  it('a baseline under a fingerprint no run used makes a group of baseline rows only; the oracle is shown, never compared', () => {
+    const base = asRecords(
+      [baselineDraft({ kind: 'start', scores: [0.9, 0.9, 0.9], fingerprint: FP_B }), baselineDraft({ kind: 'oracle', scores: [0.1, 0.1, 0.1] })],
+      100,
+    ).map((e) => baselineOfEvent(e)!);
+    const groups = rankLeaderboard(rowsOf(fold(asRecords([...preamble(), ...sampleVariant({ run: 'a' })]))), base);
+    expect(groups.map((g) => [g.fingerprint === FP_B, g.rows.length, g.baselines.start?.median ?? null, g.baselines.oracle?.median ?? null])).toEqual([
+      [false, 1, null, 0.1],
+      [true, 0, 0.9, null],
+    ]);
+    expect(groups[0]!.rows[0]!.vsBaseline).toMatchObject({ matched: false, reason: expect.stringContaining('another protocol fingerprint') });
   });
 });
 

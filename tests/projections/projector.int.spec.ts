@@ -11,7 +11,7 @@ import { catchUp, leaderboardOf, SqliteReadModelStore, type CatchUpOptions } fro
 import { spawnTs } from '../support/child-process';
 import { makeTmpDir } from '../support/ledger-fixtures';
 import { copyHome, tamper, verifyHome } from '../support/ledger-home-fixtures';
-import { appendTo, homeWith, noValidRun, preamble, sampleVariant } from './projection-fixtures';
+import { appendTo, baselineDraft, homeWith, noValidRun, preamble, sampleVariant } from './projection-fixtures';
 
 jest.setTimeout(120_000);
 
@@ -43,7 +43,10 @@ beforeAll(async () => {
     ...sampleVariant({ run: 'r-a' }),
     ...sampleVariant({ run: 'r-b', fingerprint: FP_B, scores: [0.3, 0.2, 0.1] }),
     ...noValidRun('r-none'),
+    baselineDraft({ kind: 'start', scores: [0.95, 0.9, 0.92] }),
     ...sampleVariant({ run: 'r-tie' }),
+    // a newer start baseline of the same protocol: the one rows are compared with
+    baselineDraft({ kind: 'start', scores: [0.5, 0.45, 0.48] }),
   ]);
 });
 afterAll(() => tmp.cleanup());
@@ -61,6 +64,7 @@ describe('projector', () => {
     expect(b.dump).toBe(a.dump);
     expect(c.dump).toBe(a.dump);
     expect(a.dump).toContain('"source":"ledger"');
+    expect(a.dump.split('\n').filter((l) => l.startsWith('baselines '))).toHaveLength(2);
     // nothing new: no verification, nothing written
     const db = freshDb();
     await project(home, db);
@@ -86,6 +90,11 @@ describe('projector', () => {
         [true, [['r-b', 1]]],
       ]);
       expect(leaderboardOf(store, 'no-such-task')).toEqual([]);
+      // the latest matched start baseline (0.45-0.5) is the one shown and compared; r-a's 0.433 lies below it
+      expect(groups[0]!.baselines.start).toMatchObject({ median: 0.48, min: 0.45, max: 0.5, completed: 3 });
+      expect(groups[0]!.rows[0]!.vsBaseline).toMatchObject({ matched: true, verdict: 'improvement' });
+      expect(groups[1]!.baselines).toEqual({ start: null, oracle: null });
+      expect(groups[1]!.rows[0]!.vsBaseline).toMatchObject({ matched: false, reason: expect.stringContaining('another protocol fingerprint') });
       expect(store.trajectory('r-a')!.rounds.map((r) => r.bestSoFar)).toEqual([0.912, 0.574, 0.574, 0.574, 0.433]);
     } finally {
       store.close();

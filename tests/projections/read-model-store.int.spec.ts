@@ -1,11 +1,13 @@
 /**
  * The read models' SQLite store on its own: a fresh file starts at position 0, a batch whose expected position is not
- * the stored one is refused as a whole (two projectors cannot both commit it), and a file of a newer schema is refused.
+ * the stored one is refused as a whole (two projectors cannot both commit it), a file of schema 1 is started over by
+ * migration 0002, and a file of a newer schema is refused.
  */
+import { copyFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { AssayError } from '@assay/core';
-import { SqliteReadModelStore, projectRunEvent, leaderboardRow, trajectoryOf, type RunSlot } from '@assay/projections';
+import { canonical, findProjectionMigrationsDir, SqliteReadModelStore, projectRunEvent, leaderboardRow, trajectoryOf, type RunSlot } from '@assay/projections';
 import { makeTmpDir } from '../support/ledger-fixtures';
 import { asRecords, preamble, sampleVariant } from './projection-fixtures';
 
@@ -43,6 +45,32 @@ describe('SqliteReadModelStore', () => {
     } finally {
       store.close();
       other.close();
+    }
+  });
+
+  it('migrating read models of schema 1 (no baselines table) starts them over from position 0, so baselines are not missed', () => {
+    const v1 = join(tmp.dir, 'migrations-v1');
+    mkdirSync(v1);
+    copyFileSync(join(findProjectionMigrationsDir(), '0001_read_models.sql'), join(v1, '0001_read_models.sql'));
+    const path = join(tmp.dir, 'old.db');
+    SqliteReadModelStore.open(path, v1).close();
+    // what a schema-1 projector left: a run projected up to position 44 (written as it wrote it)
+    const s = slotOf('r-1');
+    const db = new Database(path);
+    db.prepare('INSERT INTO run_slots (run, slot) VALUES (?, ?)').run('r-1', canonical(s));
+    db.prepare('INSERT INTO leaderboard_rows (run, task, group_key, row) VALUES (?, ?, ?, ?)').run('r-1', 'tiny-optimizer', 'k', canonical(leaderboardRow(s)));
+    db.prepare('INSERT INTO trajectories (run, trajectory) VALUES (?, ?)').run('r-1', canonical(trajectoryOf(s)));
+    db.prepare("UPDATE projection_checkpoint SET position = 44, last_hash = 'ab'").run();
+    db.close();
+    const store = SqliteReadModelStore.open(path);
+    try {
+      expect(store.checkpoint()).toEqual({ position: 0, lastHash: null });
+      expect(store.slot('r-1')).toBeNull();
+      expect(store.rowsOfTask('tiny-optimizer')).toEqual([]);
+      expect(store.trajectory('r-1')).toBeNull();
+      expect(store.baselinesOfTask('tiny-optimizer')).toEqual([]);
+    } finally {
+      store.close();
     }
   });
 

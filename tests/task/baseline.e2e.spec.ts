@@ -162,4 +162,25 @@ describeDocker('assay baseline (CLI, Docker)', () => {
     const verify = await assay(['ledger', 'verify'], home);
     expect(verify.code).toBe(0);
   });
+
+  it('the leaderboard shows the baseline rows in the matched group and says the same as run status for every run', async () => {
+    expect((await assay(['ledger', 'checkpoint'], home)).code).toBe(0);
+    const r = await assay(['leaderboard', start.task, '--json'], home);
+    expect(r.code).toBe(0);
+    const doc = JSON.parse(r.stdout) as {
+      groups: Array<{
+        fingerprint: string;
+        baselines: { start: { median: number } | null; oracle: unknown };
+        rows: Array<{ run: string; vsBaseline: { verdict?: string; matched: boolean } }>;
+      }>;
+    };
+    const matched = doc.groups.find((g) => g.fingerprint === start.protocolFingerprint)!;
+    expect(matched.baselines.start).toMatchObject({ median: start.median });
+    expect(matched.baselines.oracle).not.toBeNull();
+    const verdicts = Object.fromEntries(doc.groups.flatMap((g) => g.rows.map((row) => [row.run, row.vsBaseline.matched ? row.vsBaseline.verdict : 'none'])));
+    expect(verdicts).toEqual({ better1: 'improvement', same1: 'not_distinguishable', other1: 'none' });
+    const text = await assay(['leaderboard', start.task], home);
+    expect(text.stdout).toMatch(/^ {2}baseline start {2}median /m);
+    expect(text.stdout).toContain('no matched baseline');
+  });
 });

@@ -4,6 +4,7 @@
 export * from './domain/run-projection';
 export * from './domain/leaderboard';
 export * from './domain/trajectory';
+export * from './domain/baselines';
 
 // ports
 export * from './ports/read-model-store.port';

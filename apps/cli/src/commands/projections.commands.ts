@@ -56,7 +56,7 @@ export function register(program: Command, ctx: CliContext): void {
   program
     .command('leaderboard')
     .description(
-      "a task's runs ranked by best score, one table per protocol group (task id, task digest, protocol fingerprint): runs are only ranked against runs of the same protocol (docs/projections.md)",
+      "a task's runs ranked by best score, one table per protocol group (task id, task digest, protocol fingerprint): runs are only ranked against runs of the same protocol; each group shows its start and oracle baselines and every run's improvement over the start (docs/projections.md)",
     )
     .argument('<task>', 'the task id as RunStarted records it (a task directory path is matched by its last component)')
     .option('--json', 'print one JSON document')
@@ -100,8 +100,26 @@ export function leaderboardLines(task: string, groups: readonly LeaderboardGroup
     if (i > 0) out.push('');
     out.push(`task ${one(g.task)}  protocol group ${i + 1} of ${groups.length}: task digest ${one(g.taskDigest)}, protocol fingerprint ${one(g.fingerprint)}`);
     out.push(`  ranked by ${one(g.metric ?? 'reward')} (${g.direction}); ${g.rows.length} run(s)`);
+    out.push(baselineLine('start', g.baselines.start), baselineLine('oracle', g.baselines.oracle));
+    if (g.rows.length === 0) return;
     const rows = [
-      ['rank', 'run', 'agent', 'model', 'status', 'best', 'round', 'snapshot', 'submissions', 'invalid', 'failed', 'violating', 'refunded', 'wall'],
+      [
+        'rank',
+        'run',
+        'agent',
+        'model',
+        'status',
+        'best',
+        'round',
+        'snapshot',
+        'vs start baseline',
+        'submissions',
+        'invalid',
+        'failed',
+        'violating',
+        'refunded',
+        'wall',
+      ],
     ];
     for (const r of g.rows)
       rows.push([
@@ -113,6 +131,7 @@ export function leaderboardLines(task: string, groups: readonly LeaderboardGroup
         r.best ? String(r.best.score) : '-',
         r.best ? String(r.best.round) : '-',
         r.best ? one(r.best.snapshot) : '-',
+        versusBaseline(r.vsBaseline),
         `${r.submissions.used}/${r.submissions.allowed ?? 'unlimited'}`,
         String(r.rounds.invalid),
         String(r.rounds.failed),
@@ -123,6 +142,27 @@ export function leaderboardLines(task: string, groups: readonly LeaderboardGroup
     out.push(...table(rows));
   });
   return out;
+}
+
+/** A computed number as text, to 12 significant digits (0.95 - 0.9 shows as 0.05, not 0.04999999999999993). */
+const shown = (x: number | null): string => (x === null ? '-' : String(Number(x.toPrecision(12))));
+
+/** A group's baseline row: the latest matched baseline of a kind, or that none was recorded under this protocol. */
+function baselineLine(kind: 'start' | 'oracle', b: LeaderboardGroup['baselines']['start']): string {
+  const label = `  baseline ${kind.padEnd(6)}`;
+  if (b === null) return `${label} none recorded under this protocol${kind === 'start' ? ' (assay baseline TASK_DIR --repeat 3)' : ''}`;
+  if (b.median === null) return `${label} no repeat completed with a score (${b.repeats} asked; position ${b.position ?? '-'})`;
+  return `${label} median ${shown(b.median)} over ${b.completed} of ${b.repeats} repeat(s), range [${shown(b.min)}, ${shown(b.max)}], spread ${shown(b.spread)} (position ${b.position ?? '-'})`;
+}
+
+/** A row's improvement over the group's start baseline: `+0.12 (+15.0%) improvement`, or why there is none. */
+export function versusBaseline(c: LeaderboardGroup['rows'][number]['vsBaseline']): string {
+  if (!c.matched) return 'no matched baseline';
+  if (c.score === null) return 'no score';
+  if (c.absolute === null) return 'baseline has no score';
+  const sign = (x: number) => (x >= 0 ? `+${shown(x)}` : shown(x));
+  const rel = c.relative === null ? '' : ` (${c.relative >= 0 ? '+' : ''}${(c.relative * 100).toFixed(1)}%)`;
+  return `${sign(c.absolute)}${rel} ${c.verdict.replace(/_/g, ' ')}`;
 }
 
 /** `report` as text: the run, then one line per round. */

@@ -10,6 +10,7 @@ import { dirname, join } from 'node:path';
 import Database from 'better-sqlite3';
 import { AssayError } from '@assay/core';
 import { canonicalJson, type JsonValue } from '@assay/ledger';
+import type { Baseline } from '@assay/run';
 import type { LeaderboardRow } from '../domain/leaderboard';
 import { groupKeyOf } from '../domain/leaderboard';
 import type { RunSlot } from '../domain/run-projection';
@@ -111,12 +112,14 @@ export class SqliteReadModelStore implements ReadModelStore {
     const putSlot = this.db.prepare('INSERT OR REPLACE INTO run_slots (run, slot) VALUES (?, ?)');
     const putRow = this.db.prepare('INSERT OR REPLACE INTO leaderboard_rows (run, task, group_key, row) VALUES (?, ?, ?, ?)');
     const putTraj = this.db.prepare('INSERT OR REPLACE INTO trajectories (run, trajectory) VALUES (?, ?)');
+    const putBaseline = this.db.prepare('INSERT OR REPLACE INTO baselines (position, task, baseline) VALUES (?, ?, ?)');
     const move = this.db.prepare('UPDATE projection_checkpoint SET position = ?, last_hash = ? WHERE id = 1 AND position = ?');
     this.db
       .transaction(() => {
         for (const s of batch.slots) putSlot.run(s.run, canonical(s));
         for (const r of batch.rows) putRow.run(r.run, r.task, groupKeyOf(r), canonical(r));
         for (const t of batch.trajectories) putTraj.run(t.run, canonical(t));
+        for (const b of batch.baselines ?? []) putBaseline.run(b.position, b.task, canonical(b));
         const moved = move.run(batch.checkpoint.position, batch.checkpoint.lastHash, expectedFrom);
         if (moved.changes !== 1)
           throw new AssayError('PROJECTIONS_CONFLICT', 'conflict', `the read models moved past position ${expectedFrom} meanwhile (another projector)`);
@@ -135,6 +138,12 @@ export class SqliteReadModelStore implements ReadModelStore {
     return t === undefined ? null : (JSON.parse(t) as Trajectory);
   }
 
+  baselinesOfTask(task: string): Baseline[] {
+    return (this.db.prepare('SELECT baseline FROM baselines WHERE task = ? ORDER BY position').pluck().all(task) as string[]).map(
+      (t) => JSON.parse(t) as Baseline,
+    );
+  }
+
   dump(): string {
     const lines: string[] = [];
     const cp = this.checkpoint();
@@ -143,6 +152,7 @@ export class SqliteReadModelStore implements ReadModelStore {
       ['run_slots', 'run', 'slot'],
       ['leaderboard_rows', 'run', 'row'],
       ['trajectories', 'run', 'trajectory'],
+      ['baselines', 'position', 'baseline'],
     ] as const)
       for (const r of this.db.prepare(`SELECT ${key} AS k, ${col} AS v FROM ${table} ORDER BY ${key}`).all() as Array<{ k: string; v: string }>)
         lines.push(`${table} ${r.k} ${r.v}`);

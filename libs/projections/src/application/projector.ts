@@ -17,6 +17,8 @@ import { parseEnvelope, type LedgerHome, type RecordedEvent } from '@assay/ledge
 import { runClaimRules } from '@assay/run';
 import { leaderboardRow, rankLeaderboard, type LeaderboardGroup, type LeaderboardRow } from '../domain/leaderboard';
 import { projectRunEvent, runOfEvent, type ProjectionEvent, type RunSlot } from '../domain/run-projection';
+import { baselineOfEvent } from '../domain/baselines';
+import type { Baseline } from '@assay/run';
 import { trajectoryOf, type Trajectory } from '../domain/trajectory';
 import type { ReadModelStore } from '../ports/read-model-store.port';
 
@@ -85,8 +87,11 @@ export async function catchUp(home: LedgerHome, store: ReadModelStore, o: CatchU
   for await (const batch of home.db.events.readAll({ fromPosition: start.position, toPosition: target, batchSize })) {
     if (batch.length === 0) continue;
     const slots = new Map<string, RunSlot | null>();
+    const baselines: Baseline[] = [];
     for (const rec of batch) {
       const e = projectionEvent(rec);
+      const baseline = baselineOfEvent(e);
+      if (baseline) baselines.push(baseline);
       const run = runOfEvent(e);
       if (run === null) continue;
       const before = slots.has(run) ? slots.get(run)! : store.slot(run);
@@ -97,7 +102,7 @@ export async function catchUp(home: LedgerHome, store: ReadModelStore, o: CatchU
     const rows = changed.map(leaderboardRow).filter((r): r is LeaderboardRow => r !== null);
     const trajectories = changed.map(trajectoryOf).filter((t): t is Trajectory => t !== null);
     const last = batch[batch.length - 1]!;
-    store.apply({ slots: changed, rows, trajectories, checkpoint: { position: last.position + 1, lastHash: hex(last.hash) } }, position);
+    store.apply({ slots: changed, rows, trajectories, baselines, checkpoint: { position: last.position + 1, lastHash: hex(last.hash) } }, position);
     position = last.position + 1;
     progress.tick(position - start.position, target - start.position);
     if (o.afterBatch) await o.afterBatch(position);
@@ -106,7 +111,7 @@ export async function catchUp(home: LedgerHome, store: ReadModelStore, o: CatchU
   return { from: start.position, to: position, checkpointSize: target, verified };
 }
 
-/** The leaderboard of a task (as RunStarted.task records it): its groups, ranked. */
+/** The leaderboard of a task (as RunStarted.task records it): its groups, ranked, with their baselines. */
 export function leaderboardOf(store: ReadModelStore, task: string): LeaderboardGroup[] {
-  return rankLeaderboard(store.rowsOfTask(task));
+  return rankLeaderboard(store.rowsOfTask(task), store.baselinesOfTask(task));
 }

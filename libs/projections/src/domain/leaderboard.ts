@@ -3,7 +3,17 @@
  * scores comparable: the same task (id and digest) run under the same protocol (its fingerprint); runs of one task
  * under different fingerprints are never ranked together.
  */
-import { bestRound, roundView, type RunState } from '@assay/run';
+import {
+  baselineView,
+  compareWithBaseline,
+  findMatchedBaseline,
+  bestRound,
+  roundView,
+  type Baseline,
+  type BaselineComparison,
+  type MatchedBaselineView,
+  type RunState,
+} from '@assay/run';
 import type { RunSlot } from './run-projection';
 
 export type Direction = 'maximize' | 'minimize';
@@ -36,8 +46,17 @@ export interface LeaderboardRow extends LeaderboardGroupKey {
 export interface LeaderboardGroup extends LeaderboardGroupKey {
   readonly metric: string | null;
   readonly direction: Direction;
-  /** Ranked: best first; runs without a valid submission last. */
-  readonly rows: ReadonlyArray<LeaderboardRow & { readonly rank: number | null }>;
+  /**
+   * The group's baseline rows: the latest `start` (the untouched starting workspace) and `oracle` (the task's
+   * `solution/`) baselines recorded under this task digest and fingerprint; null when none was recorded.
+   */
+  readonly baselines: { readonly start: MatchedBaselineView | null; readonly oracle: MatchedBaselineView | null };
+  /**
+   * Ranked: best first; runs without a valid submission last. `vsBaseline`: the run's best score against the
+   * group's `start` baseline (absolute and relative improvement, the repeats' spread, and whether it is
+   * distinguishable), or why there is none.
+   */
+  readonly rows: ReadonlyArray<LeaderboardRow & { readonly rank: number | null; readonly vsBaseline: BaselineComparison }>;
 }
 
 /** The group key as one string (stored, compared): JSON of [task, taskDigest, fingerprint]. */
@@ -111,9 +130,10 @@ export function compareRows(direction: Direction, a: LeaderboardRow, b: Leaderbo
  * Groups rows by (task, task digest, fingerprint) and ranks each group. The group's direction and metric are those
  * of its first run (by run id); a run with another direction or metric under the same fingerprint cannot occur
  * (the selection rule is part of the protocol the fingerprint stands for), and would be ranked by the group's.
- * Groups come ordered by task, then most runs, then key.
+ * Baselines join the group of their task digest and fingerprint; a baseline with no run under its protocol makes a
+ * group of its own (no rows, its metric and direction). Groups come ordered by task, then most runs, then key.
  */
-export function rankLeaderboard(rows: readonly LeaderboardRow[]): LeaderboardGroup[] {
+export function rankLeaderboard(rows: readonly LeaderboardRow[], baselines: readonly Baseline[] = []): LeaderboardGroup[] {
   const groups = new Map<string, LeaderboardRow[]>();
   for (const r of rows) {
     const k = groupKeyOf(r);
@@ -122,6 +142,10 @@ export function rankLeaderboard(rows: readonly LeaderboardRow[]): LeaderboardGro
     groups.set(k, list);
   }
   const out: LeaderboardGroup[] = [];
+  const matched = (key: { taskDigest: string; fingerprint: string }, kind: 'start' | 'oracle') => {
+    const b = findMatchedBaseline(baselines, key, kind);
+    return b ? baselineView(b) : null;
+  };
   for (const list of groups.values()) {
     const first = [...list].sort((a, b) => cmp(a.run, b.run))[0]!;
     const sorted = [...list].sort((a, b) => compareRows(first.direction, a, b));
@@ -132,8 +156,23 @@ export function rankLeaderboard(rows: readonly LeaderboardRow[]): LeaderboardGro
       fingerprint: first.fingerprint,
       metric: first.metric,
       direction: first.direction,
-      rows: sorted.map((r) => ({ ...r, rank: r.best === null ? null : ++rank })),
+      baselines: { start: matched(first, 'start'), oracle: matched(first, 'oracle') },
+      rows: sorted.map((r) => ({
+        ...r,
+        rank: r.best === null ? null : ++rank,
+        vsBaseline: compareWithBaseline(
+          { taskDigest: r.taskDigest, fingerprint: r.fingerprint, direction: r.direction, score: r.best?.score ?? null },
+          baselines,
+        ),
+      })),
     });
+  }
+  const seen = new Set(out.map((g) => groupKeyOf(g)));
+  for (const b of [...baselines].sort((x, y) => (x.position ?? 0) - (y.position ?? 0))) {
+    const key = { task: b.task, taskDigest: b.taskDigest, fingerprint: b.protocolFingerprint };
+    if (seen.has(groupKeyOf(key))) continue;
+    seen.add(groupKeyOf(key));
+    out.push({ ...key, metric: b.metric, direction: b.direction, baselines: { start: matched(key, 'start'), oracle: matched(key, 'oracle') }, rows: [] });
   }
   return out.sort((a, b) => cmp(a.task, b.task) || b.rows.length - a.rows.length || cmp(groupKeyOf(a), groupKeyOf(b)));
 }

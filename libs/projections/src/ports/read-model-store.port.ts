@@ -1,3 +1,4 @@
+import type { Baseline } from '@assay/run';
 import type { LeaderboardRow } from '../domain/leaderboard';
 import type { RunSlot } from '../domain/run-projection';
 import type { Trajectory } from '../domain/trajectory';
@@ -14,6 +15,8 @@ export interface ProjectionBatch {
   readonly slots: readonly RunSlot[];
   readonly rows: readonly LeaderboardRow[];
   readonly trajectories: readonly Trajectory[];
+  /** Baselines recorded in the batch (each by its ledger position). */
+  readonly baselines?: readonly Baseline[];
   readonly checkpoint: ProjectionCheckpoint;
 }
 
@@ -26,6 +29,8 @@ export interface ReadModelStore {
   /** Rows whose task is `task`. */
   rowsOfTask(task: string): LeaderboardRow[];
   trajectory(run: string): Trajectory | null;
+  /** Baselines of `task` (BaselineRecorded.task), in ledger position order. */
+  baselinesOfTask(task: string): Baseline[];
   /** Every stored row of every table, in key order, as text: equal text is equal read models. */
   dump(): string;
   close(): void;

@@ -195,6 +195,22 @@ export type BaselineComparison =
       readonly reason: string;
     };
 
+/** What a baseline shows beside a run or on a leaderboard: where it was recorded, its repeats and their range. */
+export function baselineView(b: Baseline): MatchedBaselineView {
+  return {
+    kind: b.kind,
+    position: b.position,
+    recordedAt: b.recordedAt,
+    snapshot: b.snapshot,
+    repeats: b.repeats,
+    completed: b.scores.filter((s) => s.primaryScore !== null).length,
+    median: b.median,
+    min: b.min,
+    max: b.max,
+    spread: b.min !== null && b.max !== null ? b.max - b.min : null,
+  };
+}
+
 /**
  * Compares a run's best score with its matched `start` baseline (module comment: the rule). `run.direction` is the
  * run's selection direction; a matched baseline has the same one (it is bound by the fingerprint).
@@ -220,19 +236,8 @@ export function compareWithBaseline(
     };
   }
   const direction = run.direction ?? b.direction;
-  const completed = b.scores.filter((s) => s.primaryScore !== null).length;
-  const view: MatchedBaselineView = {
-    kind: b.kind,
-    position: b.position,
-    recordedAt: b.recordedAt,
-    snapshot: b.snapshot,
-    repeats: b.repeats,
-    completed,
-    median: b.median,
-    min: b.min,
-    max: b.max,
-    spread: b.min !== null && b.max !== null ? b.max - b.min : null,
-  };
+  const view = baselineView(b);
+  const completed = view.completed;
   const base = { matched: true as const, baseline: view, direction, score: run.score };
   if (run.score === null || !Number.isFinite(run.score))
     return { ...base, score: null, absolute: null, relative: null, verdict: 'not_distinguishable', distinguishable: false, reason: 'the run has no score yet' };
