@@ -73,12 +73,20 @@ describe('result bundles (export, offline verification, tampering)', () => {
     expect(v.verdict).toBe('valid');
     expect(v.steps.map((s) => [s.name, s.status])).toEqual(BUNDLE_STEPS.map((s) => [s, 'ok']));
     expect(v.claim).toMatchObject({ run: RUN, status: 'completed', round: expect.any(Number), claimedScore: expect.any(Number) });
-    // the key, run, judge streams; not the task, image or note streams
-    const m = JSON.parse(entries(bundle)[0]!.content.toString()) as { streams: string[]; events: number };
+    // the key, run and judge streams, and what the claim depends on: the task's registration and the build of the
+    // Judge image the run used; not the base image's build (no Judge or Work ran it) nor the note
+    const m = JSON.parse(entries(bundle)[0]!.content.toString()) as { streams: string[]; events: number; format: string; task: string };
+    expect([m.format, m.task]).toEqual(['assay-bundle/v2', 'none']);
     expect(m.streams.some((s) => s.startsWith('key-'))).toBe(true);
     expect(m.streams).toContain(`run-${RUN}`);
     expect(m.streams.filter((s) => s.startsWith('judge-'))).toHaveLength(4);
-    expect(m.streams.some((s) => /^(task|image|note)-/.test(s))).toBe(false);
+    expect(m.streams.filter((s) => /^(task|image|note|baseline)-/.test(s))).toEqual(['image-tiny-optimizer', 'task-tiny-optimizer']);
+    expect(v.claim).toMatchObject({
+      judgeImages: ['sha256:b29814cf5792e684cd75d6a7fce7a67a11887e312f87ca2ac2496d81f365ff72'],
+      images: [{ digest: 'sha256:b29814cf5792e684cd75d6a7fce7a67a11887e312f87ca2ac2496d81f365ff72', purpose: 'judge', recipeDigest: null }],
+      taskRegistration: { name: 'tiny-optimizer', testsDigest: expect.stringMatching(/^sha256:/), instructionDigest: expect.stringMatching(/^sha256:/) },
+      baseline: { matched: false },
+    });
     // every round's snapshot travels in the CAR, checked block by block
     expect((m as unknown as { snapshotRoots: string[] }).snapshotRoots.length).toBeGreaterThanOrEqual(3);
     expect(entries(bundle).map((e) => e.name)).toEqual([

@@ -107,10 +107,12 @@ describe('re-judge report bundles', () => {
   });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-  it('verifies with only the file and the root key: the report is the claim, the snapshots and logs steps do not apply', async () => {
+  it('verifies with only the file and the root key: the report is the claim, the snapshots, task and logs steps do not apply', async () => {
     const v = await verify(bundle);
     expect(v).toMatchObject({ verdict: 'valid', kind: 'rejudge', rejudge: ID, run: 'pub1', failure: null, claim: report });
-    expect(v.steps.map((s) => [s.name, s.status])).toEqual(BUNDLE_STEPS.map((name) => [name, name === 'snapshots' || name === 'logs' ? 'skipped' : 'ok']));
+    expect(v.steps.map((s) => [s.name, s.status])).toEqual(
+      BUNDLE_STEPS.map((name) => [name, name === 'snapshots' || name === 'task' || name === 'logs' ? 'skipped' : 'ok']),
+    );
     const manifest = JSON.parse((entries(bundle).find((e) => e.name === ENTRY.manifest) as { content: Buffer }).content.toString()) as Record<string, unknown>;
     expect(manifest).toMatchObject({ format: REJUDGE_BUNDLE_FORMAT, rejudge: ID });
     // key streams and the report's own: the note and the forged report are not carried

@@ -164,7 +164,7 @@ describeDocker('assay run (CLI, Docker)', () => {
     });
     // the result bundle: exported, then verified elsewhere with only the file and the root key
     const bundleFile = join(home, 'ref1.bundle');
-    expect((await assay(['bundle', 'export', 'ref1', '-o', bundleFile], home)).code).toBe(0);
+    expect((await assay(['bundle', 'export', 'ref1', '-o', bundleFile, '--task', TASK], home)).code).toBe(0);
     const rootPub = readdirSync(join(home, 'keys')).find((f) => /^assay-controller-.*\.pub$/.test(f)) as string;
     const checked = await assay(['verify', bundleFile, '--trusted-key', join(home, 'keys', rootPub), '--json'], join(home, 'elsewhere'));
     expect(checked.code).toBe(0);
@@ -172,6 +172,16 @@ describeDocker('assay run (CLI, Docker)', () => {
       verdict: 'valid',
       claim: { run: 'ref1', round: 4, claimedScore: rep.bestScore, counts: { rounds: 4, violating: 1 } },
     });
+    // version 2: the task's public files (not its tests), the Judge image the fingerprint binds, and its build
+    const v2 = JSON.parse(checked.stdout) as {
+      steps: Array<{ name: string; checked: number }>;
+      claim: { judgeImages: string[]; images: Array<{ purpose: string }>; baseline: unknown };
+    };
+    expect(v2.steps.find((s) => s.name === 'task')?.checked).toBeGreaterThanOrEqual(3);
+    expect(v2.claim.judgeImages).toHaveLength(1);
+    expect(v2.claim.images.map((i) => i.purpose)).toContain('judge');
+    expect(v2.claim.baseline).toEqual({ matched: false });
+    expect(readFileSync(bundleFile).includes(readFileSync(join(TASK, 'tests', 'score.py')))).toBe(false);
     // with its logs: full (the files as recorded) and redacted (assay-redact/1, each copy linked by a LogRedacted event)
     const trustedRoot = join(home, 'keys', rootPub);
     for (const mode of ['full', 'redacted'] as const) {

@@ -32,6 +32,8 @@ export const BUNDLE_ERROR_KINDS = {
   BUNDLE_REJUDGE_NOT_FOUND: 'not_found',
   /** `assay bundle export-rejudge`: the stream is not one self-consistent RejudgeCompleted written by `assay rejudge`. */
   BUNDLE_REJUDGE_NOT_REPORT: 'conflict',
+  /** `bundle export --task DIR`: the directory's digest is not the run's task digest. */
+  BUNDLE_TASK_MISMATCH: 'integrity',
   /** The checkpoint to export against (`--cosigned`) is missing, malformed, or not signed by this ledger's controller key. */
   BUNDLE_CHECKPOINT_INVALID: 'invalid_input',
   /** `--logs`: a log the ledger records a digest for is missing from the run directory, or differs from that digest. */

@@ -143,8 +143,12 @@ export function register(program: Command, ctx: CliContext): void {
       '--cosigned',
       'prove against the checkpoint witnesses cosigned (<home>/ledger/checkpoint.cosigned, from `assay ledger checkpoint --witness...`), carrying their cosignatures; it must have been signed after the run ended',
     )
+    .option(
+      '--task <dir>',
+      "carry the task's public files (task.car: everything but tests/ and solution/, which appear only by digest); the directory's digest must be the run's task digest",
+    )
     .option('--json', 'print a JSON summary')
-    .action(async (run: string, o: { output: string; snapshots: string; logs: string; key?: string; cosigned?: boolean; json?: boolean }) => {
+    .action(async (run: string, o: { output: string; snapshots: string; logs: string; key?: string; cosigned?: boolean; task?: string; json?: boolean }) => {
       if (!/^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/.test(run)) throw usage(`the run id "${run}" is not a run id`);
       const { SNAPSHOT_MODES } = libs.bundles();
       if (!(SNAPSHOT_MODES as readonly string[]).includes(o.snapshots))
@@ -170,6 +174,21 @@ export function register(program: Command, ctx: CliContext): void {
           }
         };
         const checkpoint = o.cosigned ? cosignedCheckpoint(ctx.home) : undefined;
+        const taskDir = o.task;
+        const writeTaskCar =
+          taskDir === undefined
+            ? undefined
+            : async (file: string) => {
+                if (!existsSync(taskDir) || !statSync(taskDir).isDirectory()) throw usage(`--task ${taskDir} is not a directory`);
+                const store = SnapshotHome.open(ctx.home, { sink: null });
+                try {
+                  const snap = await store.create(taskDir, { previous: null, label: null, useCache: false });
+                  await store.exportCar([parseCid(snap.rootCid)], file, undefined, { withholdRootEntries: libs.bundles().WITHHELD_TASK_ENTRIES });
+                  return { root: snap.rootCid };
+                } finally {
+                  await store.close();
+                }
+              };
         const r = await libs.bundles().exportBundle(home.ledger, {
           run,
           out,
@@ -178,6 +197,7 @@ export function register(program: Command, ctx: CliContext): void {
           writeCar,
           checkpoint,
           logs,
+          writeTaskCar,
           runDir: join(ctx.home, 'runs', run),
           hostnames: hostnamesOfThisMachine(),
           progress: (d, t) => progress.tick(d, t),
@@ -199,6 +219,9 @@ export function register(program: Command, ctx: CliContext): void {
         ctx.out(`events    ${r.events}, proved against a checkpoint of ${r.treeSize}; signed by ${publisher.signer}`);
         ctx.out(`snapshots ${r.snapshotRoots.length === 0 ? 'none carried' : r.snapshotRoots.join(', ')}`);
         ctx.out(`logs      ${logs === 'none' ? 'none carried (their digests are in the events)' : `${r.logs} carried, ${logs}`}`);
+        ctx.out(
+          `task      ${taskDir === undefined ? 'no files carried (its digest is in the events)' : `public files of ${taskDir} (tests/ and solution/ withheld)`}`,
+        );
         ctx.out(`check it  assay verify ${o.output} --trusted-key <the ledger's controller public key>`);
       });
     });

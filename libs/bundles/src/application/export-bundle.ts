@@ -7,12 +7,11 @@ import { createHash } from 'node:crypto';
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { canonicalJson, type Ledger, type JsonObject, type SigningKey } from '@assay/ledger';
-import { recordedJudgeLogs, recordedTranscripts, recordOf, runStatusView, type RunEventRecord } from '@assay/run';
+import { recordedJudgeLogs, recordedTranscripts, recordOf, type RunEventRecord } from '@assay/run';
 import { REDACTION_RULES, redactLog } from '../domain/log-redaction';
 import { parseCid } from '@assay/snapshots';
 import {
   BUNDLE_FORMAT,
-  claimOf,
   LIMITS,
   logLine,
   type LogMode,
@@ -22,6 +21,9 @@ import {
   statementOf,
   type BundleManifest,
   type ResultClaim,
+  dependencyStreamsOf,
+  supportedClaim,
+  type StartedData,
 } from '../domain/bundle-format';
 import { bundleError } from '../bundles.errors';
 import { bundleStreamsOf } from '../domain/bundle-streams';
@@ -47,6 +49,11 @@ export interface ExportOptions {
   readonly logs?: LogMode;
   /** The run's directory (`<home>/runs/<run>`): `agent/session-<n>.log`, `logs/round-<n>.log`. */
   readonly runDir?: string;
+  /**
+   * `--task DIR`: writes a CAR of the task directory's snapshot to a file, its `tests/` and `solution/` withheld
+   * (WITHHELD_TASK_ENTRIES), and returns its root, which must be the run's task digest.
+   */
+  readonly writeTaskCar?: (file: string) => Promise<{ readonly root: string }>;
   /** For `--logs redacted`: this machine's host names (the `host` rule). */
   readonly hostnames?: readonly string[];
 }
@@ -73,27 +80,39 @@ export async function exportBundle(ledger: Ledger, o: ExportOptions): Promise<Ex
   const cp = openOwnCheckpoint(ledger, note);
 
   // Which events: one scan of the log up to the checkpoint picks the streams the run's claim depends on.
+  // Dependency streams (the task's registration and baselines, image builds) mostly come before RunStarted: they are
+  // held as candidates (few) and picked once the run's events say which task and images it used.
   const chosen: Array<{ position: number; bytes: Uint8Array }> = [];
   const runEvents: RunEventRecord[] = [];
+  const candidates: Array<{ rec: RunEventRecord; bytes: Uint8Array }> = [];
   const wanted = bundleStreamsOf(o.run);
   for await (const batch of ledger.store.readAll({ fromPosition: 0, toPosition: cp.treeSize, batchSize: 1000 })) {
     for (const e of batch) {
       const rec = recordOf(e);
-      if (!wanted.accepts(rec)) continue;
+      if (!wanted.accepts(rec)) {
+        if (/^(task|baseline|image)-/.test(rec.stream)) candidates.push({ rec, bytes: e.bytes });
+        continue;
+      }
       chosen.push({ position: e.position, bytes: e.bytes });
       if (rec.stream === `run-${o.run}` || rec.stream.startsWith('judge-')) runEvents.push(rec);
     }
   }
+  const deps = dependencyStreamsOf(
+    runEvents,
+    candidates.map((c) => c.rec),
+  );
+  const depEvents = candidates.filter((c) => deps.has(c.rec.stream));
+  for (const c of depEvents) chosen.push({ position: c.rec.position, bytes: c.bytes });
+  chosen.sort((a, b) => a.position - b.position);
   if (!runEvents.some((e) => e.stream === `run-${o.run}`)) throw bundleError('BUNDLE_RUN_NOT_FOUND', `no run ${o.run} in this ledger`, { run: o.run });
-  const view = runStatusView(o.run, runEvents);
-  const started = runEvents.find((e) => e.type === 'RunStarted')?.data as { taskDigest: string; fingerprint: string; model?: string; selection: JsonObject };
-  const claim0 = claimOf(view, {
-    taskDigest: started.taskDigest,
-    fingerprint: started.fingerprint,
-    model: started.model ?? null,
-    selection: started.selection,
-  });
-  if (!claim0)
+  const started = runEvents.find((e) => e.type === 'RunStarted')?.data as unknown as StartedData;
+  const claim = supportedClaim(
+    o.run,
+    runEvents,
+    [...runEvents, ...depEvents.map((c) => c.rec)].sort((a, b) => a.position - b.position),
+    true,
+  );
+  if (!claim)
     throw bundleError(
       'BUNDLE_RUN_NOT_ENDED',
       o.checkpoint !== undefined
@@ -101,8 +120,6 @@ export async function exportBundle(ledger: Ledger, o: ExportOptions): Promise<Ex
         : `run ${o.run} has not ended (no RunCompleted): there is no result to claim yet`,
       { run: o.run },
     );
-  const completed = runEvents.find((e) => e.type === 'RunCompleted')?.data as { bestSnapshot: string | null };
-  const claim: ResultClaim = { ...claim0, snapshot: completed.bestSnapshot };
 
   const mode: SnapshotMode = o.snapshots ?? 'none';
   const snapshotRoots = snapshotRootsFor(
@@ -117,13 +134,15 @@ export async function exportBundle(ledger: Ledger, o: ExportOptions): Promise<Ex
     run: o.run,
     events: chosen.length,
     treeSize: cp.treeSize,
-    streams: [...wanted.seen].sort(),
+    streams: [...wanted.seen, ...deps].sort(),
     snapshots: mode,
     snapshotRoots,
     logs: logMode,
+    task: o.writeTaskCar ? 'public' : 'none',
   };
 
   const carFile = `${o.out}.car.partial`;
+  const taskFile = `${o.out}.task.partial`;
   const w = new BundleWriter(o.out);
   try {
     w.entry(ENTRY.manifest, Buffer.from(canonicalJson(manifest as unknown as JsonObject)));
@@ -131,6 +150,17 @@ export async function exportBundle(ledger: Ledger, o: ExportOptions): Promise<Ex
     // events.jsonl: its size must be in the header before its content, so it is built first (bounded by LIMITS).
     w.entry(ENTRY.events, await provedEvents(ledger, cp, chosen, o.progress));
     if (logMode !== 'none') w.entry(ENTRY.logs, Buffer.from(logs.map((l) => logLine(l.log, l.content)).join('')));
+    if (o.writeTaskCar) {
+      const { root } = await o.writeTaskCar(taskFile);
+      if (root !== started.taskDigest)
+        throw bundleError(
+          'BUNDLE_TASK_MISMATCH',
+          `the task directory's digest is ${root}, run ${o.run} recorded ${started.taskDigest}: it is not the task the run was judged with`,
+          { taskDigest: root, runTaskDigest: started.taskDigest },
+        );
+      w.fileEntry(ENTRY.task, taskFile);
+      rmSync(taskFile, { force: true });
+    }
     if (snapshotRoots.length > 0) {
       await (o.writeCar as NonNullable<ExportOptions['writeCar']>)(snapshotRoots, carFile);
       w.fileEntry(ENTRY.snapshots, carFile);
@@ -143,6 +173,7 @@ export async function exportBundle(ledger: Ledger, o: ExportOptions): Promise<Ex
   } catch (e) {
     w.abort();
     rmSync(carFile, { force: true });
+    rmSync(taskFile, { force: true });
     throw e;
   }
 }

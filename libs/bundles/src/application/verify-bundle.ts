@@ -43,13 +43,12 @@ import {
   type JsonObject,
 } from '@assay/ledger';
 import { TAR_BLOCK, TAR_END, tarHeader, tarPadding } from '@assay/containers';
-import { runStatusView, type RunEventRecord } from '@assay/run';
+import type { RunEventRecord } from '@assay/run';
 import { CarCheck, carMalformed, carTruncated, MAX_CAR_HEADER_BYTES, MAX_CAR_SECTION_BYTES, parseCid, verifySnapshot } from '@assay/snapshots';
 import { createHash } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import {
   BUNDLE_FORMAT,
-  claimOf,
   CONTENT_SUBJECT,
   contentDigest,
   contentLine,
@@ -63,6 +62,10 @@ import {
   LOG_MODES,
   pae,
   PREDICATE_TYPE,
+  BUNDLE_FORMAT_V1,
+  TASK_MODES,
+  WITHHELD_TASK_ENTRIES,
+  type TaskMode,
   REJUDGE_BUNDLE_FORMAT,
   REJUDGE_PREDICATE_TYPE,
   REJUDGED_BUNDLE_SUBJECT,
@@ -70,11 +73,13 @@ import {
   type BundleManifest,
   type LogMode,
   type SnapshotMode,
+  supportedClaim,
+  type StartedData,
 } from '../domain/bundle-format';
 import { REDACTION_RULES } from '../domain/log-redaction';
 import { REJUDGE_EVENT, REJUDGE_STREAM_PREFIX, rejudgeReportProblem } from '../domain/rejudge-report';
 
-export const BUNDLE_STEPS = ['format', 'trust', 'signatures', 'chains', 'checkpoint', 'proofs', 'claims', 'snapshots', 'logs', 'statement'] as const;
+export const BUNDLE_STEPS = ['format', 'trust', 'signatures', 'chains', 'checkpoint', 'proofs', 'claims', 'snapshots', 'task', 'logs', 'statement'] as const;
 export type BundleStep = (typeof BUNDLE_STEPS)[number];
 
 /** What a bundle carries: a run's result claim (`assay-bundle/v1`) or a re-judge report (`assay-rejudge-bundle/v1`). */
@@ -151,14 +156,18 @@ class StepFailure extends Error {
  * The manifest as the steps use it, either kind: a report bundle (REJUDGE_BUNDLE_FORMAT) carries no snapshots and
  * no logs, and its subject is the re-judging's id; a run's bundle's subject is the run.
  */
-interface ReadManifest extends Omit<BundleManifest, 'format' | 'run'> {
+interface ReadManifest extends Omit<BundleManifest, 'format' | 'run' | 'task'> {
   readonly kind: BundleKind;
+  /** The run bundle's format version (1 or 2; a report bundle: 1). */
+  readonly version: 1 | 2;
+  /** Version 2: which task files task.car carries (version 1 and reports: none). */
+  readonly task: TaskMode;
   /** The run id, or the re-judging id. */
   readonly subject: string;
 }
 
 /** Steps that do not apply to a report bundle (it carries neither snapshots nor logs): reported `skipped`. */
-const NOT_FOR_REPORTS: ReadonlySet<BundleStep> = new Set(['snapshots', 'logs']);
+const NOT_FOR_REPORTS: ReadonlySet<BundleStep> = new Set(['snapshots', 'task', 'logs']);
 
 interface BundleEvent {
   readonly position: number;
@@ -374,19 +383,21 @@ export async function verifyBundle(source: AsyncIterable<Uint8Array>, o: VerifyB
       }
       const completed = runEvents.find((e) => e.stream === `run-${manifest.subject}` && e.type === 'RunCompleted');
       if (!completed) throw new StepFailure('claims', 'BUNDLE_RUN_INCOMPLETE', `the bundle does not carry run-${manifest.subject} up to its RunCompleted`);
-      const started = runEvents.find((e) => e.type === 'RunStarted')?.data as {
-        taskDigest: string;
-        fingerprint: string;
-        model?: string;
-        selection: JsonObject;
-      };
-      const supported = claimOf(runStatusView(manifest.subject, runEvents), {
-        taskDigest: started.taskDigest,
-        fingerprint: started.fingerprint,
-        model: started.model ?? null,
-        selection: started.selection,
-      });
-      const recomputed = { ...supported, snapshot: (completed.data as { bestSnapshot: string | null }).bestSnapshot } as unknown as JsonObject;
+      const started = runEvents.find((e) => e.type === 'RunStarted')?.data as unknown as StartedData;
+      const all = events.map(recordOfEvent);
+      if (manifest.version === 2) {
+        checkDependencyStreams(all, manifest.subject, started.task);
+        const fpImage = started.protocol?.fingerprintInput?.judgeImageDigest;
+        const other = runEvents.find((e) => e.type === 'JudgeLaunched' && typeof fpImage === 'string' && e.data.image !== fpImage);
+        if (other)
+          throw new StepFailure(
+            'claims',
+            'BUNDLE_JUDGE_IMAGE_MISMATCH',
+            `${other.stream}: its Judge ran image ${String(other.data.image)}, but the run's protocol fingerprint binds ${String(fpImage)}`,
+            other.position,
+          );
+      }
+      const recomputed = supportedClaim(manifest.subject, runEvents, all, manifest.version === 2) as unknown as JsonObject;
       return { runEvents, recomputed };
     };
     let claimed: { runEvents: RunEventRecord[]; recomputed: JsonObject };
@@ -428,14 +439,7 @@ export async function verifyBundle(source: AsyncIterable<Uint8Array>, o: VerifyB
           'BUNDLE_SNAPSHOTS_MISMATCH',
           `the CAR's roots ${JSON.stringify(carRoots)} are not the manifest's ${JSON.stringify(wantRoots)}`,
         );
-      const nodes = read.car.check.nodes;
-      const getter = {
-        get: async (cid: { toString(): string }) => {
-          const b = nodes.get(cid.toString());
-          if (!b) throw new Error(`block ${cid.toString()} is not a manifest node of the CAR`);
-          return b;
-        },
-      };
+      const getter = nodeGetter(read.car.check);
       for (const r of read.car.check.roots) {
         try {
           await verifySnapshot(getter as never, r, { knownRaw: read.car.check.rawSizes });
@@ -449,6 +453,9 @@ export async function verifyBundle(source: AsyncIterable<Uint8Array>, o: VerifyB
         count();
       }
     }
+
+    enter('task');
+    if (manifest.task === 'public') count(await checkTaskFiles(read.taskCar as StreamedCar, recomputed.taskDigest as string));
 
     enter('logs');
     if (manifest.logs !== 'none') count(checkLogs(parts.get(ENTRY.logs) as Buffer, manifest, events));
@@ -491,8 +498,77 @@ export async function verifyBundle(source: AsyncIterable<Uint8Array>, o: VerifyB
 
 const fmt = (code: string, message: string) => new StepFailure('format', code, message);
 
+function recordOfEvent(e: BundleEvent): RunEventRecord {
+  return { position: e.position, stream: e.env.stream, revision: e.env.revision, id: e.env.id, type: e.env.type, time: e.env.time, data: e.env.data };
+}
+
+/** The manifest nodes a CarCheck kept, as the block getter verifySnapshot reads (raw chunks were checked as they passed). */
+function nodeGetter(check: CarCheck): { get(cid: { toString(): string }): Promise<Uint8Array> } {
+  return {
+    get: async (cid) => {
+      const b = check.nodes.get(cid.toString());
+      if (!b) throw new Error(`block ${cid.toString()} is not a manifest node of the CAR`);
+      return b;
+    },
+  };
+}
+
+/**
+ * Version 2's stream rule: every carried stream is a key stream, the run's own (`run-`, `transcript-`,
+ * `redaction-<run>`), a Judge stream whose JudgeLaunched names the run, the task's `task-<task>` or
+ * `baseline-<task>`, or an `image-` stream holding an ImageBuilt of an image the run used.
+ */
+function checkDependencyStreams(all: readonly RunEventRecord[], run: string, task: string): void {
+  const images = new Set(
+    all
+      .filter((e) => (e.type === 'JudgeLaunched' && e.data.run === run) || (e.type === 'WorkStarted' && e.stream === `run-${run}`))
+      .map((e) => String(e.data.image)),
+  );
+  const ok = new Set<string>([`run-${run}`, `transcript-${run}`, `redaction-${run}`, `task-${task}`, `baseline-${task}`]);
+  for (const e of all) {
+    if (e.stream.startsWith('judge-') && e.revision === 0 && e.type === 'JudgeLaunched' && e.data.run === run) ok.add(e.stream);
+    if (e.stream.startsWith('image-') && e.type === 'ImageBuilt' && images.has(String(e.data.digest))) ok.add(e.stream);
+  }
+  const bad = all.find((e) => !e.stream.startsWith('key-') && !ok.has(e.stream));
+  if (bad)
+    throw new StepFailure(
+      'claims',
+      'BUNDLE_STREAMS_MISMATCH',
+      `${bad.stream} (position ${bad.position}) is none of the streams a bundle of run ${run} carries (docs/bundle-format.md, "Version 2")`,
+      bad.position,
+    );
+}
+
+/**
+ * The task step (version 2, task "public"): task.car's one root is the run's task digest, every block matched its CID
+ * as it streamed past, every block the root reaches is present except beneath the withheld `tests/` and `solution/`,
+ * nothing else is there, and every recorded size adds up (the withheld entries' sizes as the root records them).
+ * Returns the number of files checked.
+ */
+async function checkTaskFiles(t: StreamedCar, taskDigest: string): Promise<number> {
+  if (t.problem) throw new StepFailure('task', t.problem.code, t.problem.message);
+  const roots = t.check.roots.map((r) => r.toString());
+  if (roots.length !== 1 || roots[0] !== taskDigest)
+    throw new StepFailure('task', 'BUNDLE_TASK_MISMATCH', `${ENTRY.task}'s roots are ${JSON.stringify(roots)}; the run's task digest is ${taskDigest}`);
+  try {
+    const r = await verifySnapshot(nodeGetter(t.check) as never, t.check.roots[0] as NonNullable<(typeof t.check.roots)[0]>, {
+      knownRaw: t.check.rawSizes,
+      withholdRootEntries: WITHHELD_TASK_ENTRIES,
+    });
+    return r.files;
+  } catch (err) {
+    throw new StepFailure('task', (err as { code?: string }).code ?? 'BUNDLE_TASK_INVALID', `${ENTRY.task}: ${(err as Error).message}`);
+  }
+}
+
 const badSignature = (e: BundleEvent) =>
   new StepFailure('signatures', 'VERIFY_BAD_SIGNATURE', `the signature of position ${e.position} does not verify with ${e.env.signer}`, e.position);
+
+/** A CAR entry checked as it streamed past; a problem in it is kept for its step. */
+interface StreamedCar {
+  readonly check: CarCheck;
+  readonly problem: { code: string; message: string } | null;
+}
 
 /** What reading the archive found: the entries held in memory, the manifest, and the streamed snapshots' check. */
 interface BundleParts {
@@ -500,7 +576,9 @@ interface BundleParts {
   readonly manifest: ReadManifest;
   /** One content line per entry before the statement (the content digest's input). */
   readonly contentLines: string[];
-  readonly car: { readonly check: CarCheck; readonly problem: { code: string; message: string } | null } | null;
+  readonly car: StreamedCar | null;
+  /** Version 2 with task "public": task.car, checked as it streamed past (its hidden entries withheld). */
+  readonly taskCar: StreamedCar | null;
 }
 
 const HELD: Record<string, number> = {
@@ -528,11 +606,14 @@ async function readEntries(
   let manifest: ReadManifest | null = null;
   let order: readonly string[] = entryOrder(false);
   let car: BundleParts['car'] = null;
+  let taskCar: BundleParts['taskCar'] = null;
   for (let i = 0; i < order.length; i++) {
     const name = order[i] as string;
     const size = await readHeader(input, name, i);
     if (name === ENTRY.snapshots) {
-      car = await streamCar(input, size, contentLines);
+      car = await streamCar(input, size, contentLines, name);
+    } else if (name === ENTRY.task) {
+      taskCar = await streamCar(input, size, contentLines, name, WITHHELD_TASK_ENTRIES);
     } else {
       const content = await input.take(size);
       if (!content) throw fmt('BUNDLE_TRUNCATED', `the archive ends inside ${name}`);
@@ -545,14 +626,14 @@ async function readEntries(
     if (pad.some((b) => b !== 0)) throw fmt('BUNDLE_HEADER_INVALID', `the padding after ${name} is not all zeros`);
     if (name === ENTRY.manifest) {
       manifest = parseManifest(parts.get(name) as Buffer);
-      order = entryOrder(manifest.snapshotRoots.length > 0, manifest.logs !== 'none');
+      order = entryOrder(manifest.snapshotRoots.length > 0, manifest.logs !== 'none', manifest.task === 'public');
     }
   }
   const end = await input.take(TAR_END.length);
   if (!end) throw fmt('BUNDLE_TRUNCATED', 'the archive has no end marker (two zero blocks): truncated');
   if (end.some((b) => b !== 0)) throw fmt('BUNDLE_TRAILING_DATA', 'the end marker (two zero blocks) is not all zeros');
   if (!(await input.atEnd())) throw fmt('BUNDLE_TRAILING_DATA', `bytes follow the end of the archive (at byte ${input.offset})`);
-  return { parts, manifest: manifest as ReadManifest, contentLines, car };
+  return { parts, manifest: manifest as ReadManifest, contentLines, car, taskCar };
 }
 
 /** Entry `i`'s header, which must be the canonical one for `name`: returns the content size. */
@@ -565,7 +646,7 @@ async function readHeader(input: ByteReader, name: string, i: number): Promise<n
   const gotName = header.subarray(0, 100).toString('latin1').replace(/\0.*$/s, '');
   if (gotName !== name) throw fmt('BUNDLE_ENTRY_UNEXPECTED', `entry ${i + 1} is "${gotName}", expected "${name}" (at byte ${at})`);
   if (size < 0) throw fmt('BUNDLE_HEADER_INVALID', `the header of ${name} has no valid size field (at byte ${at})`);
-  const limit = name === ENTRY.snapshots ? LIMITS.snapshotsBytes : (HELD[name] as number);
+  const limit = name === ENTRY.snapshots ? LIMITS.snapshotsBytes : name === ENTRY.task ? LIMITS.taskBytes : (HELD[name] as number);
   if (size > limit) throw fmt('BUNDLE_ENTRY_TOO_LARGE', `${name} is ${size} bytes, more than its limit of ${limit}`);
   if (!tarHeader({ path: name, type: 'file', mode: 0o644, size }).equals(header))
     throw fmt('BUNDLE_HEADER_INVALID', `the header of ${name} is not the canonical one (ustar, mode 0644, mtime 0, uid/gid 0; at byte ${at})`);
@@ -577,7 +658,13 @@ async function readHeader(input: ByteReader, name: string, i: number): Promise<n
  * section (CarCheck). A CAR problem is kept, not thrown, and the rest of the entry skipped: the archive's structure
  * is still checked to its end, and the snapshots step reports the problem.
  */
-async function streamCar(input: ByteReader, size: number, contentLines: string[]): Promise<NonNullable<BundleParts['car']>> {
+async function streamCar(
+  input: ByteReader,
+  size: number,
+  contentLines: string[],
+  name: string,
+  withholdRootEntries: readonly string[] = [],
+): Promise<StreamedCar> {
   const hash = createHash('sha256');
   const check = new CarCheck({ keepNodes: true });
   const start = input.offset;
@@ -585,7 +672,7 @@ async function streamCar(input: ByteReader, size: number, contentLines: string[]
   const take = async (n: number, what: string): Promise<Buffer> => {
     if (n > left) throw carTruncated(input.offset - start, `${what}: ${n} bytes announced, ${left} left in the entry`);
     const b = await input.take(n);
-    if (!b) throw fmt('BUNDLE_TRUNCATED', `the archive ends inside ${ENTRY.snapshots}`);
+    if (!b) throw fmt('BUNDLE_TRUNCATED', `the archive ends inside ${name}`);
     hash.update(b);
     left -= n;
     return b;
@@ -612,14 +699,14 @@ async function streamCar(input: ByteReader, size: number, contentLines: string[]
       if (len === 0) throw carMalformed(at, 'an empty section');
       check.block(await take(len, `block #${check.blocks}`), at);
     }
-    check.finish();
+    check.finish({ withholdRootEntries });
   } catch (err) {
     if (err instanceof StepFailure) throw err;
     const e = err as { code?: string; message: string };
-    problem = { code: e.code ?? 'BUNDLE_SNAPSHOTS_INVALID', message: `${ENTRY.snapshots}: ${e.message}` };
+    problem = { code: e.code ?? (name === ENTRY.task ? 'BUNDLE_TASK_INVALID' : 'BUNDLE_SNAPSHOTS_INVALID'), message: `${name}: ${e.message}` };
     while (left > 0) await take(Math.min(left, 1 << 20), 'the rest of the entry');
   }
-  contentLines.push(contentLineOf(ENTRY.snapshots, size, hash.digest('hex')));
+  contentLines.push(contentLineOf(name, size, hash.digest('hex')));
   return { check, problem };
 }
 
@@ -680,11 +767,11 @@ function parseCanonical(bytes: Buffer, what: string): JsonObject {
 
 function parseManifest(bytes: Buffer): ReadManifest {
   const m = parseCanonical(bytes, ENTRY.manifest) as Record<string, unknown>;
-  if (m.format !== BUNDLE_FORMAT && m.format !== REJUDGE_BUNDLE_FORMAT)
+  if (m.format !== BUNDLE_FORMAT && m.format !== BUNDLE_FORMAT_V1 && m.format !== REJUDGE_BUNDLE_FORMAT)
     throw new StepFailure(
       'format',
       'BUNDLE_UNSUPPORTED_VERSION',
-      `${ENTRY.manifest}: format "${String(m.format)}" is not one this verifier reads (${BUNDLE_FORMAT}, ${REJUDGE_BUNDLE_FORMAT})`,
+      `${ENTRY.manifest}: format "${String(m.format)}" is not one this verifier reads (${BUNDLE_FORMAT}, ${BUNDLE_FORMAT_V1}, ${REJUDGE_BUNDLE_FORMAT})`,
       null,
       true,
     );
@@ -702,6 +789,8 @@ function parseManifest(bytes: Buffer): ReadManifest {
       );
     return {
       kind: 'rejudge',
+      version: 1,
+      task: 'none',
       subject: m.rejudge,
       origin: m.origin as string,
       events: m.events as number,
@@ -720,14 +809,16 @@ function parseManifest(bytes: Buffer): ReadManifest {
     m.snapshotRoots.length <= 1024 &&
     m.snapshotRoots.every((s) => typeof s === 'string' && /^[a-z0-9]{1,128}$/.test(s)) &&
     (LOG_MODES as readonly unknown[]).includes(m.logs) &&
-    Object.keys(m).length === 9;
+    (m.format === BUNDLE_FORMAT_V1 ? Object.keys(m).length === 9 : Object.keys(m).length === 10 && (TASK_MODES as readonly unknown[]).includes(m.task));
   if (!ok)
     throw fmt(
       'BUNDLE_MANIFEST_INVALID',
-      `${ENTRY.manifest}: expected exactly {format, origin, run, events, treeSize, streams, snapshots: "none"|"best"|"all", snapshotRoots: [CID, ...], logs: "none"|"redacted"|"full"}`,
+      `${ENTRY.manifest}: expected exactly {format, origin, run, events, treeSize, streams, snapshots: "none"|"best"|"all", snapshotRoots: [CID, ...], logs: "none"|"redacted"|"full"${m.format === BUNDLE_FORMAT_V1 ? '' : ', task: "none"|"public"'}}`,
     );
   return {
     kind: 'run',
+    version: m.format === BUNDLE_FORMAT_V1 ? 1 : 2,
+    task: m.format === BUNDLE_FORMAT_V1 ? 'none' : (m.task as TaskMode),
     subject: m.run as string,
     origin: m.origin as string,
     events: m.events as number,

@@ -17,9 +17,17 @@
  */
 import { createHash } from 'node:crypto';
 import { canonicalJson, type JsonObject } from '@assay/ledger';
-import type { RunStatusView } from '@assay/run';
+import { compareWithBaseline, parseBaseline, runStatusView, type Baseline, type RunEventRecord, type RunStatusView } from '@assay/run';
 
-export const BUNDLE_FORMAT = 'assay-bundle/v1';
+/**
+ * What `assay bundle export` writes. Version 2 adds to version 1 (docs/bundle-format.md, "Version 2"): the streams the
+ * claim depends on beyond the run (the task's registration and baselines, the run's images' builds), the task's
+ * public files (`task.car`, its hidden `tests/` and `solution/` withheld), and claim members for the Judge image, the
+ * task's registered digests and the comparison with the matched start baseline.
+ */
+export const BUNDLE_FORMAT = 'assay-bundle/v2';
+/** Version 1, still verified. */
+export const BUNDLE_FORMAT_V1 = 'assay-bundle/v1';
 /**
  * A re-judge report's own bundle: the same archive (manifest, checkpoint, events, statement; never logs or
  * snapshots), carrying the rejudger's key streams and `rejudge-<id>` with its one RejudgeCompleted, proved against
@@ -32,6 +40,7 @@ export const ENTRY = {
   checkpoint: 'assay-bundle/checkpoint',
   events: 'assay-bundle/events.jsonl',
   logs: 'assay-bundle/logs.jsonl',
+  task: 'assay-bundle/task.car',
   snapshots: 'assay-bundle/snapshots.car',
   statement: 'assay-bundle/statement.dsse.json',
 } as const;
@@ -39,9 +48,23 @@ export const ENTRY = {
  * The entries of a bundle, in order: the logs entry is there exactly when the manifest's logs is not "none", the
  * snapshots entry exactly when the manifest lists snapshot roots.
  */
-export function entryOrder(withSnapshots: boolean, withLogs = false): readonly string[] {
-  return [ENTRY.manifest, ENTRY.checkpoint, ENTRY.events, ...(withLogs ? [ENTRY.logs] : []), ...(withSnapshots ? [ENTRY.snapshots] : []), ENTRY.statement];
+export function entryOrder(withSnapshots: boolean, withLogs = false, withTask = false): readonly string[] {
+  return [
+    ENTRY.manifest,
+    ENTRY.checkpoint,
+    ENTRY.events,
+    ...(withLogs ? [ENTRY.logs] : []),
+    ...(withTask ? [ENTRY.task] : []),
+    ...(withSnapshots ? [ENTRY.snapshots] : []),
+    ENTRY.statement,
+  ];
 }
+
+/** Which of the task's files a version 2 bundle carries: none, or its public files (task.car). */
+export const TASK_MODES = ['none', 'public'] as const;
+export type TaskMode = (typeof TASK_MODES)[number];
+/** The task directory's entries whose content a bundle never carries: the hidden tests and the reference solution. */
+export const WITHHELD_TASK_ENTRIES: readonly string[] = ['tests', 'solution'];
 
 /** Which logs a bundle carries: none (their digests are in the events), redacted copies, or the files as recorded. */
 export const LOG_MODES = ['none', 'redacted', 'full'] as const;
@@ -67,6 +90,8 @@ export const LIMITS = {
   statementBytes: 1024 * 1024,
   /** The snapshots entry is streamed, never held: bounded only by the archive's size limit. */
   snapshotsBytes: 64 * 1024 * 1024 * 1024,
+  /** The task's public files (streamed and checked like the snapshots). */
+  taskBytes: 256 * 1024 * 1024,
   events: 2_000_000,
 } as const;
 
@@ -92,7 +117,7 @@ export interface RejudgeBundleManifest {
 }
 
 export interface BundleManifest {
-  readonly format: typeof BUNDLE_FORMAT;
+  readonly format: typeof BUNDLE_FORMAT | typeof BUNDLE_FORMAT_V1;
   /** The ledger's checkpoint origin line. */
   readonly origin: string;
   readonly run: string;
@@ -111,6 +136,8 @@ export interface BundleManifest {
    * recorded; `redacted`: copies under `assay-redact/1`, each linked to the recorded digest by a LogRedacted event.
    */
   readonly logs: LogMode;
+  /** Version 2 only: `public` when task.car carries the task's public files. */
+  readonly task?: TaskMode;
 }
 
 /** One line of events.jsonl: the stored envelope bytes (base64) and its inclusion proof (base64 hashes, leaf side first). */
@@ -148,6 +175,27 @@ export interface ResultClaim {
     readonly refusedRequests: number;
   };
   readonly budgets: Readonly<Record<string, { readonly granted: number | null; readonly used: number }>>;
+}
+
+/** What a version 2 claim adds to version 1's members (`claimDependenciesOf`). */
+export interface ClaimDependencies {
+  /** The Judge image every Judge of the run ran (JudgeLaunched.image), each distinct id once, in position order. */
+  readonly judgeImages: readonly string[];
+  /** The carried ImageBuilt of the run's Judge and Work images, in position order. */
+  readonly images: ReadonlyArray<{ readonly digest: string; readonly image: string; readonly purpose: string; readonly recipeDigest: string | null }>;
+  /** The carried TaskRegistered of the run's task digest (the latest), or null. */
+  readonly taskRegistration: {
+    readonly name: string;
+    readonly instructionDigest: string;
+    readonly testsDigest: string;
+    readonly environmentDigest: string;
+  } | null;
+  /**
+   * The best score against the matched start baseline among the carried ones (`compareWithBaseline`):
+   * `{matched: false}`, or `{matched: true, position, snapshot, repeats, completed, median, min, max, score, absolute,
+   * relative, verdict}`.
+   */
+  readonly baseline: JsonObject;
 }
 
 /** The claim a run's fold supports (null when the run has not started or not ended). */
@@ -251,4 +299,135 @@ export interface DsseEnvelope {
   /** Standard base64 of the payload bytes. */
   readonly payload: string;
   readonly signatures: ReadonlyArray<{ readonly keyid: string; readonly sig: string }>;
+}
+
+/**
+ * Which dependency streams a version 2 bundle carries besides the run's own (bundleStreamsOf), decided once the run's
+ * events are known: `task-<task>` and `baseline-<task>` of RunStarted.task, and every `image-` stream holding an
+ * ImageBuilt whose digest is an image the run used (a JudgeLaunched's or WorkStarted's `image`).
+ */
+export function dependencyStreamsOf(
+  runEvents: ReadonlyArray<Pick<RunEventRecord, 'type' | 'data'>>,
+  candidates: ReadonlyArray<Pick<RunEventRecord, 'stream' | 'type' | 'data'>>,
+): Set<string> {
+  const started = runEvents.find((e) => e.type === 'RunStarted')?.data as { task?: unknown } | undefined;
+  const task = typeof started?.task === 'string' ? started.task : null;
+  const images = new Set(runEvents.filter((e) => e.type === 'JudgeLaunched' || e.type === 'WorkStarted').map((e) => String(e.data.image)));
+  const out = new Set<string>();
+  for (const e of candidates) {
+    if (task !== null && (e.stream === `task-${task}` || e.stream === `baseline-${task}`)) out.add(e.stream);
+    else if (e.stream.startsWith('image-') && e.type === 'ImageBuilt' && images.has(String(e.data.digest))) out.add(e.stream);
+  }
+  return out;
+}
+
+/**
+ * A version 2 claim's added members, from the carried events (run, Judge and dependency streams, position order) and
+ * the run's best score. Export and verify both compute it, so a claim says exactly what its events support.
+ */
+export function claimDependenciesOf(
+  events: ReadonlyArray<RunEventRecord>,
+  run: {
+    readonly task: string;
+    readonly taskDigest: string;
+    readonly fingerprint: string;
+    readonly direction: 'maximize' | 'minimize' | null;
+    readonly score: number | null;
+  },
+): ClaimDependencies {
+  const judgeImages: string[] = [];
+  const used = new Set<string>();
+  for (const e of events) {
+    if (e.type === 'JudgeLaunched' && typeof e.data.image === 'string' && !judgeImages.includes(e.data.image)) judgeImages.push(e.data.image);
+    if (e.type === 'JudgeLaunched' || e.type === 'WorkStarted') used.add(String(e.data.image));
+  }
+  const images: Array<ClaimDependencies['images'][number]> = [];
+  let taskRegistration: ClaimDependencies['taskRegistration'] = null;
+  const baselines: Baseline[] = [];
+  for (const e of events) {
+    const d = e.data as Record<string, unknown>;
+    if (e.type === 'ImageBuilt' && e.stream.startsWith('image-') && used.has(String(d.digest)))
+      images.push({
+        digest: String(d.digest),
+        image: String(d.image),
+        purpose: String(d.purpose),
+        recipeDigest: typeof d.recipeDigest === 'string' ? d.recipeDigest : null,
+      });
+    else if (e.type === 'TaskRegistered' && e.stream === `task-${run.task}` && d.digest === run.taskDigest)
+      taskRegistration = {
+        name: String(d.name),
+        instructionDigest: String(d.instructionDigest),
+        testsDigest: String(d.testsDigest),
+        environmentDigest: String(d.environmentDigest),
+      };
+    else if (e.type === 'BaselineRecorded' && e.stream === `baseline-${run.task}`) {
+      const b = parseBaseline(e.data as JsonObject, { position: e.position, time: e.time });
+      if (b) baselines.push(b);
+    }
+  }
+  const c = compareWithBaseline({ taskDigest: run.taskDigest, fingerprint: run.fingerprint, direction: run.direction, score: run.score }, baselines);
+  // structural members only (no prose), so that a verifier in any language recomputes them exactly
+  const baseline: JsonObject = c.matched
+    ? {
+        matched: true,
+        position: c.baseline.position,
+        snapshot: c.baseline.snapshot,
+        repeats: c.baseline.repeats,
+        completed: c.baseline.completed,
+        median: c.baseline.median,
+        min: c.baseline.min,
+        max: c.baseline.max,
+        score: c.score,
+        absolute: c.absolute,
+        relative: c.relative,
+        verdict: c.verdict,
+      }
+    : { matched: false };
+  return { judgeImages, images, taskRegistration, baseline };
+}
+
+/** RunStarted's data as the claim reads it. */
+export interface StartedData {
+  readonly task: string;
+  readonly taskDigest: string;
+  readonly fingerprint: string;
+  readonly model?: string;
+  readonly selection: JsonObject;
+  readonly protocol?: { readonly fingerprintInput?: { readonly judgeImageDigest?: unknown } };
+}
+
+/**
+ * The claim a run's events support, as export writes it and verify recomputes it: version 1's members from the run's
+ * fold (`runEvents`: the run's stream and its Judge streams), the selected snapshot, and with `dependencies` (version
+ * 2) the members `claimDependenciesOf` gives over every carried event (`carried`, position order). Null when the run
+ * has not started or not ended.
+ */
+export function supportedClaim(
+  run: string,
+  runEvents: readonly RunEventRecord[],
+  carried: readonly RunEventRecord[],
+  dependencies: boolean,
+): (ResultClaim & Partial<ClaimDependencies>) | null {
+  const started = runEvents.find((e) => e.type === 'RunStarted')?.data as StartedData | undefined;
+  const completed = runEvents.find((e) => e.stream === `run-${run}` && e.type === 'RunCompleted')?.data as { bestSnapshot: string | null } | undefined;
+  if (!started || !completed) return null;
+  const base = claimOf(runStatusView(run, runEvents), {
+    taskDigest: started.taskDigest,
+    fingerprint: started.fingerprint,
+    model: started.model ?? null,
+    selection: started.selection,
+  });
+  if (!base) return null;
+  const claim = { ...base, snapshot: completed.bestSnapshot };
+  if (!dependencies) return claim;
+  return {
+    ...claim,
+    ...claimDependenciesOf(carried, {
+      task: started.task,
+      taskDigest: started.taskDigest,
+      fingerprint: started.fingerprint,
+      direction: base.direction as 'maximize' | 'minimize' | null,
+      score: base.claimedScore,
+    }),
+  };
 }

@@ -30,11 +30,22 @@ export interface ExportReport {
   readonly file: string;
 }
 
-export async function exportCar(blocks: BlockGetter, roots: readonly CID[], out: string, options: { progress?: Progress } = {}): Promise<ExportReport> {
+export interface ExportCarOptions {
+  readonly progress?: Progress;
+  /**
+   * Names of root directory entries whose blocks are not written (a task's hidden `tests/` and `solution/` in a
+   * result bundle): the root manifest still names them, by CID and size. A block they share with written content is
+   * written for that content.
+   */
+  readonly withholdRootEntries?: readonly string[];
+}
+
+export async function exportCar(blocks: BlockGetter, roots: readonly CID[], out: string, options: ExportCarOptions = {}): Promise<ExportReport> {
   if (roots.length === 0 || roots.length > MAX_CAR_ROOTS) {
     throw snapshotError('SNAPSHOT_CID_INVALID', `export needs 1 to ${MAX_CAR_ROOTS} root CIDs, got ${roots.length}`);
   }
   const progress = options.progress ?? silentProgress;
+  const withheld = new Set(options.withholdRootEntries ?? []);
   const reader = new NodeReader(blocks);
   const target = resolve(out);
   const tmp = join(dirname(target), `.${basename(target)}.tmp-${randomBytes(6).toString('hex')}`);
@@ -85,7 +96,8 @@ export async function exportCar(blocks: BlockGetter, roots: readonly CID[], out:
     if (node.type === 'file') {
       for (let i = 0; i < node.chunks.length; i++) await visit(node.chunks[i] as CID, `${where} (chunk ${i})`);
     } else {
-      for (const e of node.entries) if (e.kind !== 'symlink') await visit(e.cid, where === '' ? e.name : `${where}/${e.name}`);
+      for (const e of node.entries)
+        if (e.kind !== 'symlink' && !(where === '' && withheld.has(e.name))) await visit(e.cid, where === '' ? e.name : `${where}/${e.name}`);
     }
   };
 

@@ -29,6 +29,12 @@ export interface VerifyOptions {
    * arrives); those are not read again.
    */
   readonly knownRaw?: ReadonlyMap<string, number>;
+  /**
+   * Entries of the root directory whose content is withheld (a result bundle carries a task's public files, not its
+   * hidden `tests/` and `solution/`): their blocks are not read, and their sizes are taken as the root manifest
+   * records them. Everything else is checked as usual.
+   */
+  readonly withholdRootEntries?: readonly string[];
 }
 
 function mismatch(where: string, cid: CID, why: string): Error {
@@ -48,6 +54,7 @@ export async function verifySnapshot(blocks: BlockGetter, root: CID, options: Ve
   const reader = new NodeReader(blocks);
   const progress = options.progress ?? silentProgress;
   const known = options.knownRaw ?? new Map<string, number>();
+  const withheld = new Set(options.withholdRootEntries ?? []);
   const rawSeen = new Map<string, number>();
   const dirs = new Map<string, Info>();
   const fileNodes = new Map<string, number>();
@@ -100,6 +107,10 @@ export async function verifySnapshot(blocks: BlockGetter, root: CID, options: Ve
     const info: Info = { size: 0, files: 0, directories: 0, symlinks: 0 };
     for (const e of m.entries) {
       const path = joinRel(where, e.name);
+      if (depth === 0 && e.kind !== 'symlink' && withheld.has(e.name)) {
+        info.size += e.size;
+        continue;
+      }
       if (e.kind === 'symlink') {
         info.symlinks += 1;
         continue;

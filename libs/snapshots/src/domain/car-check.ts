@@ -112,18 +112,36 @@ export class CarCheck {
     return { cid, data };
   }
 
-  /** Roots present and directories; every block reachable and present. */
-  finish(): void {
+  /**
+   * Roots present and directories; every block reachable and present. `withholdRootEntries`: entries of the roots'
+   * directories (by name) whose blocks are withheld: the link from the root to them is not followed (nor required),
+   * so their blocks must not be in the CAR unless other content reaches them (needs `keepNodes`).
+   */
+  finish(o: { withholdRootEntries?: readonly string[] } = {}): void {
     for (const r of this.roots) {
       const k = r.toString();
       if (!this.seen.has(k)) throw snapshotError('SNAPSHOT_CAR_MISSING_ROOT', `root ${k} named in the CAR header is not among its blocks`, { cid: k });
       if (this.kinds.get(k) !== 'dir') throw snapshotError('SNAPSHOT_CAR_BAD_ROOT', `root ${k} is not a snapshot directory manifest`, { cid: k });
     }
+    const withheld = new Set<string>();
+    const names = o.withholdRootEntries ?? [];
+    if (names.length > 0) {
+      for (const r of this.roots) {
+        const bytes = this.nodes.get(r.toString());
+        if (!bytes) throw new Error('internal: CarCheck needs keepNodes to withhold root entries');
+        const node = decodeNode(r, bytes, 'the root');
+        if (node.type !== 'dir') continue;
+        const linked = node.entries.flatMap((e) => (e.kind === 'symlink' ? [] : [{ name: e.name, cid: e.cid.toString() }]));
+        // content the root also links under a public name (an empty directory, say) is carried for that name
+        const shown = new Set(linked.filter((e) => !names.includes(e.name)).map((e) => e.cid));
+        for (const e of linked) if (names.includes(e.name) && !shown.has(e.cid)) withheld.add(`${r.toString()} ${e.cid}`);
+      }
+    }
     const reached = new Set<string>();
     const stack: Array<{ k: string; from: string | null }> = this.roots.map((r) => ({ k: r.toString(), from: null }));
     while (stack.length > 0) {
       const { k, from } = stack.pop() as { k: string; from: string | null };
-      if (reached.has(k)) continue;
+      if (reached.has(k) || (from !== null && withheld.has(`${from} ${k}`))) continue;
       if (!this.seen.has(k))
         throw snapshotError('SNAPSHOT_CAR_MISSING_BLOCK', `block ${k}, linked from ${from ?? 'the header'}, is not in the CAR`, { cid: k, from });
       reached.add(k);

@@ -116,8 +116,9 @@ export class SnapshotHome {
     return checkoutSnapshot(this.store, root, dir, o);
   }
 
-  exportCar(roots: readonly CID[], file: string, progress?: Progress): Promise<ExportReport> {
-    return exportCar(this.store, roots, file, progress ? { progress } : {});
+  /** `withholdRootEntries`: root directory entries whose blocks are left out (a task's hidden parts in a bundle). */
+  exportCar(roots: readonly CID[], file: string, progress?: Progress, o: { withholdRootEntries?: readonly string[] } = {}): Promise<ExportReport> {
+    return exportCar(this.store, roots, file, { ...(progress ? { progress } : {}), ...o });
   }
 
   importCar(file: string, progress?: Progress): Promise<ImportReport> {
