@@ -212,6 +212,32 @@ describe('result bundles (export, offline verification, tampering)', () => {
     expect([gap.verdict, gap.failure?.step, gap.failure?.code]).toEqual(['invalid', 'chains', 'VERIFY_CHAIN_BROKEN']);
   });
 
+  it('a proof copied from another bundle (the same event, proved against a later checkpoint): refused by proofs', async () => {
+    // the ledger grows by a note, and the run is exported again: the same events, proofs against a larger tree
+    const h = await LedgerHome.open(home, deps());
+    const later = join(dir, 'later.bundle');
+    try {
+      await h.ledger.append('note-later', [{ type: 'Note', data: { text: 'after the first export' } }]);
+      await exportBundle(h.ledger, { run: RUN, out: later, publisher: controller });
+    } finally {
+      await h.close();
+    }
+    const theirs = entries(readFileSync(later))[2]!.content.toString().trimEnd().split('\n');
+    const proofOf = new Map(theirs.map((l) => [line(l).envelope, line(l).proof]));
+    const v = await verify(
+      withLines((ls) =>
+        ls.map((l, i) => {
+          const mine = line(l);
+          const other = proofOf.get(mine.envelope);
+          return i === 7 && other ? canonicalJson({ envelope: mine.envelope, proof: other }) : l;
+        }),
+      ),
+    );
+    const seventh = line(entries(bundle)[2]!.content.toString().split('\n')[7]!);
+    expect(proofOf.get(seventh.envelope)).not.toEqual(seventh.proof); // the proof really is another tree's
+    expect([v.verdict, v.failure?.step, v.failure?.code]).toEqual(['invalid', 'proofs', 'VERIFY_PROOF_INVALID']);
+  });
+
   /** The bundle with its claim changed by `mutate` and the statement signed again with the real controller key. */
   const reclaimed = (mutate: (claim: { claimedScore: number; round: number }) => void): Buffer => {
     const parts = entries(bundle);
