@@ -41,7 +41,7 @@ describe('one vocabulary', () => {
         .filter((f) => f.endsWith(' --metric'))
         .map((f) => f.split(' --')[0])
         .sort(),
-    ).toEqual(['judge', 'run']);
+    ).toEqual(['baseline', 'judge', 'run']);
   });
 
   it('help texts name what the code accepts', () => {

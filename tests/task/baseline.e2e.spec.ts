@@ -163,6 +163,18 @@ describeDocker('assay baseline (CLI, Docker)', () => {
     expect(verify.code).toBe(0);
   });
 
+  it("a baseline taken with the run's own flags (--max-submissions 2) has its fingerprint, and matches it", async () => {
+    const r = await assay(['baseline', task, '--repeat', '3', '--max-submissions', '2', '--json'], home, 170_000);
+    expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: '' });
+    const doc = JSON.parse(r.stdout) as { protocolFingerprint: string; fingerprintInput: { budgets: { maxSubmissions: number } } };
+    const { json } = await status('other1');
+    expect(doc.protocolFingerprint).toBe(json.fingerprint);
+    expect(doc.fingerprintInput.budgets.maxSubmissions).toBe(2);
+    expect(json.baseline).toMatchObject({ matched: true, verdict: 'not_distinguishable' });
+    const bad = await assay(['baseline', task, '--max-submissions', 'lots'], home);
+    expect({ code: bad.code, stderr: bad.stderr }).toEqual({ code: 2, stderr: expect.stringContaining('--max-submissions must be a non-negative integer') });
+  });
+
   it('the leaderboard shows the baseline rows in the matched group and says the same as run status for every run', async () => {
     expect((await assay(['ledger', 'checkpoint'], home)).code).toBe(0);
     const r = await assay(['leaderboard', start.task, '--json'], home);
@@ -178,9 +190,10 @@ describeDocker('assay baseline (CLI, Docker)', () => {
     expect(matched.baselines.start).toMatchObject({ median: start.median });
     expect(matched.baselines.oracle).not.toBeNull();
     const verdicts = Object.fromEntries(doc.groups.flatMap((g) => g.rows.map((row) => [row.run, row.vsBaseline.matched ? row.vsBaseline.verdict : 'none'])));
-    expect(verdicts).toEqual({ better1: 'improvement', same1: 'not_distinguishable', other1: 'none' });
+    expect(verdicts).toEqual({ better1: 'improvement', same1: 'not_distinguishable', other1: 'not_distinguishable' });
     const text = await assay(['leaderboard', start.task], home);
     expect(text.stdout).toMatch(/^ {2}baseline start {2}median /m);
-    expect(text.stdout).toContain('no matched baseline');
+    expect(text.stdout).toMatch(/ improvement /);
+    expect(text.stdout).toContain('+0 (+0.0%) not distinguishable');
   });
 });

@@ -17,7 +17,7 @@ import { join, resolve } from 'node:path';
 import { AssayError, silentProgress, type Progress } from '@assay/core';
 import type { ContainerRuntime } from '@assay/containers';
 import { judgeError } from '@assay/judge';
-import { loadTaskPlan } from '@assay/task-format';
+import { loadTaskPlan, type RunSettingsOverrides } from '@assay/task-format';
 import { baselineEventData, baselineStream, summarizeScores, taskIdOf, type BaselineKind, type BaselineRepeat } from '@assay/run';
 import type { JsonObject } from '@assay/ledger';
 import { JudgeRuntime } from './judge-runtime';
@@ -34,6 +34,8 @@ export interface BaselineOptions {
   readonly containers?: ContainerRuntime;
   /** Aborting kills the running Judge (recorded as such), starts no other, records no baseline: JUDGE_CANCELLED. */
   readonly signal?: AbortSignal;
+  /** The run settings a run would be given on its command line (`assay run --max-submissions ...`): the same protocol. */
+  readonly overrides?: RunSettingsOverrides;
 }
 
 export interface RecordedBaseline {
@@ -94,11 +96,18 @@ export async function recordBaseline(taskDir: string, o: BaselineOptions): Promi
     await rt.containers.ping();
 
     log('building images');
-    const task = await rt.loadTask(dir, { hostEnv: process.env });
+    // the primary metric decides each Judge's score, so an overridden one is the Judges' too (as in a run)
+    const task = await rt.loadTask(dir, { hostEnv: process.env, metric: o.overrides?.primaryMetric ?? null });
     const p = task.prepared;
     const plan = task.plan;
     if (p.rootfs) throw new AssayError(BASELINE_ERROR_CODES.UNSUPPORTED, 'invalid_input', `${dir}: full-rootfs tasks (workdir "/") have no baseline yet`);
-    const fp = await runFingerprint({ plan, taskDir: dir, judgeImageDigest: task.images.judge.id, digestDirectory: (d) => rt.snapshots.digestDirectory(d) });
+    const fp = await runFingerprint({
+      plan,
+      taskDir: dir,
+      judgeImageDigest: task.images.judge.id,
+      ...(o.overrides ? { overrides: o.overrides } : {}),
+      digestDirectory: (d) => rt.snapshots.digestDirectory(d),
+    });
 
     log('taking the starting workspace out of the Work image');
     const base = containerSpec(task.images.work.id, p.workdir, plan);

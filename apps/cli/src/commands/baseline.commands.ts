@@ -4,6 +4,7 @@ import type { Baseline } from '@assay/run';
 import type { BaselineReport } from '../../../runtime/src/baseline';
 import type { CliContext } from '../cli-context';
 import { libs } from '../libs';
+import { RUN_SETTING_OPTIONS, runSettingOverridesOf, type RunSettingFlags } from './run-setting-options';
 
 const usage = (message: string) => new AssayError('CLI_USAGE', 'invalid_input', message);
 
@@ -21,43 +22,47 @@ export function register(program: Command, ctx: CliContext): void {
     .description("judge a task's starting workspace and its oracle N times under the run protocol; record BaselineRecorded")
     .argument('[task-dir]', 'task directory')
     .option('--repeat <n>', 'Judges of each workspace (1 to 20)', '3')
-    .option('--json', 'print one JSON document')
-    .action(async (taskDir: string | undefined, o: { repeat: string; json?: boolean }) => {
-      if (!taskDir) throw usage('assay baseline needs TASK_DIR (or `assay baseline ls`)');
-      if (!/^\d{1,2}$/.test(o.repeat) || Number(o.repeat) < 1 || Number(o.repeat) > 20)
-        throw usage(`--repeat must be an integer from 1 to 20, got "${o.repeat}"`);
-      const { recordBaseline } = require('../../../runtime/src/baseline') as typeof import('../../../runtime/src/baseline');
-      const tty = process.stderr.isTTY === true;
-      // Ctrl-C / SIGTERM: kill the running Judge, start no other, record nothing (exit 7, JUDGE_CANCELLED).
-      const abort = new AbortController();
-      const onSignal = (sig: NodeJS.Signals) => {
-        ctx.err(`assay: ${sig}: stopping the baseline (again to quit at once)`);
-        abort.abort();
-      };
-      process.once('SIGINT', onSignal);
-      process.once('SIGTERM', onSignal);
-      let r: BaselineReport;
-      try {
-        r = await recordBaseline(taskDir, {
-          home: ctx.home,
-          repeat: Number(o.repeat),
-          progress: ctx.progress(),
-          signal: abort.signal,
-          ...(tty && !o.json ? { log: (l: string) => ctx.err(`assay: ${l}`) } : {}),
-        });
-      } finally {
-        process.off('SIGINT', onSignal);
-        process.off('SIGTERM', onSignal);
-      }
-      if (o.json) return ctx.out(JSON.stringify(r, null, 2));
-      const one = (t: string | null) => escapeTerminalText(t ?? '-', { newlines: true });
-      ctx.out(`task      ${one(r.name)} (${one(r.dir)})`);
-      ctx.out(`digest    ${r.taskDigest}`);
-      ctx.out(`protocol  ${r.protocolFingerprint} (${one(r.metric ?? 'reward')}, ${r.direction}; judge image ${r.judgeImageDigest})`);
-      for (const b of r.baselines) ctx.out(`${b.kind.padEnd(9)} ${summaryText(b)}  snapshot ${b.snapshot}  BaselineRecorded@${b.position}`);
-      if (r.noOracle) ctx.out(`oracle    none: ${r.noOracle}`);
-      ctx.out(`recorded  in ${r.stream} (${(r.durationMs / 1000).toFixed(1)} s)`);
-    });
+    .option('--json', 'print one JSON document');
+  // the run-setting flags of `assay run`: a baseline taken with a run's flags has that run's protocol fingerprint
+  for (const [flags, description] of RUN_SETTING_OPTIONS) cmd.option(flags, `${description}; as \`assay run\` takes it`);
+  cmd.action(async (taskDir: string | undefined, o: { repeat: string; json?: boolean } & RunSettingFlags) => {
+    if (!taskDir) throw usage('assay baseline needs TASK_DIR (or `assay baseline ls`)');
+    if (!/^\d{1,2}$/.test(o.repeat) || Number(o.repeat) < 1 || Number(o.repeat) > 20)
+      throw usage(`--repeat must be an integer from 1 to 20, got "${o.repeat}"`);
+    const overrides = runSettingOverridesOf(o, usage);
+    const { recordBaseline } = require('../../../runtime/src/baseline') as typeof import('../../../runtime/src/baseline');
+    const tty = process.stderr.isTTY === true;
+    // Ctrl-C / SIGTERM: kill the running Judge, start no other, record nothing (exit 7, JUDGE_CANCELLED).
+    const abort = new AbortController();
+    const onSignal = (sig: NodeJS.Signals) => {
+      ctx.err(`assay: ${sig}: stopping the baseline (again to quit at once)`);
+      abort.abort();
+    };
+    process.once('SIGINT', onSignal);
+    process.once('SIGTERM', onSignal);
+    let r: BaselineReport;
+    try {
+      r = await recordBaseline(taskDir, {
+        home: ctx.home,
+        repeat: Number(o.repeat),
+        overrides,
+        progress: ctx.progress(),
+        signal: abort.signal,
+        ...(tty && !o.json ? { log: (l: string) => ctx.err(`assay: ${l}`) } : {}),
+      });
+    } finally {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+    }
+    if (o.json) return ctx.out(JSON.stringify(r, null, 2));
+    const one = (t: string | null) => escapeTerminalText(t ?? '-', { newlines: true });
+    ctx.out(`task      ${one(r.name)} (${one(r.dir)})`);
+    ctx.out(`digest    ${r.taskDigest}`);
+    ctx.out(`protocol  ${r.protocolFingerprint} (${one(r.metric ?? 'reward')}, ${r.direction}; judge image ${r.judgeImageDigest})`);
+    for (const b of r.baselines) ctx.out(`${b.kind.padEnd(9)} ${summaryText(b)}  snapshot ${b.snapshot}  BaselineRecorded@${b.position}`);
+    if (r.noOracle) ctx.out(`oracle    none: ${r.noOracle}`);
+    ctx.out(`recorded  in ${r.stream} (${(r.durationMs / 1000).toFixed(1)} s)`);
+  });
 
   cmd
     .command('ls')

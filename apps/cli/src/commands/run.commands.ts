@@ -3,6 +3,7 @@ import { AssayError, escapeTerminalText } from '@assay/core';
 import type { RunReport } from '../../../runtime/src/run-runtime';
 import type { CliContext } from '../cli-context';
 import { libs } from '../libs';
+import { intFlag, RUN_SETTING_OPTIONS, runSettingOverridesOf } from './run-setting-options';
 
 const usage = (message: string) => new AssayError('CLI_USAGE', 'invalid_input', message);
 
@@ -24,16 +25,11 @@ export function register(program: Command, ctx: CliContext): void {
       '--agent <agent>',
       'reference | command:<shell command run inside Work> | codex[:model] | claude-code[:model] (the last two: OPENAI_API_KEY / ANTHROPIC_API_KEY from the environment, the binary in the task image, network through the egress proxy)',
       'reference',
-    )
-    .option('--max-submissions <n>', "submission budget (over the task's)")
-    .option('--time-budget <s>', 'wall-time budget in seconds')
-    .option('--cooldown <s>', 'seconds between counted submissions')
+    );
+  for (const [flags, description] of RUN_SETTING_OPTIONS) runCmd.option(flags, description);
+  runCmd
     .option('--gpus <list>', 'host GPUs this run may use: comma-separated indices or UUIDs, e.g. 0,1 (default: none)')
-    .option('--gpu-budget <s>', 'GPU budget in GPU-seconds (every GPU held by Work or a Judge, times its holding time)')
-    .option('--gpu-budget-hours <h>', 'the same GPU budget in GPU-hours (converted to seconds)')
-    .option('--metric <key>', "the reward key that is the primary score (over the task's [metadata.assay] primary_metric)")
     .addOption(new Option('--primary-reward <key>', 'the same as --metric (older spelling)').hideHelp())
-    .option('--score-direction <dir>', 'maximize | minimize')
     .option('--run-id <id>', 'the run id (default: generated)')
     .option('--snapshot-interval <s>', 'seconds between workspace snapshots while the agent works (0: none)', '60')
     .option('--resume <run>', 'resume a run from the ledger (its containers are cleaned up and Work restarted)')
@@ -58,15 +54,10 @@ export function register(program: Command, ctx: CliContext): void {
           json?: boolean;
         },
       ) => {
-        const int = (v: string | undefined, name: string): number | undefined => {
-          if (v === undefined) return undefined;
-          if (!/^\d{1,9}$/.test(v)) throw usage(`${name} must be a non-negative integer, got "${v}"`);
-          return Number(v);
-        };
         if (o.scoreDirection !== undefined && o.scoreDirection !== 'maximize' && o.scoreDirection !== 'minimize') {
           throw usage(`--score-direction must be maximize or minimize, got "${o.scoreDirection}"`);
         }
-        int(o.snapshotInterval, '--snapshot-interval');
+        intFlag(o.snapshotInterval, '--snapshot-interval');
         if (!o.resume && !taskDir) throw usage('assay run needs TASK_DIR (or --resume RUN_ID)');
         if (o.runId !== undefined && !/^[a-z0-9][a-z0-9-]{0,62}$/.test(o.runId))
           throw usage(`--run-id must be lowercase letters, digits and dashes, got "${o.runId}"`);
@@ -88,22 +79,10 @@ export function register(program: Command, ctx: CliContext): void {
         const { RUN_ERROR_CODES } = libs.run();
         const { agentOf, runResearch } = libs.runRuntime();
         const gpus = libs.gpuPool().parseGpuList(o.gpus);
-        const gpuBudget = libs.taskFormat().parseRunSettingsFlags({
-          ...(o.gpuBudget !== undefined ? { gpuBudgetSec: o.gpuBudget } : {}),
-          ...(o.gpuBudgetHours !== undefined ? { gpuBudgetHours: o.gpuBudgetHours } : {}),
-        });
         const badInput = (message: string) => new AssayError(RUN_ERROR_CODES.INVALID_INPUT, 'invalid_input', message);
-        if (!gpuBudget.ok) throw badInput(gpuBudget.problems.map((x) => `${x.key}: ${x.message}`).join('\n'));
-        if (o.resume && gpuBudget.value.gpuBudgetSec !== undefined)
+        const overrides = runSettingOverridesOf(o, badInput);
+        if (o.resume && overrides.gpuBudgetSec !== undefined)
           throw badInput("the GPU budget is part of the run's recorded protocol; it cannot change on --resume");
-        const overrides = {
-          ...(gpuBudget.value.gpuBudgetSec !== undefined ? { gpuBudgetSec: gpuBudget.value.gpuBudgetSec } : {}),
-          ...(int(o.maxSubmissions, '--max-submissions') !== undefined ? { maxSubmissions: int(o.maxSubmissions, '--max-submissions') as number } : {}),
-          ...(int(o.timeBudget, '--time-budget') !== undefined ? { timeBudgetSec: int(o.timeBudget, '--time-budget') as number } : {}),
-          ...(int(o.cooldown, '--cooldown') !== undefined ? { cooldownSec: int(o.cooldown, '--cooldown') as number } : {}),
-          ...((o.metric ?? o.primaryReward) !== undefined ? { primaryMetric: (o.metric ?? o.primaryReward) as string } : {}),
-          ...(o.scoreDirection !== undefined ? { direction: o.scoreDirection as 'maximize' | 'minimize' } : {}),
-        };
         agentOf(o.agent); // a bad --agent fails before anything starts
         const abort = new AbortController();
         const onSignal = (sig: NodeJS.Signals) => {
@@ -122,7 +101,7 @@ export function register(program: Command, ctx: CliContext): void {
             log: (l) => ctx.err(`assay: ${l}`),
             agentOutput: (c) => (o.json ? process.stderr.write(c) : process.stdout.write(c)),
             signal: abort.signal,
-            snapshotIntervalSec: int(o.snapshotInterval, '--snapshot-interval') as number,
+            snapshotIntervalSec: intFlag(o.snapshotInterval, '--snapshot-interval') as number,
             ...(o.gpus !== undefined ? { gpus } : {}),
           });
           // JSON escapes C0 controls itself; C1, bidi and zero-width characters (agent-chosen names in a detail) are
