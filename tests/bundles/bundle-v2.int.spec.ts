@@ -29,7 +29,7 @@ import { parseCid, SnapshotHome } from '@assay/snapshots';
 import { chunks, entries, pack, type BundleEntry } from '../support/bundle-archive';
 import { REPO_ROOT } from '../support/child-process';
 import { deps, sampleEvents } from '../support/ledger-home-fixtures';
-import { baselineDraft } from '../projections/projection-fixtures';
+import { baselineEvents } from '../projections/projection-fixtures';
 
 jest.setTimeout(120_000);
 
@@ -51,8 +51,10 @@ describe('result bundles, version 2', () => {
     await LedgerHome.init(home, { ...deps(), origin: `assay.test/${name}` });
     const events = JSON.parse(JSON.stringify(sampleEvents()).split(SAMPLE_TASK_DIGEST).join(taskDigest)) as ReturnType<typeof sampleEvents>;
     edit(events);
-    const baselines = [baselineDraft({ kind: 'start', scores: [0.95, 0.9, 0.92] }), baselineDraft({ kind: 'start', scores: [0.91, 0.93, 0.9] })];
-    for (const b of baselines) (b.data as Record<string, unknown>).taskDigest = taskDigest;
+    const baselines = [
+      ...baselineEvents({ kind: 'start', scores: [0.95, 0.9, 0.92], taskDigest }),
+      ...baselineEvents({ kind: 'start', scores: [0.91, 0.93, 0.9], taskDigest }),
+    ];
     const h = await LedgerHome.open(home, deps());
     try {
       for (const e of [...events, ...baselines]) await h.ledger.append(e.stream, [{ type: e.type, data: e.data }]);

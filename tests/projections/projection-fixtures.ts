@@ -6,6 +6,8 @@
 import { LedgerHome, type JsonObject } from '@assay/ledger';
 import { baselineEventData, baselineStream, type RunEventRecord } from '@assay/run';
 import { deps, sampleEvents } from '../support/ledger-home-fixtures';
+import { SAMPLE_JUDGE_LIMITS } from '../support/sample-run';
+import { EMPTY_OUTPUT_DIGEST, judgeCompletedData, judgeLaunchedData, rewardRecordedData } from '@assay/judge';
 
 export type EventDraft = { stream: string; type: string; data: JsonObject };
 
@@ -125,14 +127,21 @@ export async function appendTo(home: string, events: readonly EventDraft[], opts
   }
 }
 
-/** A BaselineRecorded of the sample's task (`assay baseline`'s event): its repeats' scores under a fingerprint. */
-export function baselineDraft(o: {
+const BASELINE_SNAPSHOT = 'bafyreib52zenvtzr2g4sc5oraqoybike6ypbty5inlgjuafv2ljwqq7fpq';
+const SAMPLE_JUDGE_IMAGE = 'sha256:b29814cf5792e684cd75d6a7fce7a67a11887e312f87ca2ac2496d81f365ff72';
+export interface BaselineFixture {
   kind: 'start' | 'oracle';
   scores: Array<number | null>;
   fingerprint?: string;
   direction?: 'maximize' | 'minimize';
-}): EventDraft {
-  const taskDigest = (sampleEvents()[0]!.data as { digest: string }).digest;
+  /** The Judges' ids, one per score (default: made up; `baselineEvents` records them). */
+  judges?: string[];
+  taskDigest?: string;
+}
+
+/** A BaselineRecorded of the sample's task (`assay baseline`'s event): its repeats' scores under a fingerprint. */
+export function baselineDraft(o: BaselineFixture): EventDraft {
+  const taskDigest = o.taskDigest ?? (sampleEvents()[0]!.data as { digest: string }).digest;
   return {
     stream: baselineStream('tiny-optimizer'),
     type: 'BaselineRecorded',
@@ -144,13 +153,62 @@ export function baselineDraft(o: {
       metric: 'val_loss',
       direction: o.direction ?? 'minimize',
       kind: o.kind,
-      snapshot: 'bafyreib52zenvtzr2g4sc5oraqoybike6ypbty5inlgjuafv2ljwqq7fpq',
-      judgeImageDigest: null,
+      snapshot: BASELINE_SNAPSHOT,
+      judgeImageDigest: SAMPLE_JUDGE_IMAGE,
       scores: o.scores.map((s, i) => ({
-        judge: `00000000-0000-4000-8000-${String(900 + i).padStart(12, '0')}`,
+        judge: o.judges?.[i] ?? `00000000-0000-4000-8000-${String(900 + i).padStart(12, '0')}`,
         status: s === null ? 'verifier_error' : 'completed',
         primaryScore: s,
       })),
     }),
   };
+}
+
+let baselineJudges = 0;
+/**
+ * A baseline as `assay baseline` records it: one standalone Judge per repeat (JudgeLaunched on the baseline's
+ * snapshot with the sample's Judge image, JudgeCompleted, RewardRecorded for a completed one), then the
+ * BaselineRecorded citing them, so that the claims step of `assay ledger verify` accepts it.
+ */
+export function baselineEvents(o: BaselineFixture): EventDraft[] {
+  const judges = o.scores.map(() => `bl-${++baselineJudges}`);
+  const out: EventDraft[] = [];
+  o.scores.forEach((score, i) => {
+    const judge = judges[i]!;
+    const stream = `judge-${judge}`;
+    out.push({
+      stream,
+      type: 'JudgeLaunched',
+      data: judgeLaunchedData({
+        judge,
+        image: SAMPLE_JUDGE_IMAGE,
+        snapshot: BASELINE_SNAPSHOT,
+        testsDigest: `sha256:${'5'.repeat(64)}`,
+        limits: SAMPLE_JUDGE_LIMITS,
+        network: 'none',
+      }) as JsonObject,
+    });
+    const status = score === null ? 'verifier_error' : 'completed';
+    out.push({
+      stream,
+      type: 'JudgeCompleted',
+      data: judgeCompletedData({
+        judge,
+        status,
+        exitCode: score === null ? 1 : 0,
+        durationMs: 1000,
+        outputDigest: EMPTY_OUTPUT_DIGEST,
+        outputBytes: 0,
+        detail: null,
+      }) as JsonObject,
+    });
+    if (score !== null)
+      out.push({
+        stream,
+        type: 'RewardRecorded',
+        data: rewardRecordedData({ judge, rewards: { val_loss: score }, primaryMetric: 'val_loss', primaryScore: score }) as JsonObject,
+      });
+  });
+  out.push(baselineDraft({ ...o, judges }));
+  return out;
 }

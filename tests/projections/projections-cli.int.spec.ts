@@ -10,7 +10,7 @@ import { readModelsPath, type LeaderboardGroup, type Trajectory } from '@assay/p
 import { assay } from '../support/cli';
 import { makeTmpDir } from '../support/ledger-fixtures';
 import { copyHome, tamper } from '../support/ledger-home-fixtures';
-import { baselineDraft, homeWith, noValidRun, preamble, sampleVariant } from './projection-fixtures';
+import { baselineEvents, homeWith, noValidRun, preamble, sampleVariant } from './projection-fixtures';
 
 jest.setTimeout(120_000);
 
@@ -28,12 +28,12 @@ beforeAll(async () => {
     ...sampleVariant({ run: 'r-b', fingerprint: FP_B, scores: [0.3, 0.2, 0.1] }),
     ...noValidRun('r-none'),
     // the sample's protocol: a start baseline of 3 repeats (r-a's 0.433 lies below its range: an improvement) and an oracle
-    baselineDraft({ kind: 'start', scores: [0.95, 0.9, 0.92] }),
-    baselineDraft({ kind: 'oracle', scores: [0.4, 0.41, 0.4] }),
+    ...baselineEvents({ kind: 'start', scores: [0.95, 0.9, 0.92] }),
+    ...baselineEvents({ kind: 'oracle', scores: [0.4, 0.41, 0.4] }),
     // protocol B: 2 completed repeats of 3: too few to tell r-b's 0.1 from the start
-    baselineDraft({ kind: 'start', fingerprint: FP_B, scores: [0.2, null, 0.25] }),
+    ...baselineEvents({ kind: 'start', fingerprint: FP_B, scores: [0.2, null, 0.25] }),
     // a protocol no run used yet: a group of baseline rows only
-    baselineDraft({ kind: 'start', fingerprint: FP_C, scores: [0.5, 0.5, 0.5] }),
+    ...baselineEvents({ kind: 'start', fingerprint: FP_C, scores: [0.5, 0.5, 0.5] }),
   ]);
 });
 afterAll(() => tmp.cleanup());

@@ -11,7 +11,7 @@ import { catchUp, leaderboardOf, SqliteReadModelStore, type CatchUpOptions } fro
 import { spawnTs } from '../support/child-process';
 import { makeTmpDir } from '../support/ledger-fixtures';
 import { copyHome, tamper, verifyHome } from '../support/ledger-home-fixtures';
-import { appendTo, baselineDraft, homeWith, noValidRun, preamble, sampleVariant } from './projection-fixtures';
+import { appendTo, baselineEvents, homeWith, noValidRun, preamble, sampleVariant } from './projection-fixtures';
 
 jest.setTimeout(120_000);
 
@@ -43,10 +43,10 @@ beforeAll(async () => {
     ...sampleVariant({ run: 'r-a' }),
     ...sampleVariant({ run: 'r-b', fingerprint: FP_B, scores: [0.3, 0.2, 0.1] }),
     ...noValidRun('r-none'),
-    baselineDraft({ kind: 'start', scores: [0.95, 0.9, 0.92] }),
+    ...baselineEvents({ kind: 'start', scores: [0.95, 0.9, 0.92] }),
     ...sampleVariant({ run: 'r-tie' }),
     // a newer start baseline of the same protocol: the one rows are compared with
-    baselineDraft({ kind: 'start', scores: [0.5, 0.45, 0.48] }),
+    ...baselineEvents({ kind: 'start', scores: [0.5, 0.45, 0.48] }),
   ]);
 });
 afterAll(() => tmp.cleanup());

@@ -74,7 +74,7 @@ class SampleSnapshotter extends FakeSnapshotter {
   }
 }
 
-const LIMITS: LaunchedLimits = {
+export const SAMPLE_JUDGE_LIMITS: LaunchedLimits = {
   cpus: 2,
   cpusRequested: 2,
   memoryBytes: 4294967296,
@@ -112,7 +112,7 @@ class SampleJudge implements JudgePort {
       [
         ev(
           'JudgeLaunched',
-          judgeLaunchedData({ ...ref, image: JUDGE_IMAGE, snapshot: req.snapshot, testsDigest: TESTS_DIGEST, limits: LIMITS, network: 'none' }),
+          judgeLaunchedData({ ...ref, image: JUDGE_IMAGE, snapshot: req.snapshot, testsDigest: TESTS_DIGEST, limits: SAMPLE_JUDGE_LIMITS, network: 'none' }),
         ),
       ],
       'no_stream',

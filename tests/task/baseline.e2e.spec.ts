@@ -6,7 +6,7 @@
  * that submits the oracle's optimizer (an improvement), one that submits the start unchanged (inside the baseline's
  * range: not distinguishable), and one under another submission budget (another fingerprint: no matched baseline).
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { assay } from '../support/cli';
@@ -195,5 +195,24 @@ describeDocker('assay baseline (CLI, Docker)', () => {
     expect(text.stdout).toMatch(/^ {2}baseline start {2}median /m);
     expect(text.stdout).toMatch(/ improvement /);
     expect(text.stdout).toContain('+0 (+0.0%) not distinguishable');
+  });
+
+  it("a run's bundle carries its matched baseline and the baseline's Judges; assay verify recomputes the comparison", async () => {
+    const file = join(base, 'better1.bundle');
+    expect((await assay(['bundle', 'export', 'better1', '-o', file, '--snapshots', 'none', '--task', task], home)).code).toBe(0);
+    const rootPub = readdirSync(join(home, 'keys')).find((f) => /^assay-controller-.*\.pub$/.test(f)) as string;
+    const r = await assay(['verify', file, '--trusted-key', join(home, 'keys', rootPub), '--json'], join(base, 'nobody'));
+    expect(r.code).toBe(0);
+    const v = JSON.parse(r.stdout) as { claim: { baseline: Record<string, unknown> }; steps: Array<{ name: string; checked: number }> };
+    expect(v.claim.baseline).toMatchObject({ matched: true, verdict: 'improvement', median: start.median, repeats: 3, completed: 3 });
+    expect(v.steps.find((x) => x.name === 'task')?.checked).toBeGreaterThan(0);
+    // the start baseline's three Judges travel with it (the claims step checks the scores against them)
+    const manifest = JSON.parse(
+      readFileSync(file)
+        .subarray(512, 512 + 65536)
+        .toString('utf8')
+        .split('\0')[0]!,
+    ) as { streams: string[] };
+    for (const s of start.scores) expect(manifest.streams).toContain(`judge-${s.judge}`);
   });
 });

@@ -90,7 +90,8 @@ export async function exportBundle(ledger: Ledger, o: ExportOptions): Promise<Ex
     for (const e of batch) {
       const rec = recordOf(e);
       if (!wanted.accepts(rec)) {
-        if (/^(task|baseline|image)-/.test(rec.stream)) candidates.push({ rec, bytes: e.bytes });
+        // dependency streams, and standalone Judges (a baseline's repeats): few next to a run's events
+        if (/^(task|baseline|image)-/.test(rec.stream) || (rec.stream.startsWith('judge-') && !('run' in rec.data))) candidates.push({ rec, bytes: e.bytes });
         continue;
       }
       chosen.push({ position: e.position, bytes: e.bytes });

@@ -74,6 +74,7 @@ import {
   type LogMode,
   type SnapshotMode,
   supportedClaim,
+  baselineJudgesOf,
   type StartedData,
 } from '../domain/bundle-format';
 import { REDACTION_RULES } from '../domain/log-redaction';
@@ -388,7 +389,9 @@ export async function verifyBundle(source: AsyncIterable<Uint8Array>, o: VerifyB
       if (manifest.version === 2) {
         checkDependencyStreams(all, manifest.subject, started.task);
         const fpImage = started.protocol?.fingerprintInput?.judgeImageDigest;
-        const other = runEvents.find((e) => e.type === 'JudgeLaunched' && typeof fpImage === 'string' && e.data.image !== fpImage);
+        const other = runEvents.find(
+          (e) => e.type === 'JudgeLaunched' && e.data.run === manifest.subject && typeof fpImage === 'string' && e.data.image !== fpImage,
+        );
         if (other)
           throw new StepFailure(
             'claims',
@@ -516,7 +519,8 @@ function nodeGetter(check: CarCheck): { get(cid: { toString(): string }): Promis
 /**
  * Version 2's stream rule: every carried stream is a key stream, the run's own (`run-`, `transcript-`,
  * `redaction-<run>`), a Judge stream whose JudgeLaunched names the run, the task's `task-<task>` or
- * `baseline-<task>`, or an `image-` stream holding an ImageBuilt of an image the run used.
+ * `baseline-<task>`, a Judge stream a carried baseline of the task cites, or an `image-` stream holding an
+ * ImageBuilt of an image the run used.
  */
 function checkDependencyStreams(all: readonly RunEventRecord[], run: string, task: string): void {
   const images = new Set(
@@ -527,6 +531,7 @@ function checkDependencyStreams(all: readonly RunEventRecord[], run: string, tas
   const ok = new Set<string>([`run-${run}`, `transcript-${run}`, `redaction-${run}`, `task-${task}`, `baseline-${task}`]);
   for (const e of all) {
     if (e.stream.startsWith('judge-') && e.revision === 0 && e.type === 'JudgeLaunched' && e.data.run === run) ok.add(e.stream);
+    if (e.stream === `baseline-${task}`) for (const j of baselineJudgesOf(e)) ok.add(`judge-${j}`);
     if (e.stream.startsWith('image-') && e.type === 'ImageBuilt' && images.has(String(e.data.digest))) ok.add(e.stream);
   }
   const bad = all.find((e) => !e.stream.startsWith('key-') && !ok.has(e.stream));

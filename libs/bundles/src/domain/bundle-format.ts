@@ -301,6 +301,12 @@ export interface DsseEnvelope {
   readonly signatures: ReadonlyArray<{ readonly keyid: string; readonly sig: string }>;
 }
 
+/** The Judge ids a BaselineRecorded cites (its `scores[].judge`). */
+export function baselineJudgesOf(e: Pick<RunEventRecord, 'type' | 'data'>): string[] {
+  if (e.type !== 'BaselineRecorded' || !Array.isArray(e.data.scores)) return [];
+  return (e.data.scores as Array<{ judge?: unknown }>).flatMap((x) => (typeof x?.judge === 'string' ? [x.judge] : []));
+}
+
 /**
  * Which dependency streams a version 2 bundle carries besides the run's own (bundleStreamsOf), decided once the run's
  * events are known: `task-<task>` and `baseline-<task>` of RunStarted.task, and every `image-` stream holding an
@@ -318,6 +324,8 @@ export function dependencyStreamsOf(
     if (task !== null && (e.stream === `task-${task}` || e.stream === `baseline-${task}`)) out.add(e.stream);
     else if (e.stream.startsWith('image-') && e.type === 'ImageBuilt' && images.has(String(e.data.digest))) out.add(e.stream);
   }
+  // the Judges the task's baselines cite (each repeat is a standalone Judge): their streams back the scores
+  for (const e of candidates) if (task !== null && e.stream === `baseline-${task}`) for (const j of baselineJudgesOf(e)) out.add(`judge-${j}`);
   return out;
 }
 
@@ -328,6 +336,7 @@ export function dependencyStreamsOf(
 export function claimDependenciesOf(
   events: ReadonlyArray<RunEventRecord>,
   run: {
+    readonly run: string;
     readonly task: string;
     readonly taskDigest: string;
     readonly fingerprint: string;
@@ -338,8 +347,10 @@ export function claimDependenciesOf(
   const judgeImages: string[] = [];
   const used = new Set<string>();
   for (const e of events) {
+    const ofRun = (e.type === 'JudgeLaunched' && e.data.run === run.run) || (e.type === 'WorkStarted' && e.stream === `run-${run.run}`);
+    if (!ofRun) continue;
     if (e.type === 'JudgeLaunched' && typeof e.data.image === 'string' && !judgeImages.includes(e.data.image)) judgeImages.push(e.data.image);
-    if (e.type === 'JudgeLaunched' || e.type === 'WorkStarted') used.add(String(e.data.image));
+    used.add(String(e.data.image));
   }
   const images: Array<ClaimDependencies['images'][number]> = [];
   let taskRegistration: ClaimDependencies['taskRegistration'] = null;
@@ -423,6 +434,7 @@ export function supportedClaim(
   return {
     ...claim,
     ...claimDependenciesOf(carried, {
+      run,
       task: started.task,
       taskDigest: started.taskDigest,
       fingerprint: started.fingerprint,

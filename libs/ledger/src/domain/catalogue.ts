@@ -418,6 +418,7 @@ export const CLAIM_EVENT_TYPES: readonly string[] = [
   'BudgetConsumed',
   'RuleViolation',
   'RunCompleted',
+  'BaselineRecorded',
 ];
 
 export const CATALOGUE: ReadonlyMap<string, EventTypeSpec> = new Map(specs.map((s) => [s.type, s]));

@@ -16,6 +16,8 @@ import { isAssayError } from '@assay/core';
 import { BUDGET_EPSILON, MAX_REFUNDED_ROUNDS, refundedRounds } from './decide';
 import { BUDGET_KINDS, isJudgeStream, RUN_STREAM_CATEGORY, type BudgetKind, type JudgeStatus, type RunEventRecord } from './run-events';
 import { bestRound, evolve, initialRunState, openRound, roundOf, type RunState } from './run-state';
+import { BASELINE_EVENT_TYPE, baselineStream, summarizeScores } from './baseline';
+import { primaryScoreOf } from './selection';
 
 /** The name of this rule set, as reports print it. */
 export const RUN_CLAIM_RULES_NAME = 'assay.run-claims/1';
@@ -80,6 +82,16 @@ export const CLAIM_RULES = {
   'judge.round_exists': 'VERIFY_CLAIM_UNKNOWN_ROUND',
   /** A Judge is launched for the open round, on that round's snapshot (JudgeLaunched.snapshot = SnapshotTaken.root). */
   'judge.snapshot': 'VERIFY_CLAIM_JUDGE_SNAPSHOT',
+  /** BaselineRecorded is in its task's stream `baseline-<task>` only. */
+  'baseline.stream': 'VERIFY_CLAIM_BASELINE',
+  /**
+   * Every repeat of a BaselineRecorded is a distinct standalone Judge recorded before it, launched on the baseline's
+   * snapshot (and its judge image when named), with the repeat's status and, when completed, the primary score its
+   * RewardRecorded's rewards give under the baseline's metric.
+   */
+  'baseline.judges': 'VERIFY_CLAIM_BASELINE',
+  /** A BaselineRecorded's repeats is the number of its scores; median, min and max are those of its completed scores. */
+  'baseline.summary': 'VERIFY_CLAIM_BASELINE',
 } as const;
 
 export type ClaimRuleName = keyof typeof CLAIM_RULES;
@@ -119,6 +131,10 @@ interface JudgeEntry {
   rewarded: boolean;
   /** Position of the stream's RuleViolation, if any. */
   violation: number | null;
+  /** JudgeLaunched's snapshot and image; RewardRecorded's rewards (for baselines' repeats). */
+  snapshot: string | null;
+  image: string | null;
+  rewards: Readonly<Record<string, number>> | null;
 }
 
 const num = (v: unknown): number | null => (typeof v === 'number' ? v : null);
@@ -148,6 +164,7 @@ class RunClaimChecker implements ClaimChecker {
       return this.problem('claims.stream', `a Judge stream holds JudgeLaunched, JudgeCompleted, RewardRecorded and RuleViolation only, not ${e.type}`);
     if (inRun) return this.runEvent(e, e.stream.slice(RUN_PREFIX.length));
     if (inJudge) return this.judgeEvent(e);
+    if (e.type === BASELINE_EVENT_TYPE) return this.baselineEvent(e);
     // SnapshotTaken / WorkspaceEdited of the snapshot commands: about no run.
     if ('run' in e.data || 'round' in e.data) return this.problem('claims.stream', `${e.type} naming a run or round belongs in that run's stream run-<id>`);
     return null;
@@ -167,6 +184,43 @@ class RunClaimChecker implements ClaimChecker {
           message: `at the end of the log: the Judge's RuleViolation at position ${j.violation} has no JudgeCompleted (submission_error) with it`,
         };
     }
+    return null;
+  }
+
+  // ---- baselines ----------------------------------------------------------------------------------------------
+
+  /** A BaselineRecorded against the Judges it cites (`assay baseline` records them first, each a standalone Judge). */
+  private baselineEvent(e: ClaimEvent): ClaimProblem | null {
+    const d = e.data;
+    if (e.stream !== baselineStream(String(d.task)))
+      return this.problem('baseline.stream', `is in ${e.stream}, not its task's stream ${baselineStream(String(d.task))}`);
+    const scores = (Array.isArray(d.scores) ? d.scores : []) as Array<{ judge?: unknown; status?: unknown; primaryScore?: unknown }>;
+    const metric = str(d.metric);
+    const seen = new Set<string>();
+    for (const [i, sc] of scores.entries()) {
+      const at = `repeat ${i + 1} (judge ${show(sc.judge)})`;
+      const judge = str(sc.judge);
+      if (judge === null || seen.has(judge)) return this.problem('baseline.judges', `${at}: each repeat is a Judge of its own`);
+      seen.add(judge);
+      const j = this.judges.get(`judge-${judge}`);
+      if (!j || j.completed === null) return this.problem('baseline.judges', `${at}: no completed Judge stream judge-${judge} before it`);
+      if (j.ref !== null) return this.problem('baseline.judges', `${at}: judge-${judge} judged round ${j.ref.round} of run ${show(j.ref.run)}, not a baseline`);
+      if (j.snapshot !== d.snapshot)
+        return this.problem('baseline.judges', `${at}: judge-${judge} judged snapshot ${show(j.snapshot)}, the baseline is of ${show(d.snapshot)}`);
+      if (typeof d.judgeImageDigest === 'string' && j.image !== d.judgeImageDigest)
+        return this.problem('baseline.judges', `${at}: judge-${judge} ran image ${show(j.image)}, the baseline names ${d.judgeImageDigest}`);
+      if (sc.status !== j.completed) return this.problem('baseline.judges', `${at}: says ${show(sc.status)}, judge-${judge} reported ${j.completed}`);
+      const want = j.completed === 'completed' ? primaryScoreOf(j.rewards, metric) : null;
+      if ((sc.primaryScore ?? null) !== want)
+        return this.problem(
+          'baseline.judges',
+          `${at}: says score ${show(sc.primaryScore)}, judge-${judge}'s rewards give ${show(want)} under ${show(metric ?? 'reward')}`,
+        );
+    }
+    const sum = summarizeScores(scores.map((x) => (typeof x.primaryScore === 'number' ? x.primaryScore : null)));
+    if (d.repeats !== scores.length) return this.problem('baseline.summary', `repeats is ${show(d.repeats)}, but it has ${scores.length} scores`);
+    for (const k of ['median', 'min', 'max'] as const)
+      if ((d[k] ?? null) !== sum[k]) return this.problem('baseline.summary', `${k} is ${show(d[k])}, but its completed scores give ${show(sum[k])}`);
     return null;
   }
 
@@ -372,6 +426,9 @@ class RunClaimChecker implements ClaimChecker {
         completed: null,
         rewarded: false,
         violation: null,
+        snapshot: null,
+        image: null,
+        rewards: null,
       };
       this.judges.set(e.stream, j);
     }
@@ -420,6 +477,8 @@ class RunClaimChecker implements ClaimChecker {
             );
         }
         j.launched = true;
+        j.snapshot = str(d.snapshot);
+        j.image = str(d.image);
         break;
       }
       case 'JudgeCompleted':
@@ -451,6 +510,7 @@ class RunClaimChecker implements ClaimChecker {
               : `RewardRecorded for a Judge that reported ${j.completed}, not completed`,
           );
         j.rewarded = true;
+        j.rewards = typeof d.rewards === 'object' && d.rewards !== null ? (d.rewards as Record<string, number>) : null;
         break;
       case 'RuleViolation':
         if (j.violation !== null) return this.problem('judge.violation', `a second RuleViolation by this Judge (the first is at position ${j.violation})`);

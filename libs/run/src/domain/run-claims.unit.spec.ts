@@ -580,3 +580,78 @@ describe('forgeries fail with the rule, the stream and the position', () => {
     expectProblem(check(f.records), 'run.started_first', 'run-a', at);
   });
 });
+
+describe('baselines: BaselineRecorded against the Judges it cites', () => {
+  const IMAGE = `sha256:${'a'.repeat(64)}`;
+  /** Three standalone Judges on snapshot bafystart (the second failed), then the baseline citing them. */
+  function baseline(edit: (data: Record<string, unknown>, f: Forge) => void = () => {}): { f: Forge; at: number } {
+    const f = new Forge();
+    const judge = (id: string, status: string, rewards: Record<string, number> | null) => {
+      f.add(`judge-${id}`, 'JudgeLaunched', { judge: id, image: IMAGE, snapshot: 'bafystart' });
+      f.add(`judge-${id}`, 'JudgeCompleted', { judge: id, status });
+      if (rewards) f.add(`judge-${id}`, 'RewardRecorded', { judge: id, rewards, primaryScore: rewards.loss ?? null });
+    };
+    judge('b1', 'completed', { loss: 0.5, other: 9 });
+    judge('b2', 'verifier_error', null);
+    judge('b3', 'completed', { loss: 0.25 });
+    const data: Record<string, unknown> = {
+      task: 'org:t',
+      metric: 'loss',
+      kind: 'start',
+      snapshot: 'bafystart',
+      judgeImageDigest: IMAGE,
+      repeats: 3,
+      scores: [
+        { judge: 'b1', status: 'completed', primaryScore: 0.5 },
+        { judge: 'b2', status: 'verifier_error', primaryScore: null },
+        { judge: 'b3', status: 'completed', primaryScore: 0.25 },
+      ],
+      median: 0.375,
+      min: 0.25,
+      max: 0.5,
+    };
+    edit(data, f);
+    const at = f.add('baseline-org:t', 'BaselineRecorded', data);
+    return { f, at };
+  }
+  const scores = (d: Record<string, unknown>) => d.scores as Array<Record<string, unknown>>;
+
+  it('a baseline whose every repeat is its Judge verifies', () => {
+    expect(check(baseline().f.records)).toBeNull();
+  });
+
+  it('refuses a score its Judge did not give, a status it did not report, a Judge that is missing or cited twice', () => {
+    const better = baseline((d) => (scores(d)[2]!.primaryScore = 0.1));
+    expectProblem(check(better.f.records), 'baseline.judges', 'baseline-org:t', better.at);
+    const status = baseline((d) => (scores(d)[1]!.status = 'completed'));
+    expectProblem(check(status.f.records), 'baseline.judges', 'baseline-org:t', status.at);
+    const missing = baseline((d) => (scores(d)[0]!.judge = 'nobody'));
+    expectProblem(check(missing.f.records), 'baseline.judges', 'baseline-org:t', missing.at);
+    const twice = baseline((d) => (scores(d)[2] = { ...scores(d)[0] }));
+    expectProblem(check(twice.f.records), 'baseline.judges', 'baseline-org:t', twice.at);
+  });
+
+  it("refuses a Judge of another snapshot, of another image, or of a run's round", () => {
+    const snapshot = baseline((d) => (d.snapshot = 'bafyother'));
+    expectProblem(check(snapshot.f.records), 'baseline.judges', 'baseline-org:t', snapshot.at);
+    const image = baseline((d) => (d.judgeImageDigest = `sha256:${'b'.repeat(64)}`));
+    expectProblem(check(image.f.records), 'baseline.judges', 'baseline-org:t', image.at);
+    const ofRun = baseline((d, f) => {
+      const s = genuine();
+      for (const r of s.records) f.add(r.stream, r.type, r.data as Record<string, unknown>);
+      const judged = f.records.find((r) => r.type === 'JudgeCompleted' && r.data.run === 'r1' && r.data.status === 'completed')!;
+      scores(d)[0] = { judge: judged.data.judge, status: 'completed', primaryScore: 0.5 };
+    });
+    expectProblem(check(ofRun.f.records), 'baseline.judges', 'baseline-org:t', ofRun.at);
+  });
+
+  it("refuses a median, min, max or repeats its scores do not give, and a baseline outside its task's stream", () => {
+    const median = baseline((d) => (d.median = 0.3));
+    expectProblem(check(median.f.records), 'baseline.summary', 'baseline-org:t', median.at);
+    const repeats = baseline((d) => (d.repeats = 5));
+    expectProblem(check(repeats.f.records), 'baseline.summary', 'baseline-org:t', repeats.at);
+    const elsewhere = new Forge(baseline().f.records.slice(0, -1));
+    const at = elsewhere.add('baseline-org:other', 'BaselineRecorded', baseline().f.records.at(-1)!.data as Record<string, unknown>);
+    expectProblem(check(elsewhere.records), 'baseline.stream', 'baseline-org:other', at);
+  });
+});
