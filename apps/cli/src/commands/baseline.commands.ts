@@ -4,6 +4,7 @@ import type { Baseline } from '@assay/run';
 import type { BaselineReport } from '../../../runtime/src/baseline';
 import type { CliContext } from '../cli-context';
 import { libs } from '../libs';
+import { onStopSignals } from './stop-signals';
 import { RUN_SETTING_OPTIONS, runSettingOverridesOf, type RunSettingFlags } from './run-setting-options';
 
 const usage = (message: string) => new AssayError('CLI_USAGE', 'invalid_input', message);
@@ -34,12 +35,7 @@ export function register(program: Command, ctx: CliContext): void {
     const tty = process.stderr.isTTY === true;
     // Ctrl-C / SIGTERM: kill the running Judge, start no other, record nothing (exit 7, JUDGE_CANCELLED).
     const abort = new AbortController();
-    const onSignal = (sig: NodeJS.Signals) => {
-      ctx.err(`assay: ${sig}: stopping the baseline (again to quit at once)`);
-      abort.abort();
-    };
-    process.once('SIGINT', onSignal);
-    process.once('SIGTERM', onSignal);
+    const offSignals = onStopSignals(ctx, 'stopping the baseline (again to quit at once)', () => abort.abort());
     let r: BaselineReport;
     try {
       r = await recordBaseline(taskDir, {
@@ -51,8 +47,7 @@ export function register(program: Command, ctx: CliContext): void {
         ...(tty && !o.json ? { log: (l: string) => ctx.err(`assay: ${l}`) } : {}),
       });
     } finally {
-      process.off('SIGINT', onSignal);
-      process.off('SIGTERM', onSignal);
+      offSignals();
     }
     if (o.json) return ctx.out(JSON.stringify(r, null, 2));
     const one = (t: string | null) => escapeTerminalText(t ?? '-', { newlines: true });

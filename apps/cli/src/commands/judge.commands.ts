@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import type { JudgeResult } from '@assay/judge';
 import type { CliContext } from '../cli-context';
 import { libs } from '../libs';
+import { onStopSignals } from './stop-signals';
 
 /**
  * `assay judge TASK_DIR --snapshot CID|DIR [--repeat N] [--metric KEY] [--json]`
@@ -30,12 +31,7 @@ export function register(program: Command, ctx: CliContext): void {
       const rt = await libs.runtime().JudgeRuntime.open({ home: ctx.home, progress: ctx.progress() });
       // Ctrl-C / SIGTERM: kill the running Judge, record it (infrastructure_error), start no other. A second one
       // ends the process at once; the next `assay judge` sweeps what is left.
-      const onSignal = (sig: NodeJS.Signals) => {
-        ctx.err(`assay: ${sig}: stopping the running Judge (again to quit at once)`);
-        void rt.runner.cancel(sig);
-      };
-      process.once('SIGINT', onSignal);
-      process.once('SIGTERM', onSignal);
+      const offSignals = onStopSignals(ctx, 'stopping the running Judge (again to quit at once)', (sig) => void rt.runner.cancel(sig));
       try {
         await rt.containers.ping();
         const swept = await rt.runner.sweep();
@@ -92,8 +88,7 @@ export function register(program: Command, ctx: CliContext): void {
           );
         }
       } finally {
-        process.off('SIGINT', onSignal);
-        process.off('SIGTERM', onSignal);
+        offSignals();
         await rt.close();
       }
     });

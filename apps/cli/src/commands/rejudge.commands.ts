@@ -5,6 +5,7 @@ import { AssayError } from '@assay/core';
 import type { RejudgeReport } from '@assay/bundles';
 import type { CliContext } from '../cli-context';
 import { libs } from '../libs';
+import { onStopSignals } from './stop-signals';
 import { trustedKeysOf, witnessPolicyOf } from './trust-options';
 
 /**
@@ -77,12 +78,9 @@ export function register(program: Command, ctx: CliContext): void {
 
       const bundles = libs.bundles();
       let rt: import('../../../runtime/src').JudgeRuntime | null = null;
-      const onSignal = (sig: NodeJS.Signals) => {
-        ctx.err(`assay: ${sig}: stopping the running Judge (again to quit at once)`);
+      const offSignals = onStopSignals(ctx, 'stopping the running Judge (again to quit at once)', (sig) => {
         if (rt) void rt.runner.cancel(sig);
-      };
-      process.once('SIGINT', onSignal);
-      process.once('SIGTERM', onSignal);
+      });
       const note = (line: string) => {
         if (!o.json) ctx.out(line);
       };
@@ -153,8 +151,7 @@ export function register(program: Command, ctx: CliContext): void {
         print(ctx, report, o.json === true);
         process.exitCode = REJUDGE_EXIT[report.verdict];
       } finally {
-        process.off('SIGINT', onSignal);
-        process.off('SIGTERM', onSignal);
+        offSignals();
         await (rt as import('../../../runtime/src').JudgeRuntime | null)?.close();
       }
     });

@@ -3,6 +3,7 @@ import { AssayError, escapeTerminalText } from '@assay/core';
 import type { RunReport } from '../../../runtime/src/run-runtime';
 import type { CliContext } from '../cli-context';
 import { libs } from '../libs';
+import { onStopSignals } from './stop-signals';
 import { intFlag, RUN_SETTING_OPTIONS, runSettingOverridesOf } from './run-setting-options';
 
 const usage = (message: string) => new AssayError('CLI_USAGE', 'invalid_input', message);
@@ -85,12 +86,7 @@ export function register(program: Command, ctx: CliContext): void {
           throw badInput("the GPU budget is part of the run's recorded protocol; it cannot change on --resume");
         agentOf(o.agent); // a bad --agent fails before anything starts
         const abort = new AbortController();
-        const onSignal = (sig: NodeJS.Signals) => {
-          ctx.err(`assay: ${sig}: cancelling the run`);
-          abort.abort();
-        };
-        process.once('SIGINT', onSignal);
-        process.once('SIGTERM', onSignal);
+        const offSignals = onStopSignals(ctx, 'cancelling the run', () => abort.abort());
         try {
           const rep = await runResearch({
             home: ctx.home,
@@ -115,8 +111,7 @@ export function register(program: Command, ctx: CliContext): void {
             );
           else printReport(ctx, rep);
         } finally {
-          process.off('SIGINT', onSignal);
-          process.off('SIGTERM', onSignal);
+          offSignals();
         }
       },
     );

@@ -5,6 +5,7 @@ import type { TaskDigests, TaskProblem } from '@assay/task-format';
 import type { TaskCheckReport } from '../../../runtime/src/task-check';
 import type { CliContext } from '../cli-context';
 import { libs } from '../libs';
+import { onStopSignals } from './stop-signals';
 
 /**
  * `assay task validate DIR [--json]`: exit 0 with a one-line summary (then one `warning <code> <file>: <message>` line
@@ -105,12 +106,7 @@ export function register(program: Command, ctx: CliContext): void {
       // Ctrl-C / SIGTERM: kill the running Judge, start no other, remove what the check started (exit 7,
       // JUDGE_CANCELLED); a second one ends the process at once.
       const abort = new AbortController();
-      const onSignal = (sig: NodeJS.Signals) => {
-        ctx.err(`assay: ${sig}: stopping the check (again to quit at once)`);
-        abort.abort();
-      };
-      process.once('SIGINT', onSignal);
-      process.once('SIGTERM', onSignal);
+      const offSignals = onStopSignals(ctx, 'stopping the check (again to quit at once)', () => abort.abort());
       let report: TaskCheckReport;
       try {
         report = await checkTask(dir, {
@@ -120,8 +116,7 @@ export function register(program: Command, ctx: CliContext): void {
           ...(tty && !opts.json ? { log: (l: string) => ctx.err(`assay: ${l}`) } : {}),
         });
       } finally {
-        process.off('SIGINT', onSignal);
-        process.off('SIGTERM', onSignal);
+        offSignals();
       }
       const first = report.checks.find((c) => c.status === 'failed');
       // --json: one document, the report when sound, else the error with the report in its details.
