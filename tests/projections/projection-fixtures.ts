@@ -212,3 +212,50 @@ export function baselineEvents(o: BaselineFixture): EventDraft[] {
   out.push(baselineDraft({ ...o, judges }));
   return out;
 }
+
+/**
+ * A RejudgeCompleted as `assay rejudge` records it (stream `rejudge-<id>`): `scores` re-judged a run's snapshot of
+ * `round`, against its recorded score; the verdict follows the tolerance.
+ */
+export function rejudgeDraft(o: {
+  id: string;
+  run: string;
+  round: number;
+  snapshot: string;
+  recorded: number;
+  scores: number[];
+  tolerance?: number;
+}): EventDraft {
+  const sorted = [...o.scores].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  const median = sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+  const tolerance = o.tolerance ?? 0.01;
+  const delta = median - o.recorded;
+  const matches = Math.abs(delta) <= tolerance;
+  return {
+    stream: `rejudge-${o.id}`,
+    type: 'RejudgeCompleted',
+    data: {
+      snapshot: o.snapshot,
+      run: o.run,
+      round: o.round,
+      status: 'completed',
+      rewards: { val_loss: median },
+      primaryScore: median,
+      matches,
+      verdict: matches ? 'reproduced' : 'not_reproduced',
+      bundleDigest: 'sha256:' + 'd'.repeat(64),
+      task: 'tiny-optimizer',
+      taskDigest: 'sha256:0ebb429fa86d481c2630fac53db1c91cffed5d4d41d1021c179444eb67e7ee0b',
+      protocolFingerprint: SAMPLE_FP,
+      metric: 'val_loss',
+      direction: 'minimize',
+      recordedScore: o.recorded,
+      scores: o.scores.map((s, i) => ({ judge: `j-rejudge-${o.id}-${i + 1}`, status: 'completed', primaryScore: s })),
+      median,
+      spread: sorted[sorted.length - 1]! - sorted[0]!,
+      delta,
+      tolerance,
+    },
+  };
+}

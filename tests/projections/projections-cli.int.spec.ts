@@ -6,7 +6,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { homePaths } from '@assay/ledger';
-import { readModelsPath, type LeaderboardGroup, type Trajectory } from '@assay/projections';
+import { readModelsPath, type LeaderboardGroup, type RunReport, type Trajectory } from '@assay/projections';
 import { assay } from '../support/cli';
 import { makeTmpDir } from '../support/ledger-fixtures';
 import { copyHome, tamper } from '../support/ledger-home-fixtures';
@@ -59,7 +59,7 @@ describe('assay leaderboard', () => {
         .split(/\s{2,}/);
     expect(cells('r-a').slice(0, 8)).toEqual(['1', 'r-a', 'reference', 'scripted', 'completed', '0.433', '5', expect.stringMatching(/^bafy/)]);
     // the median 0.92 minus 0.433, relative to 0.92; outside [0.9, 0.95] on the better side with 3 repeats
-    expect(cells('r-a').slice(8)).toEqual(['+0.487 (+52.9%) improvement', '4/4', '0', '0', '1', '1', '39.0 s']);
+    expect(cells('r-a').slice(8)).toEqual(['+0.487 (+52.9%) improvement', '4/4', '0', '0', '1', '1', '39.0 s', '-', 'ledger']);
     expect(cells('r-none').slice(0, 7)).toEqual(['-', 'r-none', 'reference', 'scripted', 'no_valid_submission', '-', '-']);
     expect(cells('r-none')[8]).toBe('no score');
     expect(cells('r-b')[8]).toMatch(/^\+0\.125 \(\+55\.6%\) not distinguishable$/);
@@ -120,7 +120,7 @@ describe('assay report', () => {
     expect(lines[0]).toBe('run r-a  task tiny-optimizer  agent reference  status completed  val_loss (minimize)');
     expect(lines[1]!.trim().split(/\s{2,}/)).toEqual(['round', 'elapsed', 'status', 'score', 'best so far']);
     expect(
-      lines.slice(2).map((l) =>
+      lines.slice(2, 7).map((l) =>
         l
           .trim()
           .split(/\s{2,}/)
@@ -133,6 +133,18 @@ describe('assay report', () => {
       ['4', 'refunded', '-', '0.574 (round 2)'],
       ['5', 'completed', '0.433', '0.433 (round 5)'],
     ]);
+    expect(lines.slice(7)).toEqual([
+      '',
+      expect.stringMatching(/^reproducibility: recorded best 0\.433 \(round 5, snapshot bafy\w+\)$/),
+      '  never re-judged in this ledger (assay rejudge BUNDLE; docs/rejudge.md)',
+      'budget:',
+      expect.stringMatching(/^ {2}kind +used +allowed +remaining$/),
+      expect.stringMatching(/^ {2}submissions +4 +4 +0$/),
+      expect.stringMatching(/^ {2}wall_time +\d+(\.\d+)? +3600 +/),
+      expect.stringMatching(/^ {2}agent_time +\d+(\.\d+)? +1800 +/),
+      expect.stringMatching(/^ {2}gpu_seconds +0 +unlimited +-$/),
+      '  refunded rounds: 1',
+    ]);
   });
 
   it('--json', async () => {
@@ -141,6 +153,9 @@ describe('assay report', () => {
     const t = JSON.parse(r.stdout) as Trajectory;
     expect(t).toMatchObject({ run: 'r-none', status: 'no_valid_submission', source: 'ledger' });
     expect(t.rounds.map((x) => [x.round, x.status, x.score, x.bestSoFar])).toEqual([[1, 'rule_violation', null, null]]);
+    const doc = JSON.parse(r.stdout) as Trajectory & RunReport;
+    expect(doc.reproducibility).toEqual({ recorded: null, rejudges: [], latest: null });
+    expect(doc.budget.kinds.map((k) => k.kind)).toEqual(['submissions', 'wall_time', 'agent_time', 'gpu_seconds']);
   });
 
   it('an unknown run is not found (3); a bad id is a usage error (2)', async () => {

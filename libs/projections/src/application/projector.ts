@@ -20,7 +20,9 @@ import { projectRunEvent, runOfEvent, type ProjectionEvent, type RunSlot } from 
 import { baselineOfEvent } from '../domain/baselines';
 import type { Baseline } from '@assay/run';
 import { trajectoryOf, type Trajectory } from '../domain/trajectory';
+import { rejudgeOfEvent, runReport, taskBudgetReport, type RejudgeView, type RunReport, type TaskBudgetReport } from '../domain/reports';
 import type { ReadModelStore } from '../ports/read-model-store.port';
+import type { ImportStore } from '../ports/import-store.port';
 
 export interface CatchUpOptions {
   /** Events per transaction (default 1000). */
@@ -88,10 +90,13 @@ export async function catchUp(home: LedgerHome, store: ReadModelStore, o: CatchU
     if (batch.length === 0) continue;
     const slots = new Map<string, RunSlot | null>();
     const baselines: Baseline[] = [];
+    const rejudges: RejudgeView[] = [];
     for (const rec of batch) {
       const e = projectionEvent(rec);
       const baseline = baselineOfEvent(e);
       if (baseline) baselines.push(baseline);
+      const rejudge = rejudgeOfEvent(e);
+      if (rejudge) rejudges.push(rejudge);
       const run = runOfEvent(e);
       if (run === null) continue;
       const before = slots.has(run) ? slots.get(run)! : store.slot(run);
@@ -102,7 +107,7 @@ export async function catchUp(home: LedgerHome, store: ReadModelStore, o: CatchU
     const rows = changed.map(leaderboardRow).filter((r): r is LeaderboardRow => r !== null);
     const trajectories = changed.map(trajectoryOf).filter((t): t is Trajectory => t !== null);
     const last = batch[batch.length - 1]!;
-    store.apply({ slots: changed, rows, trajectories, baselines, checkpoint: { position: last.position + 1, lastHash: hex(last.hash) } }, position);
+    store.apply({ slots: changed, rows, trajectories, baselines, rejudges, checkpoint: { position: last.position + 1, lastHash: hex(last.hash) } }, position);
     position = last.position + 1;
     progress.tick(position - start.position, target - start.position);
     if (o.afterBatch) await o.afterBatch(position);
@@ -111,7 +116,41 @@ export async function catchUp(home: LedgerHome, store: ReadModelStore, o: CatchU
   return { from: start.position, to: position, checkpointSize: target, verified };
 }
 
-/** The leaderboard of a task (as RunStarted.task records it): its groups, ranked, with their baselines. */
-export function leaderboardOf(store: ReadModelStore, task: string): LeaderboardGroup[] {
-  return rankLeaderboard(store.rowsOfTask(task), store.baselinesOfTask(task));
+/**
+ * The leaderboard of a task (as RunStarted.task records it): its groups, ranked, with their baselines; with `imports`,
+ * the imported bundles' rows too (marked `imported`, ranked in the group of their protocol like any other row).
+ */
+export function leaderboardOf(store: ReadModelStore, task: string, imports?: ImportStore): LeaderboardGroup[] {
+  const rows = store.rowsOfTask(task);
+  const all = imports ? [...rows, ...imports.rowsOfTask(task)] : rows;
+  return rankLeaderboard(
+    all,
+    store.baselinesOfTask(task),
+    rows.flatMap((r) => store.rejudgesOfRun(r.run)),
+  );
+}
+
+/** Tasks with runs in this ledger or imported rows, and how many of each. */
+export function tasksOf(store: ReadModelStore, imports?: ImportStore): Array<{ task: string; runs: number; imported: number }> {
+  const out = new Map<string, { task: string; runs: number; imported: number }>();
+  for (const t of store.tasks()) out.set(t.task, { task: t.task, runs: t.runs, imported: 0 });
+  for (const t of imports?.tasks() ?? []) out.set(t.task, { task: t.task, runs: out.get(t.task)?.runs ?? 0, imported: t.runs });
+  return [...out.values()].sort((a, b) => (a.task < b.task ? -1 : a.task > b.task ? 1 : 0));
+}
+
+/** A run's reproducibility and budget report; null when the run is not in the read models. */
+export function runReportOf(store: ReadModelStore, run: string): RunReport | null {
+  const slot = store.slot(run);
+  if (!slot || !slot.state.started) return null;
+  const status = slot.error !== null ? 'invalid' : (slot.state.completed?.status ?? 'running');
+  return runReport(slot, store.rejudgesOfRun(run), status);
+}
+
+/** A task's budget report: its runs' budgets summed. */
+export function taskBudgetReportOf(store: ReadModelStore, task: string): TaskBudgetReport {
+  const slots = store.rowsOfTask(task).flatMap((r) => {
+    const s = store.slot(r.run);
+    return s ? [s] : [];
+  });
+  return taskBudgetReport(task, slots);
 }

@@ -15,6 +15,7 @@ import {
   type RunState,
 } from '@assay/run';
 import type { RunSlot } from './run-projection';
+import type { RejudgeView } from './reports';
 
 export type Direction = 'maximize' | 'minimize';
 
@@ -36,11 +37,23 @@ export interface LeaderboardRow extends LeaderboardGroupKey {
   readonly best: { readonly score: number; readonly round: number; readonly snapshot: string } | null;
   readonly submissions: { readonly used: number; readonly allowed: number | null };
   readonly rounds: { readonly total: number; readonly invalid: number; readonly failed: number; readonly violating: number; readonly refunded: number };
-  readonly startedAt: string;
+  /** RunStarted's time; null for an imported row (a bundle's claim does not state it). */
+  readonly startedAt: string | null;
   readonly completedAt: string | null;
-  /** RunStarted to RunCompleted, in ms; null while running. */
+  /** RunStarted to RunCompleted, in ms; null while running, and for an imported row. */
   readonly wallTimeMs: number | null;
-  readonly source: 'ledger';
+  /** `ledger`: this ledger's own run; `imported`: a verified bundle from someone else (`assay bundle import`). */
+  readonly source: 'ledger' | 'imported';
+  /** For an imported row: the bundle file's SHA-256, the publisher key it verified against, and when it was imported. */
+  readonly imported?: ImportProvenance;
+}
+
+export interface ImportProvenance {
+  /** `sha256:<hex>` of the bundle file, as stored under `<ASSAY_HOME>/imports/`. */
+  readonly bundleDigest: string;
+  /** The verifier key text (`name+hex+base64`) the bundle's root key matched. */
+  readonly publisherKey: string;
+  readonly importedAt: string;
 }
 
 export interface LeaderboardGroup extends LeaderboardGroupKey {
@@ -56,7 +69,14 @@ export interface LeaderboardGroup extends LeaderboardGroupKey {
    * group's `start` baseline (absolute and relative improvement, the repeats' spread, and whether it is
    * distinguishable), or why there is none.
    */
-  readonly rows: ReadonlyArray<LeaderboardRow & { readonly rank: number | null; readonly vsBaseline: BaselineComparison }>;
+  readonly rows: ReadonlyArray<
+    LeaderboardRow & {
+      readonly rank: number | null;
+      readonly vsBaseline: BaselineComparison;
+      /** The latest re-judge in this ledger of the run's best snapshot (RejudgeCompleted), or null: never re-judged here. */
+      readonly rejudge: RejudgeView | null;
+    }
+  >;
 }
 
 /** The group key as one string (stored, compared): JSON of [task, taskDigest, fingerprint]. */
@@ -133,7 +153,18 @@ export function compareRows(direction: Direction, a: LeaderboardRow, b: Leaderbo
  * Baselines join the group of their task digest and fingerprint; a baseline with no run under its protocol makes a
  * group of its own (no rows, its metric and direction). Groups come ordered by task, then most runs, then key.
  */
-export function rankLeaderboard(rows: readonly LeaderboardRow[], baselines: readonly Baseline[] = []): LeaderboardGroup[] {
+export function rankLeaderboard(
+  rows: readonly LeaderboardRow[],
+  baselines: readonly Baseline[] = [],
+  rejudges: readonly RejudgeView[] = [],
+): LeaderboardGroup[] {
+  const latestRejudge = (r: LeaderboardRow): RejudgeView | null => {
+    // This ledger's re-judges are about this ledger's runs; an imported row of the same run id is someone else's.
+    if (r.source !== 'ledger') return null;
+    let out: RejudgeView | null = null;
+    for (const j of rejudges) if (j.run === r.run && r.best !== null && j.snapshot === r.best.snapshot && (out === null || j.position > out.position)) out = j;
+    return out;
+  };
   const groups = new Map<string, LeaderboardRow[]>();
   for (const r of rows) {
     const k = groupKeyOf(r);
@@ -164,6 +195,7 @@ export function rankLeaderboard(rows: readonly LeaderboardRow[], baselines: read
           { taskDigest: r.taskDigest, fingerprint: r.fingerprint, direction: r.direction, score: r.best?.score ?? null },
           baselines,
         ),
+        rejudge: latestRejudge(r),
       })),
     });
   }

@@ -2,6 +2,7 @@ import type { Baseline } from '@assay/run';
 import type { LeaderboardRow } from '../domain/leaderboard';
 import type { RunSlot } from '../domain/run-projection';
 import type { Trajectory } from '../domain/trajectory';
+import type { RejudgeView } from '../domain/reports';
 
 /** Where the projector stands: the next ledger position to apply and the hash of the event before it. */
 export interface ProjectionCheckpoint {
@@ -17,6 +18,8 @@ export interface ProjectionBatch {
   readonly trajectories: readonly Trajectory[];
   /** Baselines recorded in the batch (each by its ledger position). */
   readonly baselines?: readonly Baseline[];
+  /** Re-judges recorded in the batch (each by its ledger position). */
+  readonly rejudges?: readonly RejudgeView[];
   readonly checkpoint: ProjectionCheckpoint;
 }
 
@@ -31,6 +34,10 @@ export interface ReadModelStore {
   trajectory(run: string): Trajectory | null;
   /** Baselines of `task` (BaselineRecorded.task), in ledger position order. */
   baselinesOfTask(task: string): Baseline[];
+  /** Re-judges (RejudgeCompleted) that name `run`, in ledger position order. */
+  rejudgesOfRun(run: string): RejudgeView[];
+  /** Every task with at least one run, and its number of runs, by task id. */
+  tasks(): Array<{ task: string; runs: number }>;
   /** Every stored row of every table, in key order, as text: equal text is equal read models. */
   dump(): string;
   close(): void;

@@ -1,0 +1,160 @@
+/**
+ * The read models as a NestJS module (docs/projections.md): queries for leaderboards, trajectories and reports,
+ * dispatched by the API through @nestjs/cqrs. Every query first catches the read models up with the ledger (verified,
+ * up to its latest signed checkpoint); concurrent queries share one catch-up.
+ */
+import { Injectable, Module, type DynamicModule, type OnModuleDestroy } from '@nestjs/common';
+import { CqrsModule, IQueryHandler, Query, QueryHandler } from '@nestjs/cqrs';
+import { AssayError } from '@assay/core';
+import { LedgerHomeProvider } from '@assay/ledger';
+import { existsSync } from 'node:fs';
+import { SqliteReadModelStore, readModelsPath } from '../adapters/sqlite-read-model-store';
+import { SqliteImportStore, importsDbPath } from '../adapters/sqlite-import-store';
+import { catchUp, leaderboardOf, runReportOf, taskBudgetReportOf, tasksOf, type CatchUpResult } from '../application/projector';
+import type { ImportStore } from '../ports/import-store.port';
+import type { LeaderboardGroup } from '../domain/leaderboard';
+import type { RunReport, TaskBudgetReport } from '../domain/reports';
+import type { Trajectory } from '../domain/trajectory';
+import type { ReadModelStore } from '../ports/read-model-store.port';
+
+/** Opens `<home>/projections/read-models.db` once and catches it up before each read. */
+@Injectable()
+export class ReadModelsProvider implements OnModuleDestroy {
+  private store: ReadModelStore | null = null;
+  private importStore: ImportStore | null = null;
+  private running: Promise<CatchUpResult> | null = null;
+  /** The last catch-up's result (the API's projection-lag metric reads it). */
+  last: CatchUpResult | null = null;
+
+  constructor(private readonly ledger: LedgerHomeProvider) {}
+
+  /** The read models, caught up with the ledger's latest signed checkpoint. */
+  async fresh(): Promise<ReadModelStore> {
+    const home = await this.ledger.reader();
+    const store = this.open();
+    this.running ??= (async () => {
+      // Another projector (a CLI `assay leaderboard`) may commit first: start again from where it left them.
+      for (let attempt = 0; ; attempt++) {
+        try {
+          return await catchUp(home, store, { workers: 1 });
+        } catch (e) {
+          if (!(e instanceof AssayError && e.code === 'PROJECTIONS_CONFLICT') || attempt >= 3) throw e;
+        }
+      }
+    })().finally(() => {
+      this.running = null;
+    });
+    this.last = await this.running;
+    return store;
+  }
+
+  /** The imported bundles' rows, once `assay bundle import` has made their table (a read never creates it). */
+  imports(): ImportStore | undefined {
+    if (!this.importStore) {
+      const path = importsDbPath(this.ledger.home);
+      if (!existsSync(path)) return undefined;
+      this.importStore = SqliteImportStore.open(path);
+    }
+    return this.importStore;
+  }
+
+  private open(): ReadModelStore {
+    if (this.store) return this.store;
+    const path = readModelsPath(this.ledger.home);
+    try {
+      this.store = SqliteReadModelStore.open(path);
+    } catch (e) {
+      if (e instanceof AssayError) throw e;
+      throw new AssayError('PROJECTIONS_UNAVAILABLE', 'unavailable', `cannot open the read models at ${path}: ${(e as Error).message}`, { cause: e });
+    }
+    return this.store;
+  }
+
+  onModuleDestroy(): void {
+    this.store?.close();
+    this.store = null;
+    this.importStore?.close();
+    this.importStore = null;
+  }
+}
+
+export class ListTasksQuery extends Query<Array<{ task: string; runs: number; imported: number }>> {}
+
+export class LeaderboardQuery extends Query<LeaderboardGroup[]> {
+  constructor(readonly task: string) {
+    super();
+  }
+}
+
+export class TrajectoryQuery extends Query<Trajectory | null> {
+  constructor(readonly run: string) {
+    super();
+  }
+}
+
+export class RunReportQuery extends Query<RunReport | null> {
+  constructor(readonly run: string) {
+    super();
+  }
+}
+
+export class TaskBudgetQuery extends Query<TaskBudgetReport> {
+  constructor(readonly task: string) {
+    super();
+  }
+}
+
+@QueryHandler(ListTasksQuery)
+export class ListTasksHandler implements IQueryHandler<ListTasksQuery> {
+  constructor(private readonly p: ReadModelsProvider) {}
+  async execute() {
+    return tasksOf(await this.p.fresh(), this.p.imports());
+  }
+}
+
+@QueryHandler(LeaderboardQuery)
+export class LeaderboardHandler implements IQueryHandler<LeaderboardQuery> {
+  constructor(private readonly p: ReadModelsProvider) {}
+  async execute(q: LeaderboardQuery) {
+    return leaderboardOf(await this.p.fresh(), q.task, this.p.imports());
+  }
+}
+
+@QueryHandler(TrajectoryQuery)
+export class TrajectoryHandler implements IQueryHandler<TrajectoryQuery> {
+  constructor(private readonly p: ReadModelsProvider) {}
+  async execute(q: TrajectoryQuery) {
+    return (await this.p.fresh()).trajectory(q.run);
+  }
+}
+
+@QueryHandler(RunReportQuery)
+export class RunReportHandler implements IQueryHandler<RunReportQuery> {
+  constructor(private readonly p: ReadModelsProvider) {}
+  async execute(q: RunReportQuery) {
+    return runReportOf(await this.p.fresh(), q.run);
+  }
+}
+
+@QueryHandler(TaskBudgetQuery)
+export class TaskBudgetHandler implements IQueryHandler<TaskBudgetQuery> {
+  constructor(private readonly p: ReadModelsProvider) {}
+  async execute(q: TaskBudgetQuery) {
+    return taskBudgetReportOf(await this.p.fresh(), q.task);
+  }
+}
+
+const HANDLERS = [ListTasksHandler, LeaderboardHandler, TrajectoryHandler, RunReportHandler, TaskBudgetHandler];
+
+@Module({})
+export class ProjectionsModule {
+  /** `ledger`: the application's LedgerModule.forHome(...) module, the same object it imports itself (one ledger). */
+  static forLedger(ledger: DynamicModule): DynamicModule {
+    return {
+      module: ProjectionsModule,
+      imports: [CqrsModule, ledger],
+      providers: [ReadModelsProvider, ...HANDLERS],
+      exports: [ReadModelsProvider],
+    };
+  }
+}
