@@ -62,6 +62,7 @@ export { jsKernels, type DigestAll, type VerifyKernels, type SubtreeRoot } from 
 export { verifyLedger, STEPS as VERIFY_STEPS, type VerificationReport, type VerifyFailure, type VerifyOptions } from './application/verify/ledger-verifier';
 export * from './home/ledger-home';
 export * from './home/operator-token';
+export * from './home/api-tokens';
 
 // NestJS adapter
 export * from './nest/ledger.commands';

@@ -222,6 +222,15 @@ export interface OpenOptions {
   readOnly?: boolean;
 }
 
+/** A stored event as `readEvents` returns it; `bytes` (the exact stored envelope, base64) when asked for. */
+export interface ReadEvent {
+  position: number;
+  /** Hex SHA-256 of the stored envelope bytes. */
+  hash: string;
+  envelope: Envelope;
+  bytes?: string;
+}
+
 export class LedgerHome {
   private constructor(
     readonly paths: HomePaths,
@@ -343,12 +352,14 @@ export class LedgerHome {
     return run;
   }
 
-  /** Events of one stream, or of the whole log, parsed from their stored bytes (unverified: use `verify`). */
-  async readEvents(o: { stream?: string; from?: number; limit?: number }): Promise<Array<{ position: number; hash: string; envelope: Envelope }>> {
+  /** Events of one stream, or of the whole log (`bytes`: with the stored envelope bytes, base64), parsed from their stored bytes (unverified: use `verify`). */
+  async readEvents(o: { stream?: string; from?: number; limit?: number; bytes?: boolean }): Promise<ReadEvent[]> {
     const limit = o.limit ?? 100;
-    const out: Array<{ position: number; hash: string; envelope: Envelope }> = [];
+    const out: ReadEvent[] = [];
     const take = (e: RecordedEvent): boolean => {
-      out.push({ position: e.position, hash: Buffer.from(e.hash).toString('hex'), envelope: parseEnvelope(e.bytes, { position: e.position }).envelope });
+      const hash = Buffer.from(e.hash).toString('hex');
+      const envelope = parseEnvelope(e.bytes, { position: e.position }).envelope;
+      out.push(o.bytes ? { position: e.position, hash, envelope, bytes: Buffer.from(e.bytes).toString('base64') } : { position: e.position, hash, envelope });
       return out.length < limit;
     };
     if (o.stream !== undefined) {

@@ -6,9 +6,8 @@ import { Command, Query } from '@nestjs/cqrs';
 import type { AppendResult, ExpectedRevision } from '../ports/event-store.port';
 import type { NewEvent, SignedCheckpoint, InclusionProofResult, ConsistencyProofResult } from '../application/ledger';
 import type { VerificationReport } from '../application/verify/ledger-verifier';
-import type { InitResult } from '../home/ledger-home';
+import type { InitResult, ReadEvent } from '../home/ledger-home';
 import type { Progress } from '@assay/core';
-import type { Envelope } from '../domain/envelope';
 import type { ClaimRules } from '../domain/claims';
 import type { Role } from '../domain/roles';
 
@@ -124,10 +123,12 @@ export interface ReadEventsOptions {
   stream?: string;
   from?: number;
   limit?: number;
+  /** With each event's stored envelope bytes (base64). */
+  bytes?: boolean;
 }
 
 /** Stored events as their signed envelopes (parsed from the exact stored bytes), in order. */
-export class ReadEventsQuery extends Query<Array<{ position: number; hash: string; envelope: Envelope }>> {
+export class ReadEventsQuery extends Query<ReadEvent[]> {
   constructor(public readonly options: ReadEventsOptions = {}) {
     super();
   }
