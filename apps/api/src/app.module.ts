@@ -1,10 +1,61 @@
-import { Module, type DynamicModule } from '@nestjs/common';
+import { Controller, Get, Module, Redirect, type DynamicModule } from '@nestjs/common';
+import { APP_GUARD, Reflector } from '@nestjs/core';
+import { ApiExcludeController } from '@nestjs/swagger';
+import { TerminusModule } from '@nestjs/terminus';
+import { ThrottlerGuard, ThrottlerModule } from '@nestjs/throttler';
 import { LedgerModule } from '@assay/ledger';
+import { ProjectionsModule } from '@assay/projections';
+import { AccessGuard, Open, type ReadPolicy } from './access';
+import { API_CONFIG, ASSAY_HOME_TOKEN } from './app.tokens';
 import { HealthController, LedgerController } from './ledger.controller';
+import { ApiMetrics, MetricsController } from './metrics';
+import { ReadinessController } from './readiness.controller';
+import { ResultsController } from './results.controller';
+import { TokensController } from './tokens.controller';
+
+/** What the API is configured with (from the environment in main.ts; docs/operations.md, "HTTP API"). */
+export interface ApiConfig {
+  readonly home: string;
+  /** `open`: reads of public results need no token; `token`: every request but liveness needs one. */
+  readonly reads: ReadPolicy;
+  /** Requests per minute per client address (ASSAY_API_RATE_LIMIT). */
+  readonly rateLimitPerMinute: number;
+  readonly env: NodeJS.ProcessEnv;
+}
+
+@ApiExcludeController()
+@Controller()
+class RootController {
+  @Get()
+  @Open()
+  @Redirect('/ui/index.html', 302)
+  root() {}
+}
 
 @Module({})
 export class AppModule {
-  static forHome(home: string): DynamicModule {
-    return { module: AppModule, imports: [LedgerModule.forHome(home)], controllers: [LedgerController, HealthController] };
+  static forConfig(config: ApiConfig): DynamicModule {
+    const ledger = LedgerModule.forHome(config.home);
+    return {
+      module: AppModule,
+      imports: [
+        ledger,
+        ProjectionsModule.forLedger(ledger),
+        TerminusModule,
+        ThrottlerModule.forRoot({
+          throttlers: [{ name: 'default', ttl: 60_000, limit: config.rateLimitPerMinute }],
+          errorMessage: 'too many requests from this address',
+        }),
+      ],
+      controllers: [LedgerController, HealthController, ReadinessController, ResultsController, TokensController, MetricsController, RootController],
+      providers: [
+        { provide: ASSAY_HOME_TOKEN, useValue: config.home },
+        { provide: API_CONFIG, useValue: config },
+        ApiMetrics,
+        // Rate limits before authentication: a flood of wrong tokens is throttled too.
+        { provide: APP_GUARD, useClass: ThrottlerGuard },
+        { provide: APP_GUARD, useFactory: (r: Reflector) => new AccessGuard(r, config.home, config.reads, config.env), inject: [Reflector] },
+      ],
+    };
   }
 }

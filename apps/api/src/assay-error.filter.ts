@@ -26,14 +26,17 @@ export class AssayErrorFilter implements ExceptionFilter {
     if (e instanceof HttpException) {
       const status = e.getStatus();
       if (status >= 500) logServerError(req, status, e);
-      const body = e.getResponse();
-      const message = typeof body === 'string' ? body : ((body as { message?: unknown }).message ?? e.message);
+      const body = e.getResponse() as string | { message?: unknown; status?: unknown; details?: unknown };
+      // Readiness (@nestjs/terminus) answers 503 with each check's state: kept as the details.
+      const health = typeof body === 'object' && body.status === 'error';
+      const message = health ? 'not ready: a readiness check failed (see details.checks)' : typeof body === 'string' ? body : (body.message ?? e.message);
+      if (status === 429) res.setHeader('Retry-After', '60');
       res.status(status).json(
         withId({
-          code: 'HTTP_' + status,
-          kind: status >= 500 ? 'internal' : 'invalid_input',
+          code: status === 429 ? 'API_RATE_LIMITED' : health ? 'API_NOT_READY' : 'HTTP_' + status,
+          kind: status === 429 ? 'refused' : health ? 'unavailable' : status >= 500 ? 'internal' : 'invalid_input',
           message: Array.isArray(message) ? message.join('; ') : String(message),
-          details: {},
+          details: health ? { checks: (body as { details?: unknown }).details ?? {} } : {},
         }),
       );
       return;

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Injectable, ValidationPipe, type ArgumentMetadata, type PipeTransform, type ValidationError } from '@nestjs/common';
 import type { NextFunction, Request, Response } from 'express';
 import { AssayError } from '@assay/core';
+import { apiLogger } from './log';
 
 /** Limits on what a request may carry; documented in docs/operations.md (API). */
 export const API_LIMITS = Object.freeze({ bodyBytes: 1024 * 1024, bodyLimitText: '1mb', jsonDepth: 64, maxInteger: Number.MAX_SAFE_INTEGER });
@@ -26,19 +27,16 @@ export function requestIdOf(req: unknown): string | undefined {
   return (req as WithRequestId | undefined)?.requestId;
 }
 
-/** One line on stderr for every 5xx, with the request id. */
+/** One line on stderr (pino, level error) for every 5xx, with the request id. */
 export function logServerError(req: unknown, status: number, e: unknown): void {
   const r = req as WithRequestId | undefined;
-  const line = {
-    level: 'error',
-    time: new Date().toISOString(),
+  apiLogger.error({
     requestId: r?.requestId,
     method: r?.method,
     path: r?.originalUrl ?? r?.url,
     status,
     error: e instanceof Error ? `${e.name}: ${e.message}` : String(e),
-  };
-  process.stderr.write(JSON.stringify(line) + '\n');
+  });
 }
 
 export function sendError(req: unknown, res: Response, status: number, error: Record<string, unknown>): void {

@@ -1,4 +1,6 @@
-import { Body, Controller, Get, Header, HttpStatus, Param, Post, Query, Res } from '@nestjs/common';
+import { Body, Controller, Get, Header, HttpStatus, Param, Post, Query, Res, Sse, type MessageEvent } from '@nestjs/common';
+import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { distinctUntilChanged, from, interval, map, startWith, switchMap, type Observable } from 'rxjs';
 import type { Response } from 'express';
 import { CommandBus, QueryBus } from '@nestjs/cqrs';
 import { Type } from 'class-transformer';
@@ -10,13 +12,21 @@ import {
   ProveInclusionQuery,
   SignCheckpointCommand,
   VerifyLedgerQuery,
+  ReadEventsQuery,
   LedgerHomeProvider,
   formatInclusionProof,
   type ExpectedRevision,
   type JsonObject,
 } from '@assay/ledger';
 import { runClaimRules } from '@assay/run';
+import { AssayError } from '@assay/core';
 import { StrictIntPipe } from './http-edge';
+import { Open, PublicRead, Roles } from './access';
+import { ApiMetrics } from './metrics';
+
+/** Most events one GET /ledger/events answers. */
+export const EVENTS_PAGE_MAX = 1000;
+const STREAM_RE = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$/;
 
 class NewEventDto {
   @IsString()
@@ -52,16 +62,25 @@ function expected(v: string | undefined): ExpectedRevision {
 }
 
 /** The ledger over HTTP: the same commands and queries the CLI dispatches. */
+@ApiTags('ledger')
+@ApiBearerAuth()
 @Controller('ledger')
 export class LedgerController {
   constructor(
     private readonly commands: CommandBus,
     private readonly queries: QueryBus,
+    private readonly p: LedgerHomeProvider,
+    private readonly metrics: ApiMetrics,
   ) {}
 
   @Post('events')
+  @Roles('admin')
+  @ApiOperation({ summary: 'append events to a stream (admin): each is signed by the ledger key of its role' })
   async append(@Body() body: AppendDto) {
+    const stop = this.metrics.appendLatency.startTimer();
     const r = await this.commands.execute(new AppendEventsCommand(body.stream, body.events, expected(body.expectedRevision)));
+    stop();
+    if (!r.idempotent) this.metrics.eventsAppended.inc(r.events.length);
     return {
       stream: r.stream,
       nextExpectedRevision: r.nextExpectedRevision,
@@ -71,41 +90,108 @@ export class LedgerController {
     };
   }
 
+  @Get('events')
+  @PublicRead()
+  @ApiOperation({ summary: 'stored events, paged: the whole log from a position, or one stream from a revision; each with its hash and stored envelope bytes' })
+  async events(
+    @Query('from', new StrictIntPipe('from', { optional: true })) fromAt?: number,
+    @Query('limit', new StrictIntPipe('limit', { optional: true, min: 1, max: EVENTS_PAGE_MAX })) limit?: number,
+    @Query('stream') stream?: string,
+  ) {
+    if (stream !== undefined && !STREAM_RE.test(stream))
+      throw new AssayError('API_BAD_STREAM', 'invalid_input', `stream must be 1-200 characters [A-Za-z0-9._:-] starting with a letter or digit`, {
+        details: { parameter: 'stream' },
+      });
+    const n = limit ?? 100;
+    const from = fromAt ?? 0;
+    const rows = await this.queries.execute(new ReadEventsQuery({ from, limit: n, bytes: true, ...(stream !== undefined ? { stream } : {}) }));
+    const events = rows.map((r) => ({ ...r.envelope, position: r.position, hash: r.hash, envelope: r.bytes }));
+    // The next page: by position for the log, by revision for a stream; null when this page was not full.
+    const next = rows.length < n ? null : stream !== undefined ? (rows[rows.length - 1]!.envelope.revision as number) + 1 : rows[rows.length - 1]!.position + 1;
+    return { events, next };
+  }
+
+  @Get('checkpoints/latest')
+  @PublicRead()
+  @ApiOperation({ summary: 'the latest signed checkpoint: tree size, root and the signed note with its signature and cosignature lines' })
+  async latestCheckpoint() {
+    const cp = (await this.p.reader()).db.checkpoints.latest();
+    if (!cp)
+      throw new AssayError(
+        'LEDGER_NO_CHECKPOINT',
+        'not_found',
+        'the ledger has no signed checkpoint yet (POST /ledger/checkpoints, or `assay checkpoint sign`)',
+      );
+    return cp;
+  }
+
+  /** Server-sent events: the ledger's head (event count and latest checkpoint) once, then at each change. */
+  @Sse('live')
+  @PublicRead()
+  @ApiOperation({ summary: "server-sent events: the ledger's head (events, latest checkpoint) at each change" })
+  live(): Observable<MessageEvent> {
+    return interval(1000).pipe(
+      startWith(0),
+      switchMap(() => from(this.head())),
+      map((h) => JSON.stringify(h)),
+      distinctUntilChanged(),
+      map((data) => ({ type: 'head', data })),
+    );
+  }
+
+  private async head() {
+    const home = await this.p.reader();
+    const cp = home.db.checkpoints.latest();
+    return { events: await home.db.events.size(), checkpoint: cp ? { treeSize: cp.treeSize, rootHash: cp.rootHash } : null };
+  }
+
   @Get('verify')
+  @PublicRead()
+  @ApiOperation({ summary: 'verify the whole ledger as `assay ledger verify` does (signatures, chains, Merkle root, checkpoints, claims)' })
   verify() {
     // Only worker threads check events, so the server keeps answering other requests meanwhile.
     return this.queries.execute(new VerifyLedgerQuery({ claims: runClaimRules(), mainThread: false }));
   }
 
   @Post('checkpoints')
+  @Roles('operator')
+  @ApiOperation({ summary: 'sign a checkpoint of the whole log (operator)' })
   @Header('content-type', 'text/plain; charset=utf-8')
   async checkpoint() {
     return (await this.commands.execute(new SignCheckpointCommand())).note;
   }
 
   @Get('proofs/inclusion/:position')
+  @PublicRead()
+  @ApiOperation({ summary: 'an RFC 9162 inclusion proof of the event at a position, as c2sp.org/tlog-proof@v1 text' })
   @Header('content-type', 'text/plain; charset=utf-8')
   async inclusion(@Param('position', new StrictIntPipe('position')) position: number) {
     return formatInclusionProof(await this.queries.execute(new ProveInclusionQuery(position)));
   }
 
   @Get('proofs/consistency')
+  @PublicRead()
+  @ApiOperation({ summary: 'an RFC 9162 consistency proof between two tree sizes' })
   consistency(@Query('old', new StrictIntPipe('old')) old: number, @Query('new', new StrictIntPipe('new', { optional: true })) newer?: number) {
     return this.queries.execute(new ProveConsistencyQuery(old, newer));
   }
 
   @Get('keys')
+  @PublicRead()
+  @ApiOperation({ summary: "the ledger's registered keys and roles" })
   keys() {
     return this.queries.execute(new ListKeysQuery());
   }
 }
 
+@ApiTags('health')
 @Controller()
 export class HealthController {
   constructor(private readonly p: LedgerHomeProvider) {}
 
   /** Cheap: opens the ledger (once, read-only) and reports its size and last signed checkpoint; 503 with a reason when there is none. */
   @Get('health')
+  @Open()
   async health(@Res({ passthrough: true }) res: Response) {
     try {
       const home = await this.p.reader();

@@ -1,29 +1,96 @@
 import 'reflect-metadata';
-import { resolve } from 'node:path';
+import { existsSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import type { INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { AssayError, EXIT_CODES } from '@assay/core';
-import { loadOperatorTokenHash } from '@assay/ledger';
-import { AppModule } from './app.module';
+import { ApiTokenStore, loadOperatorTokenHash } from '@assay/ledger';
+import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
+import helmet from 'helmet';
+import { AppModule, type ApiConfig } from './app.module';
+import { parseReadPolicy } from './access';
+import { ApiMetrics } from './metrics';
+import { accessLogMiddleware, metricsMiddleware } from './access-log';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { AssayErrorFilter } from './assay-error.filter';
 import { API_LIMITS, BodyValidationPipe, bodyParserErrorHandler, requestIdMiddleware } from './http-edge';
-import { OperatorTokenGuard } from './operator-token.guard';
+
+export interface CreateApiOptions {
+  /** One JSON line per request on stderr (pino); `assay serve` and main() turn it on. */
+  accessLog?: boolean;
+}
+
+/** ASSAY_API_RATE_LIMIT: requests per minute per client address, decimal 1-1000000 (default 600). */
+export function parseRateLimit(raw: string | undefined): number {
+  if (raw === undefined || raw === '') return 600;
+  const n = /^[0-9]{1,7}$/.test(raw) ? Number(raw) : NaN;
+  if (!(n >= 1 && n <= 1_000_000))
+    throw new AssayError(
+      'API_BAD_RATE_LIMIT',
+      'invalid_input',
+      `ASSAY_API_RATE_LIMIT must be an integer 1-1000000 (requests per minute per address), got ${JSON.stringify(raw)}`,
+    );
+  return n;
+}
+
+/** Walks up from `start` to the directory holding apps/api/web (src under jest, dist/ after a build). */
+export function findWebDir(start: string = __dirname): string | null {
+  for (let dir = start; ; dir = dirname(dir)) {
+    const candidate = join(dir, 'apps', 'api', 'web');
+    if (existsSync(join(candidate, 'index.html'))) return candidate;
+    if (dirname(dir) === dir) return null;
+  }
+}
 
 /**
- * Builds the HTTP API for one ASSAY_HOME. Listens on loopback unless told otherwise. Writes need the operator token
- * (`assay api token create`, or ASSAY_API_TOKEN_SHA256 in `env`); without one the API serves reads only.
+ * Builds the HTTP API for one ASSAY_HOME (docs/operations.md, "HTTP API"). Listens on loopback unless told otherwise.
+ * Writes need a token of the route's role (`assay tokens create --role R`, or the older operator token, role admin);
+ * reads of public results are open unless ASSAY_API_READS=token.
  */
-export async function createApi(home: string, env: NodeJS.ProcessEnv = process.env): Promise<INestApplication> {
-  const app = await NestFactory.create<NestExpressApplication>(AppModule.forHome(home), { logger: ['error', 'warn'], bodyParser: false });
-  // Order matters: the request id first (so every answer has one), then the bounded JSON parser, its errors in the
-  // API's shape (413, 400). The depth and key checks (422) run in BodyValidationPipe, after the token guard.
+export async function createApi(home: string, env: NodeJS.ProcessEnv = process.env, o: CreateApiOptions = {}): Promise<INestApplication> {
+  const config: ApiConfig = { home, reads: parseReadPolicy(env.ASSAY_API_READS), rateLimitPerMinute: parseRateLimit(env.ASSAY_API_RATE_LIMIT), env };
+  const app = await NestFactory.create<NestExpressApplication>(AppModule.forConfig(config), { logger: ['error', 'warn'], bodyParser: false });
+  // Order matters: the request id first (so every answer has one), security headers, the access log, then the
+  // bounded JSON parser, its errors in the API's shape (413, 400). The depth and key checks (422) run in
+  // BodyValidationPipe, after the guards (rate limit, then access).
   app.use(requestIdMiddleware);
+  app.use(
+    helmet({
+      contentSecurityPolicy: {
+        useDefaults: true,
+        // The OpenAPI page (swagger-ui) sets inline styles; scripts stay same-origin only.
+        // No upgrade-insecure-requests: on plain HTTP (loopback or a private network) it would send the pages' own
+        // requests to https and break them; put TLS in front for anything else.
+        directives: {
+          'default-src': ["'self'"],
+          'script-src': ["'self'"],
+          'style-src': ["'self'", "'unsafe-inline'"],
+          'img-src': ["'self'", 'data:'],
+          'upgrade-insecure-requests': null,
+        },
+      },
+    }),
+  );
+  if (o.accessLog) app.use(accessLogMiddleware(app.get(ApiMetrics)));
+  else app.use(metricsMiddleware(app.get(ApiMetrics)));
+  app.set('trust proxy', false);
   app.useBodyParser('json', { limit: API_LIMITS.bodyLimitText });
   app.use(bodyParserErrorHandler);
-  app.useGlobalGuards(new OperatorTokenGuard(home, env));
   app.useGlobalPipes(new BodyValidationPipe());
   app.useGlobalFilters(new AssayErrorFilter());
+  const web = findWebDir();
+  if (web) app.useStaticAssets(web, { prefix: '/ui/', index: 'index.html', fallthrough: true });
+  app.useStaticAssets(dirname(require.resolve('uplot/dist/uPlot.iife.min.js')), { prefix: '/ui/vendor/' });
+  const doc = SwaggerModule.createDocument(
+    app,
+    new DocumentBuilder()
+      .setTitle('Assay API')
+      .setDescription('Signed ledger, leaderboards, run trajectories and reports of Assay research runs (docs/operations.md, "HTTP API").')
+      .setVersion('1')
+      .addBearerAuth()
+      .build(),
+  );
+  SwaggerModule.setup('api/docs', app, doc, { jsonDocumentUrl: 'api/docs/openapi.json' });
   app.enableShutdownHooks();
   return app;
 }
@@ -36,13 +103,17 @@ export function parsePort(raw: string | undefined): number {
   return n;
 }
 
-export async function main(): Promise<void> {
-  const home = resolve(process.env.ASSAY_HOME || '.assay');
-  const host = process.env.ASSAY_API_HOST || '127.0.0.1';
-  const port = parsePort(process.env.ASSAY_API_PORT);
+/** Starts the API and listens; resolves once it listens. Errors are AssayErrors naming the port or host. */
+export async function serve(o: { home: string; host: string; port: number; env?: NodeJS.ProcessEnv; log?: (line: string) => void }): Promise<INestApplication> {
+  const { home, host, port } = o;
+  const env = o.env ?? process.env;
   // A broken token configuration stops the start here rather than at the first write.
-  const writes = loadOperatorTokenHash(home) !== null ? 'writes need the operator token' : 'reads only (no operator token: `assay api token create`)';
-  const app = await createApi(home);
+  const tokens = ApiTokenStore.open(home);
+  const anyToken = loadOperatorTokenHash(home, env) !== null || tokens.any();
+  tokens.close();
+  const reads = parseReadPolicy(env.ASSAY_API_READS);
+  const writes = anyToken ? 'writes need a token of their role' : 'reads only (no API token: `assay tokens create --role operator`)';
+  const app = await createApi(home, env, { accessLog: true });
   try {
     await app.listen(port, host);
   } catch (e) {
@@ -54,7 +125,18 @@ export async function main(): Promise<void> {
       throw new AssayError('API_HOST_UNAVAILABLE', 'unavailable', `cannot listen on host ${JSON.stringify(host)}`);
     throw e;
   }
-  process.stderr.write(`assay api on http://${host}:${port} (ASSAY_HOME ${home}); ${writes}\n`);
+  (o.log ?? ((l: string) => process.stderr.write(l + '\n')))(
+    `assay api on http://${host}:${port} (ASSAY_HOME ${home}); ${writes}; reads ${reads === 'open' ? 'open to anyone' : 'need a token'}; web pages at http://${host}:${port}/ui/, OpenAPI at http://${host}:${port}/api/docs`,
+  );
+  return app;
+}
+
+export async function main(): Promise<void> {
+  await serve({
+    home: resolve(process.env.ASSAY_HOME || '.assay'),
+    host: process.env.ASSAY_API_HOST || '127.0.0.1',
+    port: parsePort(process.env.ASSAY_API_PORT),
+  });
 }
 
 if (require.main === module)

@@ -1,16 +1,116 @@
+import { spawn } from 'node:child_process';
+import { extname, join } from 'node:path';
 import type { Command } from 'commander';
-import { systemClock } from '@assay/core';
+import { AssayError, escapeTerminalText, systemClock } from '@assay/core';
+import type { ApiRole } from '@assay/ledger';
 import type { CliContext } from '../cli-context';
 import { libs } from '../libs';
 
-/** `assay api token ...`: the operator token that the HTTP API requires for every write. */
+const ROLES = ['admin', 'operator', 'auditor', 'reader'];
+
+/**
+ * `assay serve`, `assay tokens ...` and `assay api token ...` (docs/operations.md, "HTTP API"): the HTTP API, its
+ * role tokens, and the older single operator token (role admin).
+ */
 export function register(program: Command, ctx: CliContext): void {
-  const api = program.command('api').description('the HTTP API (`node dist/apps/api/src/main.js`)');
+  program
+    .command('serve')
+    .description('serve the HTTP API, its web pages (/ui/) and its OpenAPI document (/api/docs) for this ASSAY_HOME, on the embedded ledger; Ctrl-C stops it')
+    .option('--host <host>', 'address to listen on (ASSAY_API_HOST; default 127.0.0.1: loopback only)')
+    .option('--port <port>', 'port (ASSAY_API_PORT; default 8080)')
+    .option('--reads <policy>', 'open: reads of public results need no token (default); token: every read needs a token (ASSAY_API_READS)')
+    .action(async (o: { host?: string; port?: string; reads?: string }) => {
+      if (o.reads !== undefined && o.reads !== 'open' && o.reads !== 'token')
+        throw new AssayError('CLI_USAGE', 'invalid_input', '--reads must be "open" or "token"');
+      // The API is its own app (apps/api): started as a child process with the same Node options, so that the CLI
+      // stays free of the server's modules and the server of the CLI's.
+      const entry = join(__dirname, '..', '..', '..', 'api', 'src', `main${extname(__filename)}`);
+      const env: NodeJS.ProcessEnv = {
+        ...process.env,
+        ASSAY_HOME: ctx.home,
+        ...(o.host !== undefined ? { ASSAY_API_HOST: o.host } : {}),
+        ...(o.port !== undefined ? { ASSAY_API_PORT: o.port } : {}),
+        ...(o.reads !== undefined ? { ASSAY_API_READS: o.reads } : {}),
+      };
+      const child = spawn(process.execPath, [...process.execArgv, entry], { env, stdio: 'inherit' });
+      const forward = (sig: NodeJS.Signals) => () => child.kill(sig);
+      const onInt = forward('SIGINT');
+      const onTerm = forward('SIGTERM');
+      process.on('SIGINT', onInt);
+      process.on('SIGTERM', onTerm);
+      const code = await new Promise<number>((resolve) => child.on('exit', (c, signal) => resolve(c ?? (signal ? 0 : 70))));
+      process.off('SIGINT', onInt);
+      process.off('SIGTERM', onTerm);
+      process.exitCode = code;
+    });
+
+  const tokens = program
+    .command('tokens')
+    .description('API tokens with roles: admin (keys, tasks), operator (runs), auditor (cosign, re-judge), reader; only their SHA-256 is stored');
+
+  tokens
+    .command('create')
+    .description('create a random token of a role, store its SHA-256 in <home>/api/tokens.db (0600) and print the token once')
+    .requiredOption('--role <role>', `one of ${ROLES.join(', ')}`)
+    .option('--name <name>', 'what the token is for (1-64 characters: letters, digits, space and . _ @ : -)', 'token')
+    .option('--json', 'print JSON')
+    .action((o: { role: string; name: string; json?: boolean }) => {
+      const { ApiTokenStore, isApiRole } = libs.ledger();
+      if (!isApiRole(o.role))
+        throw new AssayError('CLI_USAGE', 'invalid_input', `--role must be one of ${ROLES.join(', ')}, got "${escapeTerminalText(o.role)}"`);
+      const store = ApiTokenStore.open(ctx.home, { create: true });
+      try {
+        const t = store.create({ role: o.role as ApiRole, name: o.name, clock: systemClock });
+        if (o.json) return ctx.out(JSON.stringify({ token: t.token, id: t.id, name: t.name, role: t.role, createdAt: t.createdAt, path: t.path }));
+        ctx.out(t.token);
+        ctx.err(`created token ${t.id} (${t.role}, "${escapeTerminalText(t.name)}"); only its SHA-256 is kept (${t.path}).`);
+        ctx.err('This is the only time the token is shown: keep it secret. Send it as "Authorization: Bearer <token>".');
+      } finally {
+        store.close();
+      }
+    });
+
+  tokens
+    .command('list')
+    .description('list the tokens: id, role, name, created and revoked times (never a token or its hash)')
+    .option('--json', 'print JSON')
+    .action((o: { json?: boolean }) => {
+      const { ApiTokenStore } = libs.ledger();
+      const store = ApiTokenStore.open(ctx.home);
+      try {
+        const list = store.list();
+        if (o.json) return ctx.out(JSON.stringify({ tokens: list }, null, 2));
+        if (list.length === 0) return ctx.out(`no API tokens in ${store.path}`);
+        for (const t of list)
+          ctx.out(`${t.id}  ${t.role.padEnd(8)}  ${t.createdAt}  ${t.revokedAt ? `revoked ${t.revokedAt}` : 'active'}  ${escapeTerminalText(t.name)}`);
+      } finally {
+        store.close();
+      }
+    });
+
+  tokens
+    .command('revoke')
+    .description('revoke a token by id: the API refuses it from its next request')
+    .argument('<id>', 'the token id (tk_ and 16 hex digits; `assay tokens list`)')
+    .option('--json', 'print JSON')
+    .action((id: string, o: { json?: boolean }) => {
+      const { ApiTokenStore } = libs.ledger();
+      const store = ApiTokenStore.open(ctx.home);
+      try {
+        const t = store.revoke(id, systemClock);
+        if (o.json) return ctx.out(JSON.stringify(t));
+        ctx.out(`revoked ${t.id} (${t.role}) at ${t.revokedAt}`);
+      } finally {
+        store.close();
+      }
+    });
+
+  const api = program.command('api').description('the older single operator token of the HTTP API (role admin); see `assay tokens` and `assay serve`');
   const token = api.command('token').description('the operator token the API requires for every write (only its SHA-256 is stored)');
 
   token
     .command('create')
-    .description('create a random operator token, store its SHA-256 in <home>/api/operator-token.json (0600) and print the token once')
+    .description('create a random operator token (role admin), store its SHA-256 in <home>/api/operator-token.json (0600) and print the token once')
     .option('--rotate', 'replace the existing token (the old one stops working at once)')
     .option('--json', 'print JSON')
     .action((o: { rotate?: boolean; json?: boolean }) => {

@@ -1,0 +1,111 @@
+/**
+ * Who may call what (docs/operations.md, "API tokens and roles"). Every route declares its access with one of:
+ * - `@Open()`: anyone (liveness, readiness, the OpenAPI document);
+ * - `@PublicRead()`: a read of public results: anyone when reads are open (ASSAY_API_READS=open, the default), else
+ *   any valid token;
+ * - `@Roles(...)`: a token whose role is listed, or `admin` (which may do everything).
+ * A route without a declaration is treated as `@Roles('admin')` (deny by default); tests/e2e/api-roles.e2e.spec.ts
+ * checks that every route has one and runs the whole role matrix.
+ *
+ * Tokens come as `Authorization: Bearer <token>`; a role token (`assay tokens create --role R`) or the older
+ * operator token (`assay api token create`, role admin). The table is read at each request that presents a token,
+ * so a revocation takes effect at once.
+ */
+import { SetMetadata, type CanActivate, type ExecutionContext } from '@nestjs/common';
+import type { Reflector } from '@nestjs/core';
+import type { Request } from 'express';
+import { AssayError } from '@assay/core';
+import { ApiTokenStore, loadOperatorTokenHash, resolveApiToken, type ApiPrincipal, type ApiRole } from '@assay/ledger';
+
+export type Access = { readonly kind: 'open' } | { readonly kind: 'read' } | { readonly kind: 'roles'; readonly roles: readonly ApiRole[] };
+
+export const ACCESS_KEY = 'assay:access';
+export const Open = () => SetMetadata(ACCESS_KEY, { kind: 'open' } satisfies Access);
+export const PublicRead = () => SetMetadata(ACCESS_KEY, { kind: 'read' } satisfies Access);
+export const Roles = (...roles: ApiRole[]) => SetMetadata(ACCESS_KEY, { kind: 'roles', roles } satisfies Access);
+
+const DEFAULT_ACCESS: Access = { kind: 'roles', roles: ['admin'] };
+const BEARER = /^Bearer[ ]+(\S+)[ ]*$/i;
+
+export type ReadPolicy = 'open' | 'token';
+
+/** ASSAY_API_READS: `open` (default; reads of public results need no token) or `token`. Anything else: exit 2. */
+export function parseReadPolicy(raw: string | undefined): ReadPolicy {
+  if (raw === undefined || raw === '' || raw === 'open') return 'open';
+  if (raw === 'token') return 'token';
+  throw new AssayError('API_BAD_READ_POLICY', 'invalid_input', `ASSAY_API_READS must be "open" or "token", got ${JSON.stringify(raw)}`);
+}
+
+export type WithPrincipal = Request & { principal?: ApiPrincipal };
+
+export class AccessGuard implements CanActivate {
+  private store: ApiTokenStore | null = null;
+
+  constructor(
+    private readonly reflector: Reflector,
+    private readonly home: string,
+    private readonly reads: ReadPolicy,
+    private readonly env: NodeJS.ProcessEnv = process.env,
+  ) {}
+
+  /** The token table, opened once it exists (it may be created after the API starts). */
+  private tokens(): ApiTokenStore {
+    if (this.store?.isOpen()) return this.store;
+    this.store = ApiTokenStore.open(this.home);
+    return this.store;
+  }
+
+  close(): void {
+    this.store?.close();
+    this.store = null;
+  }
+
+  canActivate(ctx: ExecutionContext): boolean {
+    const access = this.reflector.getAllAndOverride<Access | undefined>(ACCESS_KEY, [ctx.getHandler(), ctx.getClass()]) ?? DEFAULT_ACCESS;
+    if (access.kind === 'open') return true;
+    const req = ctx.switchToHttp().getRequest<WithPrincipal>();
+    const what = `${req.method} ${req.path}`;
+    const header = req.headers.authorization;
+
+    if (header === undefined) {
+      if (access.kind === 'read' && this.reads === 'open') return true;
+      if (access.kind === 'roles' && !this.anyTokenConfigured())
+        throw new AssayError(
+          'API_READ_ONLY',
+          'refused',
+          'this API serves reads only: no API token is configured, so every write is refused. On the server, run `assay tokens create --role operator` (or `assay api token create`) with the API\'s ASSAY_HOME and send the token it prints as "Authorization: Bearer <token>"',
+        );
+      throw new AssayError(
+        'API_UNAUTHENTICATED',
+        'unauthenticated',
+        `${what} needs a token${access.kind === 'roles' ? ` with the role ${rolesText(access.roles)}` : ''}: send it as "Authorization: Bearer <token>"`,
+      );
+    }
+    if (access.kind === 'roles' && !this.anyTokenConfigured())
+      throw new AssayError(
+        'API_READ_ONLY',
+        'refused',
+        'this API serves reads only: no API token is configured, so every write is refused (`assay tokens create --role operator`; send the token as "Authorization: Bearer <token>")',
+      );
+    const m = typeof header === 'string' ? BEARER.exec(header) : null;
+    if (!m) throw new AssayError('API_UNAUTHENTICATED', 'unauthenticated', `${what}: send the token as "Authorization: Bearer <token>"`);
+    const principal = resolveApiToken(this.home, m[1] as string, { store: this.tokens(), env: this.env });
+    if (!principal) throw new AssayError('API_UNAUTHENTICATED', 'unauthenticated', 'the token is wrong or revoked');
+    req.principal = principal;
+    if (access.kind === 'read' || principal.role === 'admin' || access.roles.includes(principal.role)) return true;
+    throw new AssayError(
+      'API_FORBIDDEN_ROLE',
+      'refused',
+      `${what} needs the role ${rolesText(access.roles)}; this token (${principal.id}) has the role ${principal.role}`,
+      {
+        details: { role: principal.role, needs: [...new Set([...access.roles, 'admin'])] },
+      },
+    );
+  }
+
+  private anyTokenConfigured(): boolean {
+    return loadOperatorTokenHash(this.home, this.env) !== null || this.tokens().any();
+  }
+}
+
+const rolesText = (roles: readonly ApiRole[]): string => [...new Set([...roles, 'admin'])].join(' or ');

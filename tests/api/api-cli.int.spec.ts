@@ -1,0 +1,111 @@
+/**
+ * `assay tokens` and `assay serve` from the command line (a child process each): tokens are printed once and stored
+ * only as their SHA-256 in a 0600 table; list never shows a token; revoke refuses unknown ids; `assay serve` starts
+ * the API on the home and stops on Ctrl-C.
+ */
+import { spawn } from 'node:child_process';
+import { readFileSync, statSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { REPO_ROOT, TS_REGISTER } from '../support/child-process';
+import { assay } from '../support/cli';
+import { makeTmpDir } from '../support/ledger-fixtures';
+import { homeWith, preamble, sampleVariant } from '../projections/projection-fixtures';
+
+jest.setTimeout(120_000);
+
+let tmp: { dir: string; cleanup(): void };
+let home: string;
+
+beforeAll(async () => {
+  tmp = makeTmpDir('assay-api-cli-');
+  home = join(tmp.dir, 'home');
+  await homeWith(home, [...preamble(), ...sampleVariant({ run: 'r-a' })]);
+});
+afterAll(() => tmp.cleanup());
+
+describe('assay tokens', () => {
+  it('creates, lists and revokes role tokens; only hashes are stored', async () => {
+    const created = await assay(['tokens', 'create', '--role', 'operator', '--name', 'ci runner'], home);
+    expect(created.code).toBe(0);
+    const token = created.stdout.trim();
+    expect(token).toMatch(/^assay-tk-[A-Za-z0-9_-]{43}$/);
+    expect(created.stderr).toMatch(/only time the token is shown/);
+    const db = join(home, 'api', 'tokens.db');
+    expect(statSync(db).mode & 0o777).toBe(0o600);
+    expect(statSync(join(home, 'api')).mode & 0o777).toBe(0o700);
+    expect(readFileSync(db).includes(Buffer.from(token))).toBe(false);
+
+    const list = await assay(['tokens', 'list', '--json'], home);
+    expect(list.code).toBe(0);
+    const tokens = (JSON.parse(list.stdout) as { tokens: Array<{ id: string; role: string; name: string; revokedAt: string | null }> }).tokens;
+    expect(tokens).toEqual([expect.objectContaining({ role: 'operator', name: 'ci runner', revokedAt: null })]);
+    expect(list.stdout).not.toContain(token);
+
+    const revoked = await assay(['tokens', 'revoke', tokens[0]!.id], home);
+    expect(revoked.code).toBe(0);
+    expect(revoked.stdout).toMatch(new RegExp(`^revoked ${tokens[0]!.id} \\(operator\\)`));
+    expect((await assay(['tokens', 'list'], home)).stdout).toMatch(/operator .* revoked /);
+  });
+
+  it('refuses a bad role (exit 2), a bad name (exit 2) and an unknown id (exit 3), without a stack trace', async () => {
+    const role = await assay(['tokens', 'create', '--role', 'root'], home);
+    expect(role.code).toBe(2);
+    expect(role.stderr).toMatch(/--role must be one of admin, operator, auditor, reader/);
+    const name = await assay(['tokens', 'create', '--role', 'reader', '--name', '\u001b[31mred'], home);
+    expect(name.code).toBe(2);
+    expect(name.stderr).toMatch(/API_TOKEN_BAD_NAME/);
+    expect(name.stderr).not.toContain('\u001b[31m');
+    const unknown = await assay(['tokens', 'revoke', 'tk_0123456789abcdef'], home);
+    expect(unknown.code).toBe(3);
+    expect(unknown.stderr).toMatch(/API_TOKEN_NOT_FOUND/);
+    for (const r of [role, name, unknown]) expect(r.stderr).not.toMatch(/\n\s+at /);
+  });
+});
+
+async function freePort(): Promise<number> {
+  const s = createServer();
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
+  const port = (s.address() as { port: number }).port;
+  await new Promise((r) => s.close(r));
+  return port;
+}
+
+describe('assay serve', () => {
+  it('serves the API, the pages and the OpenAPI document on the home, and stops on SIGINT', async () => {
+    const port = await freePort();
+    const child = spawn(process.execPath, ['-r', TS_REGISTER, 'apps/cli/src/main.ts', 'serve', '--port', String(port)], {
+      cwd: REPO_ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, NODE_OPTIONS: '', ASSAY_HOME: home },
+    });
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const exited = new Promise<number | null>((r) => child.on('exit', (c) => r(c)));
+    try {
+      const deadline = Date.now() + 60_000;
+      while (!stderr.includes('assay api on') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+      expect(stderr).toContain(`assay api on http://127.0.0.1:${port}`);
+      const base = `http://127.0.0.1:${port}`;
+      expect(((await (await fetch(`${base}/tasks`)).json()) as { tasks: unknown[] }).tasks).toEqual([{ task: 'tiny-optimizer', runs: 1, imported: 0 }]);
+      expect((await fetch(`${base}/ui/leaderboard.html`)).status).toBe(200);
+      expect((await fetch(`${base}/api/docs/openapi.json`)).status).toBe(200);
+      // One JSON access line per request, with the request id and route, never a token.
+      await new Promise((r) => setTimeout(r, 200));
+      const access = stderr
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .map((l) => JSON.parse(l) as Record<string, unknown>);
+      expect(access).toEqual(expect.arrayContaining([expect.objectContaining({ level: 'info', method: 'GET', path: '/tasks', route: '/tasks', status: 200 })]));
+    } finally {
+      child.kill('SIGINT');
+    }
+    expect(await exited).toBe(0);
+  });
+
+  it('refuses a bad --reads with exit 2', async () => {
+    const r = await assay(['serve', '--reads', 'maybe'], home);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/--reads must be "open" or "token"/);
+  });
+});
