@@ -2,7 +2,7 @@ import { closeSync, createReadStream, existsSync, openSync, readFileSync, readSy
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
-import { AssayError } from '@assay/core';
+import { AssayError, escapeTerminalText } from '@assay/core';
 import type { CliContext } from '../cli-context';
 import { libs } from '../libs';
 import { trustedKeysOf, witnessPolicyOf } from './trust-options';
@@ -261,6 +261,84 @@ export function register(program: Command, ctx: CliContext): void {
         ctx.out(`events    ${r.events}, proved against a checkpoint of ${r.treeSize}; signed by ${publisher.signer}`);
         ctx.out(`check it  assay verify ${o.output} --trusted-key <this ledger's controller public key>`);
       });
+    });
+
+  bundle
+    .command('import')
+    .description(
+      "import someone else's result bundle into this home's leaderboards: verified against the publisher's root key first (refused, exit 5, when it does not verify), kept under <home>/imports/, and shown as an imported row, never mixed into this ledger's streams (docs/projections.md, \"Imported bundles\")",
+    )
+    .argument('<file>', "a run's result bundle (assay-bundle/v1 or v2)")
+    .requiredOption('--trusted-key <key>', "the publisher's root (controller) key: verifier key text or a .pub file; the row names it")
+    .option('--witness-policy <file>', 'also require its checkpoint to be cosigned by a quorum of these witnesses (as assay verify)')
+    .option('--json', 'print JSON')
+    .action(async (file: string, o: { trustedKey: string; witnessPolicy?: string; json?: boolean }) => {
+      const [publisherKey] = trustedKeysOf({ trustedKey: [o.trustedKey] });
+      const witnessPolicy = witnessPolicyOf({ ...(o.witnessPolicy !== undefined ? { witnessPolicy: o.witnessPolicy } : {}) });
+      const p = require('@assay/projections') as typeof import('@assay/projections');
+      const { mkdirSync, copyFileSync, renameSync, rmSync, chmodSync } = require('node:fs') as typeof import('node:fs');
+      try {
+        if (!statSync(file).isFile()) throw usage(`${file} is not a file`);
+      } catch (e) {
+        if (e instanceof AssayError) throw e;
+        throw new AssayError('BUNDLE_UNREADABLE', 'not_found', `cannot read bundle ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+      }
+      // Copy first, then verify and hash the copy: what is kept is exactly what was verified, whatever happens to
+      // the original meanwhile.
+      const dir = p.importsDir(ctx.home);
+      mkdirSync(dir, { recursive: true, mode: 0o700 });
+      chmodSync(dir, 0o700);
+      const tmp = join(dir, `.import-${process.pid}-${Date.now()}.tmp`);
+      copyFileSync(file, tmp);
+      try {
+        const { createHash } = require('node:crypto') as typeof import('node:crypto');
+        const hash = createHash('sha256');
+        for await (const chunk of createReadStream(tmp)) hash.update(chunk as Buffer);
+        const hex = hash.digest('hex');
+        const progress = ctx.progress();
+        progress.start(`verifying ${file}`);
+        const v = await libs.bundles().verifyBundle(createReadStream(tmp), {
+          trustedKeys: [publisherKey!],
+          claims: libs.run().runClaimRules(),
+          witnessPolicy,
+          progress: (d, t) => progress.tick(d, t),
+        });
+        progress.end();
+        if (v.verdict !== 'valid')
+          throw new AssayError(
+            'BUNDLE_IMPORT_REFUSED',
+            v.verdict === 'invalid' ? 'integrity' : 'refused',
+            `${file} does not verify against the publisher key (step ${v.failure?.step}: ${v.failure?.code}: ${v.failure?.message}); nothing was imported`,
+            { details: { step: v.failure?.step ?? null, code: v.failure?.code ?? null } },
+          );
+        if (v.kind !== 'run')
+          throw new AssayError(
+            'BUNDLE_IMPORT_NOT_RUN_BUNDLE',
+            'invalid_input',
+            `${file} is a re-judge report's bundle; only a run's result bundle makes a leaderboard row`,
+          );
+        const row = p.importedRow(v.claim, {
+          bundleDigest: `sha256:${hex}`,
+          publisherKey: libs.ledger().parseVerifierKey(publisherKey!).text,
+          importedAt: new Date().toISOString(),
+        });
+        renameSync(tmp, join(dir, `${hex}.bundle`));
+        const store = p.SqliteImportStore.open(p.importsDbPath(ctx.home));
+        let added: boolean;
+        try {
+          added = store.put(row);
+        } finally {
+          store.close();
+        }
+        if (o.json) return ctx.out(JSON.stringify({ imported: added, row }, null, 2));
+        const score = row.best ? `best ${row.best.score} (round ${row.best.round})` : 'no valid submission';
+        ctx.out(
+          `${added ? 'imported' : 'already imported'}: run ${escapeTerminalText(row.run)} of task ${escapeTerminalText(row.task)}, ${score}, published by ${escapeTerminalText(row.imported!.publisherKey.split('+')[0]!)}; bundle ${row.imported!.bundleDigest}`,
+        );
+        ctx.out(`see it     assay leaderboard ${escapeTerminalText(row.task)}`);
+      } finally {
+        rmSync(tmp, { force: true });
+      }
     });
 
   program

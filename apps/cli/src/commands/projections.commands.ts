@@ -1,7 +1,7 @@
 import { basename } from 'node:path';
 import type { Command } from 'commander';
 import { AssayError, escapeTerminalText } from '@assay/core';
-import type { LeaderboardGroup, ReadModelStore, Trajectory } from '@assay/projections';
+import type { ImportStore, LeaderboardGroup, ReadModelStore, RunReport, Trajectory } from '@assay/projections';
 import type { CliContext } from '../cli-context';
 import { libs } from '../libs';
 
@@ -18,7 +18,7 @@ const RUN_ID_RE = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 const one = (t: string | null): string => escapeTerminalText(t ?? '-', { newlines: true });
 
 /** Opens the ledger read-only and the read models, catches them up, and runs `fn` on the read models. */
-async function withReadModels<T>(ctx: CliContext, fn: (store: ReadModelStore) => T): Promise<T> {
+async function withReadModels<T>(ctx: CliContext, fn: (store: ReadModelStore, imports?: ImportStore) => T): Promise<T> {
   const { LedgerHome } = libs.ledger();
   const { randomIds, systemClock } = await import('@assay/core');
   const p = projections();
@@ -43,7 +43,13 @@ async function withReadModels<T>(ctx: CliContext, fn: (store: ReadModelStore) =>
           if (!(e instanceof AssayError && e.code === 'PROJECTIONS_CONFLICT') || attempt >= 3) throw e;
         }
       }
-      return fn(store);
+      const { existsSync } = require('node:fs') as typeof import('node:fs');
+      const imports = existsSync(p.importsDbPath(ctx.home)) ? p.SqliteImportStore.open(p.importsDbPath(ctx.home)) : undefined;
+      try {
+        return fn(store, imports);
+      } finally {
+        imports?.close();
+      }
     } finally {
       store.close();
     }
@@ -62,10 +68,10 @@ export function register(program: Command, ctx: CliContext): void {
     .option('--json', 'print one JSON document')
     .action(async (task: string, o: { json?: boolean }) => {
       if (task.length === 0 || task.length > 4096) throw usage('the task must be 1 to 4096 characters');
-      const groups = await withReadModels(ctx, (store) => {
-        const exact = projections().leaderboardOf(store, task);
+      const groups = await withReadModels(ctx, (store, imports) => {
+        const exact = projections().leaderboardOf(store, task, imports);
         const name = basename(task.replace(/\/+$/, ''));
-        return exact.length > 0 || name === task || name === '' ? exact : projections().leaderboardOf(store, name);
+        return exact.length > 0 || name === task || name === '' ? exact : projections().leaderboardOf(store, name, imports);
       });
       if (o.json) return ctx.out(JSON.stringify({ task, groups }, null, 2));
       for (const l of leaderboardLines(task, groups)) ctx.out(l);
@@ -73,15 +79,17 @@ export function register(program: Command, ctx: CliContext): void {
 
   program
     .command('report')
-    .description("a run's trajectory from the ledger: every round's time since the start, status, score and the best score so far (docs/projections.md)")
+    .description(
+      "a run's trajectory from the ledger (every round's time since the start, status, score and the best score so far), its reproducibility report (re-judges of its best against the recorded score) and its budget report (docs/projections.md)",
+    )
     .argument('<run-id>', 'the run id')
     .option('--json', 'print one JSON document')
     .action(async (id: string, o: { json?: boolean }) => {
       if (!RUN_ID_RE.test(id)) throw usage(`not a run id: "${escapeTerminalText(id)}"`);
-      const t = await withReadModels(ctx, (store) => store.trajectory(id));
-      if (!t) throw new AssayError('RUN_NOT_FOUND', 'not_found', `no run ${id} in the signed part of the ledger at ${ctx.home}`);
-      if (o.json) return ctx.out(JSON.stringify(t, null, 2));
-      for (const l of reportLines(t)) ctx.out(l);
+      const [t, report] = await withReadModels(ctx, (store) => [store.trajectory(id), projections().runReportOf(store, id)] as const);
+      if (!t || !report) throw new AssayError('RUN_NOT_FOUND', 'not_found', `no run ${id} in the signed part of the ledger at ${ctx.home}`);
+      if (o.json) return ctx.out(JSON.stringify({ ...t, reproducibility: report.reproducibility, budget: report.budget }, null, 2));
+      for (const l of [...reportLines(t), '', ...runReportLines(report)]) ctx.out(l);
     });
 }
 
@@ -119,6 +127,8 @@ export function leaderboardLines(task: string, groups: readonly LeaderboardGroup
         'violating',
         'refunded',
         'wall',
+        're-judged',
+        'source',
       ],
     ];
     for (const r of g.rows)
@@ -138,6 +148,8 @@ export function leaderboardLines(task: string, groups: readonly LeaderboardGroup
         String(r.rounds.violating),
         String(r.rounds.refunded),
         seconds(r.wallTimeMs),
+        r.rejudge ? `${one(r.rejudge.verdict ?? r.rejudge.status)} (delta ${shown(r.rejudge.delta)})` : '-',
+        r.imported ? `imported from ${one(r.imported.publisherKey.split('+')[0] ?? '')}` : r.source,
       ]);
     out.push(...table(rows));
   });
@@ -179,4 +191,25 @@ export function reportLines(t: Trajectory): string[] {
       r.bestSoFar === null ? '-' : `${r.bestSoFar} (round ${r.bestRoundSoFar})`,
     ]);
   return [...out, ...table(rows)];
+}
+
+/** The reproducibility and budget sections of `report`. */
+export function runReportLines(r: RunReport): string[] {
+  const out: string[] = [];
+  const rec = r.reproducibility.recorded;
+  out.push(
+    rec ? `reproducibility: recorded best ${shown(rec.score)} (round ${rec.round}, snapshot ${one(rec.snapshot)})` : 'reproducibility: no recorded best',
+  );
+  if (r.reproducibility.rejudges.length === 0) out.push('  never re-judged in this ledger (assay rejudge BUNDLE; docs/rejudge.md)');
+  for (const j of r.reproducibility.rejudges)
+    out.push(
+      `  re-judge ${one(j.id)} (round ${j.round ?? '-'}): ${one(j.verdict ?? j.status)}, median ${shown(j.median)} over ${j.judges} Judge(s), delta ${shown(j.delta)}, tolerance ${shown(j.tolerance)}`,
+    );
+  out.push('budget:');
+  const rows = [['kind', 'used', 'allowed', 'remaining']];
+  for (const k of r.budget.kinds)
+    rows.push([k.kind, shown(k.used), k.allowed === null ? 'unlimited' : shown(k.allowed), k.remaining === null ? '-' : shown(k.remaining)]);
+  out.push(...table(rows));
+  out.push(`  refunded rounds: ${r.budget.refundedRounds}${r.budget.overBudget ? `; over budget: ${one(r.budget.overBudget)}` : ''}`);
+  return out;
 }

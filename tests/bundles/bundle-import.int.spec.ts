@@ -1,0 +1,122 @@
+/**
+ * `assay bundle import` (docs/projections.md, "Imported bundles"): a bundle from another ledger, verified against its
+ * publisher's key, becomes a leaderboard row marked imported, in the group of its protocol, next to this ledger's own
+ * runs; its events never enter this ledger. Refused when it does not verify (tampered, wrong key), and nothing is kept
+ * then. The import survives a rebuild of the read models, and the API shows it.
+ */
+import { createHash } from 'node:crypto';
+import { copyFileSync, existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { homePaths } from '@assay/ledger';
+import type { LeaderboardGroup } from '@assay/projections';
+import { createApi } from '../../apps/api/src/main';
+import { assay } from '../support/cli';
+import { makeTmpDir } from '../support/ledger-fixtures';
+import { homeWith, preamble, sampleVariant } from '../projections/projection-fixtures';
+
+jest.setTimeout(180_000);
+
+const FIXTURES = join(__dirname, '..', 'fixtures', 'bundles');
+const BUNDLE = join(FIXTURES, 'sample-run.v1.bundle');
+const KEY = join(FIXTURES, 'sample-run.v1.root.pub');
+const DIGEST = `sha256:${createHash('sha256').update(readFileSync(BUNDLE)).digest('hex')}`;
+
+let tmp: { dir: string; cleanup(): void };
+let home: string;
+
+beforeAll(async () => {
+  tmp = makeTmpDir('assay-bundle-import-');
+  home = join(tmp.dir, 'home');
+  // the same task and protocol as the bundle's run; a worse best (0.5 against its 0.433, minimized)
+  await homeWith(home, [...preamble(), ...sampleVariant({ run: 'r-local', scores: [0.9, 0.8, 0.5] })]);
+});
+afterAll(() => tmp.cleanup());
+
+const rowsOf = (groups: LeaderboardGroup[]) => groups.flatMap((g) => g.rows.map((r) => [r.run, r.source, r.rank, r.imported?.bundleDigest ?? null]));
+
+describe('assay bundle import', () => {
+  it('imports a verified bundle as a row marked imported, ranked in its protocol group; the ledger is not written', async () => {
+    const ledgerBefore = readFileSync(homePaths(home).db);
+    const r = await assay(['bundle', 'import', BUNDLE, '--trusted-key', KEY], home);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^imported: run r-20261202-0001 of task tiny-optimizer, best 0\.433 \(round 5\), published by \S+; bundle sha256:[0-9a-f]{64}\n/);
+    expect(r.stdout).toContain(DIGEST);
+    expect(readFileSync(join(home, 'imports', `${DIGEST.slice(7)}.bundle`)).equals(readFileSync(BUNDLE))).toBe(true);
+
+    const lb = await assay(['leaderboard', 'tiny-optimizer', '--json'], home);
+    expect(lb.code).toBe(0);
+    const groups = (JSON.parse(lb.stdout) as { groups: LeaderboardGroup[] }).groups;
+    expect(groups).toHaveLength(1); // the same task digest and protocol: one group
+    expect(rowsOf(groups)).toEqual([
+      ['r-20261202-0001', 'imported', 1, DIGEST],
+      ['r-local', 'ledger', 2, null],
+    ]);
+    const imported = groups[0]!.rows[0]!;
+    expect(imported.imported!.publisherKey).toBe(readFileSync(KEY, 'utf8').trim());
+    expect(imported).toMatchObject({ best: { score: 0.433, round: 5 }, rejudge: null, startedAt: null, wallTimeMs: null });
+    const text = await assay(['leaderboard', 'tiny-optimizer'], home);
+    expect(text.stdout).toMatch(/r-20261202-0001 .* imported from \S+/);
+    expect(readFileSync(homePaths(home).db).equals(ledgerBefore)).toBe(true);
+
+    const again = await assay(['bundle', 'import', BUNDLE, '--trusted-key', KEY], home);
+    expect(again.code).toBe(0);
+    expect(again.stdout).toMatch(/^already imported: /);
+  });
+
+  it('refuses a tampered bundle (5) and a bundle under the wrong key, keeping nothing', async () => {
+    const bad = join(tmp.dir, 'tampered.bundle');
+    const bytes = readFileSync(BUNDLE);
+    // one base64 character of an event's envelope, deep in the events entry
+    const at = bytes.indexOf(Buffer.from('"envelope":"'), bytes.length >> 2) + 40;
+    expect(at).toBeGreaterThan(40);
+    bytes[at] = bytes[at] === 0x41 ? 0x42 : 0x41;
+    writeFileSync(bad, bytes);
+    const before = readdirSync(join(home, 'imports')).sort();
+    const r = await assay(['bundle', 'import', bad, '--trusted-key', KEY], home);
+    expect(r.code).toBe(5);
+    expect(r.stderr).toMatch(/BUNDLE_IMPORT_REFUSED: .*does not verify against the publisher key \(step \w+: BUNDLE_\w+/);
+    expect(r.stderr).toMatch(/nothing was imported/);
+    expect(r.stderr).not.toMatch(/\n\s+at /);
+    const other = join(tmp.dir, 'other.pub');
+    writeFileSync(
+      other,
+      readFileSync(
+        join(
+          home,
+          'keys',
+          readdirSync(join(home, 'keys')).find((f) => f.endsWith('.pub'))!,
+        ),
+      ),
+    );
+    const wrong = await assay(['bundle', 'import', BUNDLE, '--trusted-key', other], home);
+    expect([5, 6]).toContain(wrong.code);
+    expect(wrong.stderr).toMatch(/BUNDLE_IMPORT_REFUSED/);
+    expect(readdirSync(join(home, 'imports')).sort()).toEqual(before);
+  });
+
+  it('keeps imports when the read models are rebuilt, and the API lists and ranks them', async () => {
+    rmSync(join(home, 'projections'), { recursive: true, force: true });
+    const lb = await assay(['leaderboard', 'tiny-optimizer', '--json'], home);
+    expect(rowsOf((JSON.parse(lb.stdout) as { groups: LeaderboardGroup[] }).groups).map((r) => r[1])).toEqual(['imported', 'ledger']);
+    const app = await createApi(home, {});
+    await app.listen(0, '127.0.0.1');
+    try {
+      const base = `http://127.0.0.1:${(app.getHttpServer().address() as { port: number }).port}`;
+      expect(await (await fetch(`${base}/tasks`)).json()).toEqual({ tasks: [{ task: 'tiny-optimizer', runs: 1, imported: 1 }] });
+      const doc = (await (await fetch(`${base}/leaderboards/tiny-optimizer`)).json()) as { groups: LeaderboardGroup[] };
+      expect(rowsOf(doc.groups).map((r) => r[1])).toEqual(['imported', 'ledger']);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('refuses a missing file (3) and a key that is not a key (2)', async () => {
+    expect((await assay(['bundle', 'import', join(tmp.dir, 'nope.bundle'), '--trusted-key', KEY], home)).code).toBe(3);
+    const copy = join(tmp.dir, 'copy.bundle');
+    copyFileSync(BUNDLE, copy);
+    const r = await assay(['bundle', 'import', copy, '--trusted-key', 'not-a-key'], home);
+    expect(r.code).toBe(2);
+    expect(existsSync(join(home, 'imports', 'copy.bundle'))).toBe(false);
+  });
+});
