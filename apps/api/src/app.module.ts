@@ -5,23 +5,16 @@ import { TerminusModule } from '@nestjs/terminus';
 import { ThrottlerGuard, ThrottlerModule } from '@nestjs/throttler';
 import { LedgerModule } from '@assay/ledger';
 import { ProjectionsModule } from '@assay/projections';
-import { AccessGuard, Open, type ReadPolicy } from './access';
-import { API_CONFIG, ASSAY_HOME_TOKEN } from './app.tokens';
+import { AccessGuard, Open } from './access';
+import { API_CONFIG, ASSAY_HOME_TOKEN, type ApiConfig } from './app.tokens';
+
+export type { ApiConfig };
 import { HealthController, LedgerController } from './ledger.controller';
 import { ApiMetrics, MetricsController } from './metrics';
 import { ReadinessController } from './readiness.controller';
 import { ResultsController } from './results.controller';
 import { TokensController } from './tokens.controller';
-
-/** What the API is configured with (from the environment in main.ts; docs/operations.md, "HTTP API"). */
-export interface ApiConfig {
-  readonly home: string;
-  /** `open`: reads of public results need no token; `token`: every request but liveness needs one. */
-  readonly reads: ReadPolicy;
-  /** Requests per minute per client address (ASSAY_API_RATE_LIMIT). */
-  readonly rateLimitPerMinute: number;
-  readonly env: NodeJS.ProcessEnv;
-}
+import { RunsController } from './runs.controller';
 
 @ApiExcludeController()
 @Controller()
@@ -47,7 +40,16 @@ export class AppModule {
           errorMessage: 'too many requests from this address',
         }),
       ],
-      controllers: [LedgerController, HealthController, ReadinessController, ResultsController, TokensController, MetricsController, RootController],
+      controllers: [
+        LedgerController,
+        HealthController,
+        ReadinessController,
+        ResultsController,
+        RunsController,
+        TokensController,
+        MetricsController,
+        RootController,
+      ],
       providers: [
         { provide: ASSAY_HOME_TOKEN, useValue: config.home },
         { provide: API_CONFIG, useValue: config },

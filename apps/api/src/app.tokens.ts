@@ -1,3 +1,15 @@
+import type { ReadPolicy } from './access';
+
 /** Injection tokens of the API's own configuration. */
 export const ASSAY_HOME_TOKEN = Symbol('ASSAY_API_HOME');
 export const API_CONFIG = Symbol('ASSAY_API_CONFIG');
+
+/** What the API is configured with (from the environment in main.ts; docs/operations.md, "HTTP API"). */
+export interface ApiConfig {
+  readonly home: string;
+  /** `open`: reads of public results need no token; `token`: every request but liveness needs one. */
+  readonly reads: ReadPolicy;
+  /** Requests per minute per client address (ASSAY_API_RATE_LIMIT). */
+  readonly rateLimitPerMinute: number;
+  readonly env: NodeJS.ProcessEnv;
+}

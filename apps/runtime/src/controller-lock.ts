@@ -13,8 +13,9 @@ import { closeSync, existsSync, linkSync, openSync, readFileSync, renameSync, rm
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { AssayError, bootId, processStartTicks } from '@assay/core';
+import { RUN_CONTROLLER_LOCK } from '@assay/run';
 
-export const CONTROLLER_LOCK = 'controller.lock';
+export const CONTROLLER_LOCK = RUN_CONTROLLER_LOCK;
 
 export interface LockHolder {
   host: string;

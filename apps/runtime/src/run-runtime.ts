@@ -76,6 +76,7 @@ import {
   WORK_FREEZE_REFUSED,
   recordTranscripts,
   type TranscriptFacts,
+  RUN_CANCEL_REQUEST,
 } from '@assay/run';
 import { type RunSettingsOverrides } from '@assay/task-format';
 import { runFingerprint } from './run-fingerprint';
@@ -156,6 +157,12 @@ export interface RunStartOptions {
   readonly signal?: AbortSignal;
   /** Seconds between periodic workspace snapshots (SnapshotTaken without a round); 0 disables; default 60. */
   readonly snapshotIntervalSec?: number;
+  /**
+   * Seconds between checkpoints signed while the run goes on, when events were appended since the last one (so the
+   * read models, the API's live views and the web pages follow the run: they show only what a signed checkpoint
+   * covers); 0 disables; default 10. The run's end always signs one.
+   */
+  readonly checkpointIntervalSec?: number;
   /** `--gpus LIST`, parsed (parseGpuList): the host GPUs this run may use; default none (on resume: run.json's). */
   readonly gpus?: readonly string[];
 }
@@ -482,6 +489,8 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
   // resume never removes the containers of a controller that is still running.
   const lock = acquireControllerLock(p.dir);
   if (lock.tookOver) log(`controller pid ${lock.tookOver.pid} (since ${lock.tookOver.since}) is gone; taking the run over`);
+  // A cancel asked of an earlier controller that ended before acting on it does not cancel this one.
+  rmSync(join(p.dir, RUN_CANCEL_REQUEST), { force: true });
   try {
     const rt = await JudgeRuntime.open({ home });
     const docker = new Docker();
@@ -491,6 +500,7 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
     let proxy: EgressProxy | null = null;
     const transcripts: AgentTranscript[] = [];
     let lifeline: Lifeline | null = null;
+    let liveCheckpoints: { stop(): Promise<void> } | null = null;
     let bounded: BoundedWorkspace | null = null;
     let task0: LoadedTask | null = null;
     try {
@@ -680,6 +690,7 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
           selection,
         });
       }
+      liveCheckpoints = startLiveCheckpoints(rt.ledgerHome, (o.checkpointIntervalSec ?? 10) * 1000, log);
       if (svc.current.completed) {
         log(`run ${run} had already completed`);
       } else {
@@ -778,6 +789,7 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
         });
         let timer: NodeJS.Timeout | null = null;
         let gpuTimer: NodeJS.Timeout | null = null;
+        let cancelPoll: NodeJS.Timeout | null = null;
         let gpuExhausted: () => void = () => undefined;
         const stop = new Promise<'timeout' | 'cancel' | 'gpu_budget' | 'ended'>((res) => {
           // the run ended by itself (the refund that reached the cap records RunCompleted failed)
@@ -792,6 +804,13 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
             if (o.signal.aborted) res('cancel');
             o.signal.addEventListener('abort', () => res('cancel'), { once: true });
           }
+          // A cancel asked through the API (POST /runs/:id/cancel writes the run's cancel.request): the same as Ctrl-C.
+          cancelPoll = setInterval(() => {
+            if (existsSync(join(p.dir, RUN_CANCEL_REQUEST))) {
+              log('cancel requested (POST /runs/:id/cancel)');
+              res('cancel');
+            }
+          }, CANCEL_POLL_MS);
         });
         // periodic snapshots between submissions (recorded only when the workspace changed) and wall-time ticks
         const everySec = o.snapshotIntervalSec ?? 60;
@@ -823,6 +842,7 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
         const why = await Promise.race([ended.then(() => 'exited' as const), stop]);
         if (timer) clearTimeout(timer);
         if (gpuTimer) clearTimeout(gpuTimer);
+        if (cancelPoll) clearInterval(cancelPoll);
         if (interval) clearInterval(interval);
         clearInterval(agentClock);
         await periodic;
@@ -893,6 +913,7 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
       // the bounded workspace goes back into workspace/ (Work is gone: nothing writes it any more)
       if (bounded) bounded.release();
       if (existsSync(p.workspace) && !task0?.prepared.rootfs) stripSetIdBits(p.workspace);
+      await liveCheckpoints?.stop();
       // The run ended (completed, cancelled or failed): sign a checkpoint of the whole log, so the newest checkpoint
       // covers every event of the run. Only for a recorded run; a failure to sign is reported, never hides the run's.
       if (existsSync(p.meta))
@@ -923,5 +944,46 @@ function report(run: string, s: RunState, agentExitCode: number | null, dir: str
     agentExitCode,
     dir,
     timings,
+  };
+}
+
+const CANCEL_POLL_MS = 1000;
+
+/**
+ * Signs a checkpoint every `intervalMs` while the run goes on, when the log grew since the latest one: what the
+ * read models (and so `assay serve`'s live views) may show is what a signed checkpoint covers. One signing at a
+ * time; a failure is logged and tried again at the next tick. `stop()` waits for a signing under way.
+ */
+
+export function startLiveCheckpoints(
+  home: { db: { events: { size(): Promise<number> }; checkpoints: { latest(): { treeSize: number } | null } }; ledger: { checkpoint(): Promise<unknown> } },
+  intervalMs: number,
+  log: (line: string) => void,
+): { stop(): Promise<void> } {
+  if (!(intervalMs > 0)) return { stop: async () => undefined };
+  let busy: Promise<void> | null = null;
+  let failed = false;
+  const tick = () => {
+    if (busy) return;
+    busy = (async () => {
+      const size = await home.db.events.size();
+      if (size > (home.db.checkpoints.latest()?.treeSize ?? 0)) await home.ledger.checkpoint();
+      failed = false;
+    })()
+      .catch((e: unknown) => {
+        if (!failed) log(`a live checkpoint was not signed (tried again in ${Math.round(intervalMs / 1000)} s): ${(e as Error).message}`);
+        failed = true;
+      })
+      .finally(() => {
+        busy = null;
+      });
+  };
+  const timer = setInterval(tick, intervalMs);
+  timer.unref();
+  return {
+    stop: async () => {
+      clearInterval(timer);
+      await busy;
+    },
   };
 }

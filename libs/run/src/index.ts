@@ -3,6 +3,7 @@ export * from './run.errors';
 
 // domain: pure rules
 export * from './domain/run-events';
+export * from './domain/run-dir';
 export * from './domain/run-protocol';
 export * from './domain/run-state';
 export * from './domain/selection';

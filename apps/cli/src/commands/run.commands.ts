@@ -11,7 +11,7 @@ const usage = (message: string) => new AssayError('CLI_USAGE', 'invalid_input', 
 /**
  * `assay run TASK_DIR --agent reference|command:<cmd> [--max-submissions N] [--time-budget S] [--cooldown S]
  *  [--metric KEY] [--score-direction maximize|minimize] [--gpus LIST] [--gpu-budget S] [--run-id ID]
- *  [--snapshot-interval S] [--json]`
+ *  [--snapshot-interval S] [--checkpoint-interval S] [--json]`
  * `assay run --resume RUN_ID`
  *
  * Builds (or reuses) the task's images, starts the Work container, runs the agent in it, judges each rsi-submit with
@@ -33,6 +33,11 @@ export function register(program: Command, ctx: CliContext): void {
     .addOption(new Option('--primary-reward <key>', 'the same as --metric (older spelling)').hideHelp())
     .option('--run-id <id>', 'the run id (default: generated)')
     .option('--snapshot-interval <s>', 'seconds between workspace snapshots while the agent works (0: none)', '60')
+    .option(
+      '--checkpoint-interval <s>',
+      "seconds between checkpoints signed while the run goes on, when there are new events, so that assay serve's live views follow it (0: only at the end)",
+      '10',
+    )
     .option('--resume <run>', 'resume a run from the ledger (its containers are cleaned up and Work restarted)')
     .option('--json', 'print one JSON document')
     .action(
@@ -52,6 +57,7 @@ export function register(program: Command, ctx: CliContext): void {
           runId?: string;
           resume?: string;
           snapshotInterval: string;
+          checkpointInterval: string;
           json?: boolean;
         },
       ) => {
@@ -59,6 +65,7 @@ export function register(program: Command, ctx: CliContext): void {
           throw usage(`--score-direction must be maximize or minimize, got "${o.scoreDirection}"`);
         }
         intFlag(o.snapshotInterval, '--snapshot-interval');
+        intFlag(o.checkpointInterval, '--checkpoint-interval');
         if (!o.resume && !taskDir) throw usage('assay run needs TASK_DIR (or --resume RUN_ID)');
         if (o.runId !== undefined && !/^[a-z0-9][a-z0-9-]{0,62}$/.test(o.runId))
           throw usage(`--run-id must be lowercase letters, digits and dashes, got "${o.runId}"`);
@@ -98,6 +105,7 @@ export function register(program: Command, ctx: CliContext): void {
             agentOutput: (c) => (o.json ? process.stderr.write(c) : process.stdout.write(c)),
             signal: abort.signal,
             snapshotIntervalSec: intFlag(o.snapshotInterval, '--snapshot-interval') as number,
+            checkpointIntervalSec: intFlag(o.checkpointInterval, '--checkpoint-interval') as number,
             ...(o.gpus !== undefined ? { gpus } : {}),
           });
           // JSON escapes C0 controls itself; C1, bidi and zero-width characters (agent-chosen names in a detail) are

@@ -1,0 +1,122 @@
+/**
+ * Runs over HTTP (operator): start a run of a task from the server's task directory, and cancel a running one.
+ *
+ * Start: `POST /runs {task, agent, runId?, maxSubmissions?}` starts `assay run` for `<ASSAY_API_TASKS_DIR>/<task>` as a
+ * detached child process on this server (the API only launches it; the run is the CLI's, with its own controller lock,
+ * Docker containers and ledger writes), its output in `<home>/api/runs/<run>.log`. Without ASSAY_API_TASKS_DIR the
+ * API starts no runs (403 API_RUNS_DISABLED): task directories are chosen by whoever runs the server, never by a
+ * caller's path.
+ *
+ * Cancel: `POST /runs/:id/cancel` writes the run's `cancel.request`, which its controller acts on within a second as
+ * if Ctrl-C had been pressed (RunCompleted `cancelled`); 409 RUN_NOT_RUNNING when no controller holds the run here.
+ */
+import { spawn } from 'node:child_process';
+import { closeSync, existsSync, lstatSync, mkdirSync, openSync } from 'node:fs';
+import { extname, join, resolve } from 'node:path';
+import { Body, Controller, HttpCode, Inject, Param, Post, Req } from '@nestjs/common';
+import { ApiBearerAuth, ApiOperation, ApiProperty, ApiPropertyOptional, ApiTags } from '@nestjs/swagger';
+import { IsInt, IsOptional, IsString, Length, Matches, Max, Min } from 'class-validator';
+import { randomBytes } from 'node:crypto';
+import { AssayError, writeFileAtomic } from '@assay/core';
+import { RUN_CANCEL_REQUEST, RUN_CONTROLLER_LOCK } from '@assay/run';
+import { Roles, type WithPrincipal } from './access';
+import { API_CONFIG, type ApiConfig } from './app.tokens';
+
+const RUN_ID = /^[a-z0-9][a-z0-9-]{0,62}$/;
+
+class StartRunDto {
+  @ApiProperty({ description: "a directory name under the server's ASSAY_API_TASKS_DIR" })
+  @IsString()
+  @Matches(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/, { message: 'task must be a directory name: 1-128 characters [A-Za-z0-9._-], not starting with . or -' })
+  task!: string;
+
+  @ApiProperty({ description: 'as `assay run --agent`: reference, codex, claude, or command:<shell>' })
+  @IsString()
+  @Length(1, 4096)
+  agent!: string;
+
+  @ApiPropertyOptional({ description: 'lowercase letters, digits and dashes (default: generated)' })
+  @IsOptional()
+  @Matches(RUN_ID, { message: 'runId must be 1-63 lowercase letters, digits and dashes' })
+  runId?: string;
+
+  @ApiPropertyOptional()
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(100000)
+  maxSubmissions?: number;
+}
+
+@ApiTags('runs')
+@ApiBearerAuth()
+@Controller('runs')
+export class RunsController {
+  constructor(@Inject(API_CONFIG) private readonly config: ApiConfig) {}
+
+  @Post()
+  @Roles('operator')
+  @HttpCode(202)
+  @ApiOperation({ summary: "start `assay run` for a task of the server's ASSAY_API_TASKS_DIR (operator); answers once it is launched" })
+  start(@Body() body: StartRunDto) {
+    const tasks = this.config.env.ASSAY_API_TASKS_DIR;
+    if (!tasks)
+      throw new AssayError(
+        'API_RUNS_DISABLED',
+        'refused',
+        'this API starts no runs: start it with ASSAY_API_TASKS_DIR=<a directory of task directories> to allow POST /runs',
+      );
+    const taskDir = join(resolve(tasks), body.task);
+    let st;
+    try {
+      st = lstatSync(taskDir);
+    } catch {
+      throw new AssayError('TASK_NOT_FOUND', 'not_found', `no task ${body.task} in the server's task directory`, { details: { task: body.task } });
+    }
+    if (!st.isDirectory()) throw new AssayError('TASK_NOT_FOUND', 'not_found', `${body.task} in the server's task directory is not a directory`);
+    const run = body.runId ?? `r-${new Date().toISOString().slice(0, 10).replace(/-/g, '')}-${randomBytes(4).toString('hex')}`;
+    if (existsSync(join(this.config.home, 'runs', run)))
+      throw new AssayError('RUN_EXISTS', 'conflict', `run ${run} exists already (POST /runs/${run}/cancel, or \`assay run --resume ${run}\` on the server)`);
+    const logs = join(this.config.home, 'api', 'runs');
+    mkdirSync(logs, { recursive: true, mode: 0o700 });
+    const logPath = join(logs, `${run}.log`);
+    const fd = openSync(logPath, 'a', 0o600);
+    // The CLI is its own app: started as a program with this process's Node options (the API imports none of it).
+    const entry = join(__dirname, '..', '..', 'cli', 'src', `main${extname(__filename)}`);
+    const args = [...process.execArgv, entry, 'run', taskDir, '--agent', body.agent, '--run-id', run, '--json'];
+    if (body.maxSubmissions !== undefined) args.push('--max-submissions', String(body.maxSubmissions));
+    try {
+      const child = spawn(process.execPath, args, {
+        detached: true,
+        stdio: ['ignore', fd, fd],
+        // ASSAY_API_RUN_NODE_OPTIONS: Node options for the run's process (for example a memory limit).
+        env: { ...process.env, ASSAY_HOME: this.config.home, NODE_OPTIONS: this.config.env.ASSAY_API_RUN_NODE_OPTIONS ?? '' },
+      });
+      child.unref();
+      return { run, pid: child.pid ?? null, log: logPath };
+    } finally {
+      closeSync(fd);
+    }
+  }
+
+  @Post(':id/cancel')
+  @Roles('operator')
+  @HttpCode(202)
+  @ApiOperation({ summary: "ask a running run's controller to cancel it, as Ctrl-C does (operator)" })
+  cancel(@Param('id') id: string, @Req() req: WithPrincipal) {
+    if (!RUN_ID.test(id))
+      throw new AssayError('API_BAD_RUN_ID', 'invalid_input', 'a run id is 1-63 lowercase letters, digits and dashes', { details: { parameter: 'id' } });
+    const dir = join(this.config.home, 'runs', id);
+    let isDir = false;
+    try {
+      isDir = lstatSync(dir).isDirectory();
+    } catch {
+      isDir = false;
+    }
+    if (!isDir || !existsSync(join(dir, RUN_CONTROLLER_LOCK)))
+      throw new AssayError('RUN_NOT_RUNNING', 'conflict', `no controller of run ${id} is running on this server`, { details: { run: id } });
+    const requestedAt = new Date().toISOString();
+    writeFileAtomic(join(dir, RUN_CANCEL_REQUEST), `${JSON.stringify({ requestedAt, by: req.principal?.id ?? null })}\n`, { mode: 0o600 });
+    return { run: id, cancelRequested: true, requestedAt };
+  }
+}
