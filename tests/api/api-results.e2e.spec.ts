@@ -221,3 +221,45 @@ describe('HTTP API: Judge logs', () => {
     expect((await fetch(`${base}/runs/r-a/rounds/0/log`)).status).toBe(422);
   });
 });
+
+describe('HTTP API: hostile input', () => {
+  it('answers 50 MB bodies, wrong types, unknown fields and path tricks with 4xx and a clear message, and stays healthy', async () => {
+    const base = await start({ ASSAY_API_RATE_LIMIT: '100000' });
+    const store = ApiTokenStore.open(home, { create: true });
+    const admin = store.create({ role: 'admin', name: 'hostile input', clock: systemClock }).token;
+    store.close();
+    const headers = { 'content-type': 'application/json', authorization: `Bearer ${admin}` };
+    const big = await fetch(`${base}/ledger/events`, { method: 'POST', headers, body: JSON.stringify({ stream: 'x', pad: 'a'.repeat(50 * 1024 * 1024) }) });
+    expect(big.status).toBe(413);
+    expect(((await big.json()) as ErrorBody).error.code).toBe('API_BODY_TOO_LARGE');
+    const cases: Array<[string, RequestInit, number, string]> = [
+      ['/ledger/events', { method: 'POST', headers, body: JSON.stringify({ stream: 7, events: 'no' }) }, 422, 'API_INVALID_BODY'],
+      [
+        '/ledger/events',
+        { method: 'POST', headers, body: JSON.stringify({ stream: 'note-x', events: [{ type: 'Note', data: {} }], admin: true }) },
+        422,
+        'API_INVALID_BODY',
+      ],
+      ['/tokens', { method: 'POST', headers, body: JSON.stringify({ role: 'root', name: 'x' }) }, 422, 'API_INVALID_BODY'],
+      ['/tokens', { method: 'POST', headers, body: '{"role":' }, 400, 'API_MALFORMED_JSON'],
+      [`/runs/${encodeURIComponent('../../etc')}/report`, {}, 422, 'API_BAD_RUN_ID'],
+      // the client resolves the dot segments itself: what arrives is a path no route serves
+      ['/runs/%2e%2e/trajectory', {}, 404, 'API_NO_SUCH_ROUTE'],
+      [`/runs/r-a/rounds/${encodeURIComponent('1/../../x')}/log`, {}, 422, 'API_BAD_INTEGER'],
+      [`/ledger/events?stream=${encodeURIComponent('run-r-a/../x')}`, {}, 422, 'API_BAD_STREAM'],
+      ['/ledger/events?from=-1', {}, 422, 'API_BAD_INTEGER'],
+      ['/ledger/events?limit=1e3', {}, 422, 'API_BAD_INTEGER'],
+      ['/ledger/proofs/inclusion/0x10', {}, 422, 'API_BAD_INTEGER'],
+      ['/tokens/..%2Fapi%2Ftokens.db', { method: 'DELETE', headers }, 404, 'API_TOKEN_NOT_FOUND'],
+    ];
+    for (const [path, init, status, code] of cases) {
+      const res = await fetch(`${base}${path}`, init);
+      const body = (await res.json()) as ErrorBody;
+      expect({ path, status: res.status, code: body.error.code }).toEqual({ path, status, code });
+      expect(body.error.message.length).toBeGreaterThan(10);
+      expect(JSON.stringify(body)).not.toMatch(/\n\s+at |\.ts:\d+/);
+    }
+    expect((await fetch(`${base}/health/ready`)).status).toBe(200);
+    expect((await fetch(`${base}/runs/r-a/report`)).status).toBe(200);
+  });
+});

@@ -33,8 +33,9 @@ export class AssayErrorFilter implements ExceptionFilter {
       if (status === 429) res.setHeader('Retry-After', '60');
       res.status(status).json(
         withId({
-          code: status === 429 ? 'API_RATE_LIMITED' : health ? 'API_NOT_READY' : 'HTTP_' + status,
-          kind: status === 429 ? 'refused' : health ? 'unavailable' : status >= 500 ? 'internal' : 'invalid_input',
+          // Nest's own 404 is a path no route matches (routes' own not-found answers are AssayErrors).
+          code: status === 429 ? 'API_RATE_LIMITED' : health ? 'API_NOT_READY' : status === 404 ? 'API_NO_SUCH_ROUTE' : 'HTTP_' + status,
+          kind: status === 429 ? 'refused' : health ? 'unavailable' : status === 404 ? 'not_found' : status >= 500 ? 'internal' : 'invalid_input',
           message: Array.isArray(message) ? message.join('; ') : String(message),
           details: health ? { checks: (body as { details?: unknown }).details ?? {} } : {},
         }),

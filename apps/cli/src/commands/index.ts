@@ -20,6 +20,7 @@ import { register as checkpoint } from './checkpoint.commands';
 import { register as rejudge } from './rejudge.commands';
 import { register as projections } from './projections.commands';
 import { register as baseline } from './baseline.commands';
+import { register as watch } from './watch.commands';
 
 const groups: Register[] = [
   ledger,
@@ -35,6 +36,7 @@ const groups: Register[] = [
   rejudge,
   projections,
   baseline,
+  watch,
 ];
 
 export function registerCommands(program: Command, ctx: CliContext): void {

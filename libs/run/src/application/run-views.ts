@@ -30,6 +30,35 @@ export async function readRunHistories(ledger: Ledger): Promise<Map<string, RunE
   return out;
 }
 
+/**
+ * The events of one run stored from `fromPosition` on (its stream and the Judge events naming it), and the position
+ * to read from next: what `assay watch` follows. A Judge event counts once the run's own stream has started (`known`
+ * says whether it had, before this read).
+ */
+export async function readRunEventsFrom(
+  ledger: Ledger,
+  run: string,
+  fromPosition: number,
+  known: boolean,
+): Promise<{ events: RunEventRecord[]; next: number }> {
+  const events: RunEventRecord[] = [];
+  let next = fromPosition;
+  let started = known;
+  for await (const batch of ledger.store.readAll({ fromPosition, batchSize: 1000 })) {
+    for (const e of batch) {
+      next = e.position + 1;
+      if (e.stream === `run-${run}`) {
+        started = true;
+        events.push(recordOf(e));
+      } else if (started && isJudgeStream(e.stream) && (JUDGE_EVENT_TYPES as readonly string[]).includes(e.type)) {
+        const rec = recordOf(e);
+        if (rec.data.run === run) events.push(rec);
+      }
+    }
+  }
+  return { events, next };
+}
+
 /** `interrupted`: running in the ledger, but no controller runs it here (set by the CLI, which sees the run directory). */
 export type RunViewState = 'running' | 'interrupted' | 'completed' | 'no_valid_submission' | 'cancelled' | 'failed' | 'not_started' | string;
 
