@@ -111,6 +111,41 @@ describe('assay bundle import', () => {
     }
   });
 
+  it('imports over HTTP (POST /bundles, operator): the same checks, 413 over the size limit, 415 for another media type', async () => {
+    const { ApiTokenStore } = await import('@assay/ledger');
+    const { systemClock } = await import('@assay/core');
+    const store = ApiTokenStore.open(home, { create: true });
+    const operator = store.create({ role: 'operator', name: 'importer', clock: systemClock }).token;
+    store.close();
+    const key = readFileSync(KEY, 'utf8').trim();
+    const app = await createApi(home, { ASSAY_API_BUNDLE_MAX_BYTES: String(readFileSync(BUNDLE).length + 10) });
+    await app.listen(0, '127.0.0.1');
+    try {
+      const url = `http://127.0.0.1:${(app.getHttpServer().address() as { port: number }).port}/bundles?publisherKey=${encodeURIComponent(key)}`;
+      const send = (body: Buffer, type = 'application/octet-stream') =>
+        fetch(url, { method: 'POST', headers: { 'content-type': type, authorization: `Bearer ${operator}` }, body });
+      const ok = await send(readFileSync(BUNDLE));
+      expect(ok.status).toBe(201);
+      expect(await ok.json()).toMatchObject({ imported: false, row: { source: 'imported', imported: { bundleDigest: DIGEST } } }); // imported above
+      const bytes = readFileSync(BUNDLE);
+      const at = bytes.indexOf(Buffer.from('"envelope":"'), bytes.length >> 2) + 40;
+      bytes[at] = bytes[at] === 0x41 ? 0x42 : 0x41;
+      const bad = await send(bytes);
+      expect(bad.status).toBe(409);
+      expect(((await bad.json()) as { error: { code: string; message: string } }).error).toMatchObject({
+        code: 'BUNDLE_IMPORT_REFUSED',
+        message: expect.stringMatching(/^the request body does not verify/),
+      });
+      const big = await send(Buffer.concat([readFileSync(BUNDLE), Buffer.alloc(64)]));
+      expect(big.status).toBe(413);
+      expect(((await big.json()) as { error: { code: string } }).error.code).toBe('API_BODY_TOO_LARGE');
+      expect((await send(readFileSync(BUNDLE), 'text/plain')).status).toBe(415);
+      expect(readdirSync(join(home, 'imports')).filter((f) => f.endsWith('.tmp'))).toEqual([]);
+    } finally {
+      await app.close();
+    }
+  });
+
   it('refuses a missing file (3) and a key that is not a key (2)', async () => {
     expect((await assay(['bundle', 'import', join(tmp.dir, 'nope.bundle'), '--trusted-key', KEY], home)).code).toBe(3);
     const copy = join(tmp.dir, 'copy.bundle');

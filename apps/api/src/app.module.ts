@@ -15,6 +15,7 @@ import { ReadinessController } from './readiness.controller';
 import { ResultsController } from './results.controller';
 import { TokensController } from './tokens.controller';
 import { RunsController } from './runs.controller';
+import { BundlesController } from './bundles.controller';
 
 @ApiExcludeController()
 @Controller()
@@ -46,6 +47,7 @@ export class AppModule {
         ReadinessController,
         ResultsController,
         RunsController,
+        BundlesController,
         TokensController,
         MetricsController,
         RootController,

@@ -7,6 +7,9 @@ import { logServerError, requestIdOf } from './http-edge';
  * Translates errors once, at the HTTP edge: AssayError kinds to statuses, a body with the code, message and the
  * request id. Every 5xx is logged as one JSON line on stderr with the request id.
  */
+/** Codes whose HTTP status is more precise than their kind's. */
+const STATUS_OF_CODE: Readonly<Record<string, number>> = { API_BODY_TOO_LARGE: 413, API_UNSUPPORTED_MEDIA_TYPE: 415 };
+
 @Catch()
 export class AssayErrorFilter implements ExceptionFilter {
   catch(e: unknown, host: ArgumentsHost): void {
@@ -17,7 +20,7 @@ export class AssayErrorFilter implements ExceptionFilter {
     // A route that answers text (a proof, a note) has set its content type already: errors are JSON regardless.
     res.setHeader('Content-Type', 'application/json; charset=utf-8');
     if (e instanceof AssayError) {
-      const status = HTTP_STATUS[e.kind];
+      const status = STATUS_OF_CODE[e.code] ?? HTTP_STATUS[e.kind];
       if (status >= 500) logServerError(req, status, e);
       if (e.kind === 'unauthenticated') res.setHeader('WWW-Authenticate', 'Bearer realm="assay"');
       res.status(status).json(withId(e.toJSON()));

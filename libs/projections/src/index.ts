@@ -18,6 +18,7 @@ export { SqliteImportStore, importsDir, importsDbPath } from './adapters/sqlite-
 
 // application
 export * from './application/projector';
+export * from './application/import-bundle';
 
 // nest: the read models as a NestJS module (queries for the API)
 export * from './nest/projections.module';

@@ -276,69 +276,47 @@ export function register(program: Command, ctx: CliContext): void {
       const [publisherKey] = trustedKeysOf({ trustedKey: [o.trustedKey] });
       const witnessPolicy = witnessPolicyOf({ ...(o.witnessPolicy !== undefined ? { witnessPolicy: o.witnessPolicy } : {}) });
       const p = require('@assay/projections') as typeof import('@assay/projections');
-      const { mkdirSync, copyFileSync, renameSync, rmSync, chmodSync } = require('node:fs') as typeof import('node:fs');
       try {
         if (!statSync(file).isFile()) throw usage(`${file} is not a file`);
       } catch (e) {
         if (e instanceof AssayError) throw e;
         throw new AssayError('BUNDLE_UNREADABLE', 'not_found', `cannot read bundle ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
       }
-      // Copy first, then verify and hash the copy: what is kept is exactly what was verified, whatever happens to
-      // the original meanwhile.
-      const dir = p.importsDir(ctx.home);
-      mkdirSync(dir, { recursive: true, mode: 0o700 });
-      chmodSync(dir, 0o700);
-      const tmp = join(dir, `.import-${process.pid}-${Date.now()}.tmp`);
-      copyFileSync(file, tmp);
+      const store = p.SqliteImportStore.open(p.importsDbPath(ctx.home));
+      let r: import('@assay/projections').ImportBundleResult;
       try {
-        const { createHash } = require('node:crypto') as typeof import('node:crypto');
-        const hash = createHash('sha256');
-        for await (const chunk of createReadStream(tmp)) hash.update(chunk as Buffer);
-        const hex = hash.digest('hex');
         const progress = ctx.progress();
-        progress.start(`verifying ${file}`);
-        const v = await libs.bundles().verifyBundle(createReadStream(tmp), {
-          trustedKeys: [publisherKey!],
-          claims: libs.run().runClaimRules(),
-          witnessPolicy,
-          progress: (d, t) => progress.tick(d, t),
-        });
-        progress.end();
-        if (v.verdict !== 'valid')
-          throw new AssayError(
-            'BUNDLE_IMPORT_REFUSED',
-            v.verdict === 'invalid' ? 'integrity' : 'refused',
-            `${file} does not verify against the publisher key (step ${v.failure?.step}: ${v.failure?.code}: ${v.failure?.message}); nothing was imported`,
-            { details: { step: v.failure?.step ?? null, code: v.failure?.code ?? null } },
-          );
-        if (v.kind !== 'run')
-          throw new AssayError(
-            'BUNDLE_IMPORT_NOT_RUN_BUNDLE',
-            'invalid_input',
-            `${file} is a re-judge report's bundle; only a run's result bundle makes a leaderboard row`,
-          );
-        const row = p.importedRow(v.claim, {
-          bundleDigest: `sha256:${hex}`,
+        r = await p.importBundle({
+          dir: p.importsDir(ctx.home),
+          file,
+          label: file,
           publisherKey: libs.ledger().parseVerifierKey(publisherKey!).text,
-          importedAt: new Date().toISOString(),
+          store,
+          now: () => new Date(),
+          verify: async (path) => {
+            progress.start(`verifying ${file}`);
+            try {
+              return await libs.bundles().verifyBundle(createReadStream(path), {
+                trustedKeys: [publisherKey!],
+                claims: libs.run().runClaimRules(),
+                witnessPolicy,
+                progress: (d, t) => progress.tick(d, t),
+              });
+            } finally {
+              progress.end();
+            }
+          },
         });
-        renameSync(tmp, join(dir, `${hex}.bundle`));
-        const store = p.SqliteImportStore.open(p.importsDbPath(ctx.home));
-        let added: boolean;
-        try {
-          added = store.put(row);
-        } finally {
-          store.close();
-        }
-        if (o.json) return ctx.out(JSON.stringify({ imported: added, row }, null, 2));
-        const score = row.best ? `best ${row.best.score} (round ${row.best.round})` : 'no valid submission';
-        ctx.out(
-          `${added ? 'imported' : 'already imported'}: run ${escapeTerminalText(row.run)} of task ${escapeTerminalText(row.task)}, ${score}, published by ${escapeTerminalText(row.imported!.publisherKey.split('+')[0]!)}; bundle ${row.imported!.bundleDigest}`,
-        );
-        ctx.out(`see it     assay leaderboard ${escapeTerminalText(row.task)}`);
       } finally {
-        rmSync(tmp, { force: true });
+        store.close();
       }
+      const { added, row } = r;
+      if (o.json) return ctx.out(JSON.stringify({ imported: added, row }, null, 2));
+      const score = row.best ? `best ${row.best.score} (round ${row.best.round})` : 'no valid submission';
+      ctx.out(
+        `${added ? 'imported' : 'already imported'}: run ${escapeTerminalText(row.run)} of task ${escapeTerminalText(row.task)}, ${score}, published by ${escapeTerminalText(row.imported!.publisherKey.split('+')[0]!)}; bundle ${row.imported!.bundleDigest}`,
+      );
+      ctx.out(`see it     assay leaderboard ${escapeTerminalText(row.task)}`);
     });
 
   program

@@ -58,6 +58,12 @@ export class ReadModelsProvider implements OnModuleDestroy {
     return this.importStore;
   }
 
+  /** Another handle wrote the imports: reopened at the next read (SQLite shows committed rows anyway; this also picks up a table made meanwhile). */
+  importsChanged(): void {
+    this.importStore?.close();
+    this.importStore = null;
+  }
+
   private open(): ReadModelStore {
     if (this.store) return this.store;
     const path = readModelsPath(this.ledger.home);
