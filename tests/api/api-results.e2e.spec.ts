@@ -263,3 +263,56 @@ describe('HTTP API: hostile input', () => {
     expect((await fetch(`${base}/runs/r-a/report`)).status).toBe(200);
   });
 });
+
+describe('HTTP API: bundles between two servers', () => {
+  it('exports a run as a signed bundle from one API and imports it into another, where it ranks as an imported row', async () => {
+    const { readdirSync, readFileSync } = await import('node:fs');
+    const { verifyBundle } = await import('@assay/bundles');
+    const { runClaimRules } = await import('@assay/run');
+    const store = ApiTokenStore.open(home, { create: true });
+    const publisherOp = store.create({ role: 'operator', name: 'publisher', clock: systemClock }).token;
+    store.close();
+    const base = await start({ ASSAY_API_RATE_LIMIT: '100000' });
+    const res = await fetch(`${base}/runs/r-b/bundle`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${publisherOp}` },
+      body: JSON.stringify({ snapshots: 'none' }),
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('application/octet-stream');
+    expect(res.headers.get('content-disposition')).toBe('attachment; filename="r-b.bundle"');
+    const bytes = Buffer.from(await res.arrayBuffer());
+    // the publisher's root key, as ledger.json pins it
+    const pub = (JSON.parse(readFileSync(join(home, 'ledger', 'ledger.json'), 'utf8')) as { rootKey: string }).rootKey;
+    const v = await verifyBundle(
+      (async function* () {
+        yield bytes;
+      })(),
+      { trustedKeys: [pub], claims: runClaimRules() },
+    );
+    expect(v).toMatchObject({ verdict: 'valid', kind: 'run', run: 'r-b' });
+    expect(readdirSync(join(home, 'api', 'exports'))).toEqual([]);
+
+    // a second server with a ledger of its own imports it
+    const other = join(tmp.dir, 'other');
+    await homeWith(other, [...preamble(), ...sampleVariant({ run: 'r-mine', scores: [0.9, 0.8, 0.7] })]);
+    const s2 = ApiTokenStore.open(other, { create: true });
+    const op2 = s2.create({ role: 'operator', name: 'importer', clock: systemClock }).token;
+    s2.close();
+    const app2 = await createApi(other, {});
+    await app2.listen(0, '127.0.0.1');
+    apps.push(app2);
+    const base2 = `http://127.0.0.1:${(app2.getHttpServer().address() as { port: number }).port}`;
+    const imported = await fetch(`${base2}/bundles?publisherKey=${encodeURIComponent(pub)}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/octet-stream', authorization: `Bearer ${op2}` },
+      body: bytes,
+    });
+    expect(imported.status).toBe(201);
+    const lb = (await (await fetch(`${base2}/leaderboards/tiny-optimizer`)).json()) as { groups: LeaderboardGroup[] };
+    expect(lb.groups[0]!.rows.map((r) => [r.run, r.source, r.rank])).toEqual([
+      ['r-b', 'imported', 1],
+      ['r-mine', 'ledger', 2],
+    ]);
+  });
+});

@@ -15,7 +15,7 @@ import { ReadinessController } from './readiness.controller';
 import { ResultsController } from './results.controller';
 import { TokensController } from './tokens.controller';
 import { RunsController } from './runs.controller';
-import { BundlesController } from './bundles.controller';
+import { BundlesController, RunBundleController } from './bundles.controller';
 
 @ApiExcludeController()
 @Controller()
@@ -48,6 +48,7 @@ export class AppModule {
         ResultsController,
         RunsController,
         BundlesController,
+        RunBundleController,
         TokensController,
         MetricsController,
         RootController,

@@ -4,18 +4,22 @@
  * same use case as `assay bundle import` (@assay/projections importBundle): verified against the publisher's key,
  * refused and not kept when it does not verify, then an imported leaderboard row.
  */
-import { createReadStream, createWriteStream, mkdirSync, rmSync } from 'node:fs';
+import { createReadStream, createWriteStream, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { Transform } from 'node:stream';
-import { Controller, HttpCode, Inject, Post, Query, Req } from '@nestjs/common';
+import { Body, Controller, HttpCode, Inject, Param, Post, Query, Req, Res, StreamableFile } from '@nestjs/common';
+import { IsIn, IsOptional } from 'class-validator';
+import { hostname } from 'node:os';
+import type { Response } from 'express';
 import { ApiBearerAuth, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
 import type { Request } from 'express';
+import { LedgerHomeProvider } from '@assay/ledger';
 import { AssayError } from '@assay/core';
 import { parseVerifierKey } from '@assay/ledger';
 import { importBundle, ReadModelsProvider, SqliteImportStore, importsDbPath, importsDir } from '@assay/projections';
-import { verifyBundle } from '@assay/bundles';
+import { exportRunBundleFromHome, verifyBundle } from '@assay/bundles';
 import { runClaimRules } from '@assay/run';
 import { Roles } from './access';
 import { API_CONFIG, type ApiConfig } from './app.tokens';
@@ -29,6 +33,66 @@ function maxBytes(env: NodeJS.ProcessEnv): number {
   if (!(n >= 1024))
     throw new AssayError('API_BAD_BUNDLE_LIMIT', 'invalid_input', `ASSAY_API_BUNDLE_MAX_BYTES must be an integer of at least 1024, got ${JSON.stringify(raw)}`);
   return n;
+}
+
+class ExportBundleDto {
+  @IsOptional()
+  @IsIn(['best', 'all', 'none'])
+  snapshots?: 'best' | 'all' | 'none';
+
+  /** `full` is not offered over HTTP: a run's raw logs stay on the server (`assay bundle export --logs full`). */
+  @IsOptional()
+  @IsIn(['none', 'redacted'])
+  logs?: 'none' | 'redacted';
+}
+
+const RUN_ID_RE = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
+
+/**
+ * A run's result bundle over HTTP (operator): `POST /runs/:id/bundle {snapshots?, logs?}` exports it as
+ * `assay bundle export` does, signed with the server's controller key, and answers the file.
+ */
+@ApiTags('bundles')
+@ApiBearerAuth()
+@Controller('runs')
+export class RunBundleController {
+  constructor(
+    @Inject(API_CONFIG) private readonly config: ApiConfig,
+    private readonly ledger: LedgerHomeProvider,
+  ) {}
+
+  @Post(':id/bundle')
+  @Roles('operator')
+  @HttpCode(200)
+  @ApiOperation({ summary: "export a run's result bundle signed with the server's controller key (operator); the answer is the file" })
+  async export(@Param('id') id: string, @Body() body: ExportBundleDto, @Res({ passthrough: true }) res: Response): Promise<StreamableFile> {
+    if (!RUN_ID_RE.test(id))
+      throw new AssayError('API_BAD_RUN_ID', 'invalid_input', 'a run id is 1-128 characters [A-Za-z0-9._:-]', { details: { parameter: 'id' } });
+    const home = await this.ledger.get();
+    const publisher = home.ledger.key('controller');
+    if (!publisher) throw new AssayError('LEDGER_NO_KEY_FOR_ROLE', 'refused', "exporting a bundle needs the controller key in the server's ASSAY_HOME");
+    const dir = join(this.config.home, 'api', 'exports');
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    const out = join(dir, `${id}-${randomBytes(6).toString('hex')}.bundle`);
+    try {
+      const r = await exportRunBundleFromHome({
+        homeDir: this.config.home,
+        home,
+        publisher,
+        run: id,
+        out,
+        snapshots: body.snapshots ?? 'best',
+        logs: body.logs ?? 'none',
+        hostnames: [hostname()],
+      });
+      res.setHeader('content-disposition', `attachment; filename="${id}.bundle"`);
+      res.setHeader('x-assay-bundle-digest', r.contentDigest);
+      const bytes = readFileSync(out);
+      return new StreamableFile(bytes, { type: 'application/octet-stream', length: bytes.length });
+    } finally {
+      rmSync(out, { force: true });
+    }
+  }
 }
 
 @ApiTags('bundles')

@@ -13,3 +13,6 @@ export * from './application/export-rejudge-bundle';
 export * from './application/bundle-writer';
 export * from './application/verify-bundle';
 export * from './application/rejudge';
+
+// home: composition over an ASSAY_HOME (the snapshot store, the run's directory)
+export * from './home/export-from-home';

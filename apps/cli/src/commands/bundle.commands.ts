@@ -161,44 +161,18 @@ export function register(program: Command, ctx: CliContext): void {
       return withPublishingHome(ctx, o.key, async (home, publisher) => {
         const progress = ctx.progress();
         progress.start('exporting events');
-        const { SnapshotHome, parseCid } = libs.snapshots();
-        const writeCar = async (roots: readonly string[], file: string) => {
-          const store = SnapshotHome.open(ctx.home);
-          try {
-            await store.exportCar(
-              roots.map((r) => parseCid(r)),
-              file,
-            );
-          } finally {
-            await store.close();
-          }
-        };
         const checkpoint = o.cosigned ? cosignedCheckpoint(ctx.home) : undefined;
         const taskDir = o.task;
-        const writeTaskCar =
-          taskDir === undefined
-            ? undefined
-            : async (file: string) => {
-                if (!existsSync(taskDir) || !statSync(taskDir).isDirectory()) throw usage(`--task ${taskDir} is not a directory`);
-                const store = SnapshotHome.open(ctx.home, { sink: null });
-                try {
-                  const snap = await store.create(taskDir, { previous: null, label: null, useCache: false });
-                  await store.exportCar([parseCid(snap.rootCid)], file, undefined, { withholdRootEntries: libs.bundles().WITHHELD_TASK_ENTRIES });
-                  return { root: snap.rootCid };
-                } finally {
-                  await store.close();
-                }
-              };
-        const r = await libs.bundles().exportBundle(home.ledger, {
+        const r = await libs.bundles().exportRunBundleFromHome({
+          homeDir: ctx.home,
+          home,
+          publisher,
           run,
           out,
-          publisher,
           snapshots: mode,
-          writeCar,
-          checkpoint,
           logs,
-          writeTaskCar,
-          runDir: join(ctx.home, 'runs', run),
+          ...(checkpoint !== undefined ? { checkpoint } : {}),
+          ...(taskDir !== undefined ? { taskDir } : {}),
           hostnames: hostnamesOfThisMachine(),
           progress: (d, t) => progress.tick(d, t),
         });
