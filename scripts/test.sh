@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up everything the test suite needs on a fresh Linux machine with Node 20, then runs it:
 # npm dependencies, Docker (Debian's docker.io and a running dockerd, installed when missing; needs root), the
-# locally built base image, the build, 60 s of fuzzing the C envelope scanner (clang installed when missing), type checks, lint and import boundaries, then every jest tier.
+# locally built base image, the build, 60 s of fuzzing the C envelope scanner (clang installed when missing), Chromium
+# for the browser tests (installed when missing), type checks, lint and import boundaries, then every jest tier.
 # The last line printed is jest's summary.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,6 +33,14 @@ elif [ "${CI:-}" = "true" ]; then
   exit 1
 else
   echo "warning: clang not found; not fuzzing the envelope scanner (apt-get install clang)" >&2
+fi
+
+echo "== chromium for the web pages' browser tests"
+# Debian's chromium, driven by playwright-core (tests/support/browser.ts), is installed when missing and this is root
+# with apt-get; elsewhere the browser tests skip with a message, except in CI (ASSAY_REQUIRE_BROWSER=1), where they fail.
+if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+  (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium) >"${TMPDIR:-/tmp}/assay-chromium-apt.log" 2>&1 ||
+    { tail -n 20 "${TMPDIR:-/tmp}/assay-chromium-apt.log" >&2; echo "apt-get install chromium failed" >&2; }
 fi
 
 echo "== typecheck, lint, import boundaries"

@@ -119,9 +119,12 @@
     const host = A.$('chart');
     const s = W.trajectorySeries(t);
     if (typeof window.uPlot !== 'function') {
+      host.removeAttribute('data-points');
       A.clear(host).appendChild(muted('The chart library (vendor/uPlot.iife.min.js) did not load.'));
       return;
     }
+    // the number of rounds in the plotted data (one x each; the completion time's extra point is not a round), for tests
+    host.setAttribute('data-points', String(s.rounds.filter((r) => r !== null).length));
     if (s.data[0].length === 0) {
       if (plot) plot.destroy();
       plot = null;
