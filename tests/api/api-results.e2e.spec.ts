@@ -316,3 +316,37 @@ describe('HTTP API: bundles between two servers', () => {
     ]);
   });
 });
+
+describe('HTTP API: keys (admin)', () => {
+  it('registers and revokes a key; refuses a bad key text (422), a second registration (409); shows cosignatures when kept', async () => {
+    const { generateKeyPair } = await import('@assay/ledger');
+    const store = ApiTokenStore.open(home, { create: true });
+    const admin = store.create({ role: 'admin', name: 'key admin', clock: systemClock }).token;
+    store.close();
+    const base = await start({ ASSAY_API_RATE_LIMIT: '100000' });
+    const post = (path: string, body: unknown) =>
+      fetch(`${base}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${admin}` },
+        body: JSON.stringify(body),
+      });
+    const kp = generateKeyPair('auditor', 'api-auditor');
+    const reg = await post('/ledger/keys', { publicKey: kp.publicKeyText, role: 'auditor' });
+    expect(reg.status).toBe(201);
+    const signer = ((await reg.json()) as { signer: string }).signer;
+    expect(signer).toMatch(/^api-auditor\+[0-9a-f]{8}$/);
+    const keys = (await (await fetch(`${base}/ledger/keys`)).json()) as Array<{ keyId: string; role: string; revokedAt: string | null }>;
+    expect(keys.find((k) => k.keyId === signer)).toMatchObject({ role: 'auditor', revokedAt: null });
+    expect((await post('/ledger/keys', { publicKey: kp.publicKeyText, role: 'auditor' })).status).toBe(409);
+    const bad = await post('/ledger/keys', { publicKey: 'api-auditor+00+nonsense', role: 'auditor' });
+    expect(bad.status).toBe(422);
+    expect(((await bad.json()) as ErrorBody).error.code).toBe('API_INVALID_BODY');
+    expect((await post('/ledger/keys', { publicKey: kp.publicKeyText, role: 'root' })).status).toBe(422);
+    const rev = await post(`/ledger/keys/${encodeURIComponent(signer)}/revoke`, { reason: 'rotated' });
+    expect(rev.status).toBe(201);
+    expect(await rev.json()).toMatchObject({ signer, revoked: true });
+    expect((await post('/ledger/keys/not-a-signer/revoke', { reason: 'x' })).status).toBe(422);
+    const cp = (await (await fetch(`${base}/ledger/checkpoints/latest`)).json()) as { cosigned: string | null };
+    expect(cp).toMatchObject({ cosigned: null });
+  });
+});

@@ -34,6 +34,8 @@ const ROUTES: Array<{ method: string; route: string; path: string; body?: unknow
   { method: 'GET', route: '/ledger/proofs/inclusion/:position', path: '/ledger/proofs/inclusion/0', access: 'read' },
   { method: 'GET', route: '/ledger/proofs/consistency', path: '/ledger/proofs/consistency?old=1', access: 'read' },
   { method: 'GET', route: '/ledger/keys', path: '/ledger/keys', access: 'read' },
+  { method: 'POST', route: '/ledger/keys', path: '/ledger/keys', body: { role: 'nobody' }, access: 'admin' },
+  { method: 'POST', route: '/ledger/keys/:signer/revoke', path: '/ledger/keys/x+00000000/revoke', body: {}, access: 'admin' },
   { method: 'POST', route: '/ledger/events', path: '/ledger/events', body: { stream: 'note-x' }, access: 'admin' },
   { method: 'POST', route: '/ledger/checkpoints', path: '/ledger/checkpoints', access: 'operator' },
   { method: 'GET', route: '/tasks', path: '/tasks', access: 'read' },

@@ -4,7 +4,9 @@ import { distinctUntilChanged, from, interval, map, startWith, switchMap, type O
 import type { Response } from 'express';
 import { CommandBus, QueryBus } from '@nestjs/cqrs';
 import { Type } from 'class-transformer';
-import { ArrayMaxSize, ArrayMinSize, IsArray, IsObject, IsOptional, IsString, Matches, ValidateNested } from 'class-validator';
+import { ArrayMaxSize, ArrayMinSize, IsArray, IsIn, IsObject, IsOptional, IsString, Length, Matches, ValidateNested } from 'class-validator';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import {
   AppendEventsCommand,
   ListKeysQuery,
@@ -13,6 +15,11 @@ import {
   SignCheckpointCommand,
   VerifyLedgerQuery,
   ReadEventsQuery,
+  RegisterKeyCommand,
+  RevokeKeyCommand,
+  ROLES,
+  parseVerifierKey,
+  type Role,
   LedgerHomeProvider,
   formatInclusionProof,
   type ExpectedRevision,
@@ -54,6 +61,22 @@ class AppendDto {
   @ValidateNested({ each: true })
   @Type(() => NewEventDto)
   events!: NewEventDto[];
+}
+
+class RegisterKeyDto {
+  /** The verifier key text (`name+hex+base64`, as in a .pub file). */
+  @IsString()
+  @Length(1, 1024)
+  publicKey!: string;
+
+  @IsIn(ROLES as unknown as string[])
+  role!: Role;
+}
+
+class RevokeKeyDto {
+  @IsString()
+  @Length(1, 512)
+  reason!: string;
 }
 
 function expected(v: string | undefined): ExpectedRevision {
@@ -113,7 +136,10 @@ export class LedgerController {
 
   @Get('checkpoints/latest')
   @PublicRead()
-  @ApiOperation({ summary: 'the latest signed checkpoint: tree size, root and the signed note with its signature and cosignature lines' })
+  @ApiOperation({
+    summary:
+      'the latest signed checkpoint (tree size, root, the signed note) and the latest one witnesses cosigned (the note with their cosignature lines), if any',
+  })
   async latestCheckpoint() {
     const cp = (await this.p.reader()).db.checkpoints.latest();
     if (!cp)
@@ -122,7 +148,11 @@ export class LedgerController {
         'not_found',
         'the ledger has no signed checkpoint yet (POST /ledger/checkpoints, or `assay checkpoint sign`)',
       );
-    return cp;
+    // `assay ledger checkpoint --witness...` keeps the last checkpoint witnesses cosigned, with their lines; it may be
+    // older than the latest signed one.
+    const file = join(this.p.home, 'ledger', 'checkpoint.cosigned');
+    const cosigned = existsSync(file) ? readFileSync(file, 'utf8') : null;
+    return { ...cp, cosigned };
   }
 
   /** Server-sent events: the ledger's head (event count and latest checkpoint) once, then at each change. */
@@ -174,6 +204,32 @@ export class LedgerController {
   @ApiOperation({ summary: 'an RFC 9162 consistency proof between two tree sizes' })
   consistency(@Query('old', new StrictIntPipe('old')) old: number, @Query('new', new StrictIntPipe('new', { optional: true })) newer?: number) {
     return this.queries.execute(new ProveConsistencyQuery(old, newer));
+  }
+
+  @Post('keys')
+  @Roles('admin')
+  @ApiOperation({ summary: 'register a public key and its role (admin): KeyRegistered, signed by the controller key' })
+  async registerKey(@Body() body: RegisterKeyDto) {
+    let key;
+    try {
+      key = parseVerifierKey(body.publicKey.trim());
+    } catch (e) {
+      throw new AssayError('API_INVALID_BODY', 'invalid_input', `publicKey: ${(e as Error).message}`, {
+        details: { fields: [{ field: 'publicKey', problems: [(e as Error).message] }] },
+      });
+    }
+    const r = await this.commands.execute(new RegisterKeyCommand({ name: key.name, signer: key.signer, publicKeyText: key.text }, body.role));
+    return { signer: key.signer, role: body.role, position: r.lastPosition };
+  }
+
+  @Post('keys/:signer/revoke')
+  @Roles('admin')
+  @ApiOperation({ summary: 'revoke a key (admin): KeyRevoked; it may sign nothing from then on' })
+  async revokeKey(@Param('signer') signer: string, @Body() body: RevokeKeyDto) {
+    if (!/^[^\s+]{1,128}\+[0-9a-f]{8}$/.test(signer))
+      throw new AssayError('API_BAD_SIGNER', 'invalid_input', 'the key is <name>+<8 hex key id>', { details: { parameter: 'signer' } });
+    const r = await this.commands.execute(new RevokeKeyCommand(signer, body.reason));
+    return { signer, revoked: true, position: r.lastPosition };
   }
 
   @Get('keys')
