@@ -138,6 +138,9 @@ describe('HTTP API: results', () => {
     expect(m).toMatch(/^assay_ledger_events \d+$/m);
     expect(m).toMatch(/^assay_projection_lag_events 0$/m);
     expect(m).toMatch(/^assay_rounds\{outcome="scored"\} 6$/m);
+    expect(m).toMatch(/^assay_judges\{status="completed"\} 6$/m);
+    expect(m).toMatch(/^assay_judge_seconds_sum\{status="completed"\} \d+(\.\d+)?$/m);
+    expect(m).toMatch(/^assay_runs\{status="completed"\} 2$/m);
     expect(m).toMatch(/^assay_http_requests_total\{method="GET",route="\/tasks",status="200"\} \d+$/m);
     expect(await json('/health/live')).toMatchObject({ status: 'ok' });
     expect(await json('/health/ready')).toMatchObject({ status: 'ok', info: { ledger: { status: 'up' }, readModels: { status: 'up' } } });

@@ -51,6 +51,25 @@ export class ApiMetrics {
     registers: [this.registry],
   });
 
+  readonly judges = new Gauge({
+    name: 'assay_judges',
+    help: 'Judges of rounds in the read models, by Judge status (completed, verifier_error, ...), over every run',
+    labelNames: ['status'] as const,
+    registers: [this.registry],
+  });
+  readonly judgeSeconds = new Gauge({
+    name: 'assay_judge_seconds_sum',
+    help: 'Total time those Judges ran, by Judge status (divide by assay_judges for the mean)',
+    labelNames: ['status'] as const,
+    registers: [this.registry],
+  });
+  readonly runs = new Gauge({
+    name: 'assay_runs',
+    help: 'Runs in the read models by status; running is the work in progress',
+    labelNames: ['status'] as const,
+    registers: [this.registry],
+  });
+
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: 'assay_process_' });
   }
@@ -78,8 +97,19 @@ export class MetricsController {
     const store = await this.readModels.fresh();
     m.projectionLag.set(Math.max(0, (cp?.treeSize ?? 0) - store.checkpoint().position));
     const totals = { scored: 0, invalid: 0, failed: 0, violating: 0, refunded: 0 };
+    const judges = new Map<string, { n: number; ms: number }>();
+    const runs = new Map<string, number>();
+    // One pass over every run's row and slot: proportional to the rounds in the read models, at each scrape.
     for (const t of store.tasks())
       for (const r of store.rowsOfTask(t.task)) {
+        runs.set(r.status, (runs.get(r.status) ?? 0) + 1);
+        for (const round of store.slot(r.run)?.state.rounds ?? []) {
+          if (!round.judge) continue;
+          const j = judges.get(round.judge.status) ?? { n: 0, ms: 0 };
+          j.n += 1;
+          j.ms += round.judge.durationMs;
+          judges.set(round.judge.status, j);
+        }
         totals.invalid += r.rounds.invalid;
         totals.failed += r.rounds.failed;
         totals.violating += r.rounds.violating;
@@ -87,6 +117,14 @@ export class MetricsController {
         totals.scored += r.rounds.total - r.rounds.invalid - r.rounds.failed - r.rounds.violating - r.rounds.refunded;
       }
     for (const [outcome, n] of Object.entries(totals)) m.rounds.set({ outcome }, n);
+    m.judges.reset();
+    m.judgeSeconds.reset();
+    for (const [status, j] of judges) {
+      m.judges.set({ status }, j.n);
+      m.judgeSeconds.set({ status }, j.ms / 1000);
+    }
+    m.runs.reset();
+    for (const [status, n] of runs) m.runs.set({ status }, n);
     return m.registry.metrics();
   }
 }
