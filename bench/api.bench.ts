@@ -1,10 +1,19 @@
 /**
- * `npm run bench:api`: GET /ledger/keys against GET /health on a 20,000-event ledger, in one run, measured by
- * autocannon (10 connections, 3 s each) from this process while the API serves from a child process (so the load
- * generator does not share the server's event loop). Also times the first, cold keys request, which reads the whole
- * log once: before the cached key registry every request paid that.
+ * `npm run bench:api`: the HTTP API's reads, measured by autocannon from this process while the API serves from a
+ * child process (so the load generator does not share the server's event loop). The ledger: the sample's task and
+ * image events, 200 sample runs (examples/ledger/sample-run.jsonl, 40 events each) and 20,000 Notes in 2,000 streams,
+ * with a signed checkpoint after them (about 28,000 events). Under a minute in all.
+ *
+ * 1. GET /ledger/keys against GET /health (10 connections, 3 s each), and the first, cold keys request, which reads
+ *    the whole log once: before the cached key registry every request paid that.
+ * 2. GET /leaderboards/tiny-optimizer (200 rows) and GET /ledger/events?from=0&limit=100 at 64 connections, 5 s
+ *    each after 1 s of warm-up, each against a bare node:http server in a sibling child process (the same process
+ *    model) that answers the same path with the exact bytes and content type the API answered it (fetched from the
+ *    API once first); target: API >= 0.5 of bare req/s. Also the first, cold leaderboard request (it verifies the
+ *    ledger and projects the read models).
  */
-import { fork } from 'node:child_process';
+import { fork, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,10 +21,19 @@ import autocannon from 'autocannon';
 import { randomIds, systemClock } from '@assay/core';
 import { LedgerHome } from '@assay/ledger';
 import { createApi } from '../apps/api/src/main';
+import { report } from './bench-util';
+import { buildSampleRunsHome } from './projections.bench';
 
-async function load(url: string, seconds: number, connections: number): Promise<{ rps: number; p99: number; errors: number }> {
+interface Load {
+  rps: number;
+  p50: number;
+  p99: number;
+  errors: number;
+}
+
+async function load(url: string, seconds: number, connections: number): Promise<Load> {
   const r = await autocannon({ url, duration: seconds, connections });
-  return { rps: r.requests.average, p99: r.latency.p99, errors: r.errors + r.non2xx };
+  return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.timeouts + r.non2xx };
 }
 
 /** The child: serve the API on the home given, print the port. */
@@ -27,11 +45,55 @@ async function serve(home: string): Promise<void> {
   process.on('disconnect', () => void app.close().then(() => process.exit(0)));
 }
 
+type Routes = Record<string, { type: string; body: string }>;
+
+/** The bare child: a node:http server answering each path of the routes it is sent with their bytes (base64). */
+function serveBare(): void {
+  process.once('message', (routes: Routes) => {
+    const answers = new Map(Object.entries(routes).map(([path, r]) => [path, { type: r.type, body: Buffer.from(r.body, 'base64') }]));
+    const server = createServer((req, res) => {
+      const a = answers.get(req.url ?? '');
+      if (!a) {
+        res.writeHead(404).end();
+        return;
+      }
+      res.writeHead(200, { 'content-type': a.type, 'content-length': a.body.byteLength });
+      res.end(a.body);
+    });
+    server.listen(0, '127.0.0.1', () => process.send?.({ port: (server.address() as { port: number }).port }));
+    process.on('disconnect', () => server.close(() => process.exit(0)));
+  });
+}
+
+/** Forks this file with `args`, sends it `message` if any, and resolves with the port it reports. */
+async function child(args: string[], message?: Routes): Promise<{ child: ChildProcess; url: string }> {
+  const c = fork(__filename, args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const port = await new Promise<number>((res, rej) => {
+    c.once('message', (m: { port: number }) => res(m.port));
+    c.once('exit', (code) => rej(new Error(`the ${args[0]} child exited with ${code}`)));
+    if (message) c.send(message);
+  });
+  return { child: c, url: `http://127.0.0.1:${port}` };
+}
+
+async function stop(c: ChildProcess): Promise<void> {
+  if (c.exitCode !== null) return;
+  const exited = new Promise((r) => c.once('exit', r));
+  c.disconnect();
+  await exited;
+}
+
+const ms = (n: number): string => `${n.toFixed(1)} ms`;
+const line = (name: string, l: Load): string =>
+  `${name}: ${l.rps.toFixed(0)} req/s, p50 ${ms(l.p50)}, p99 ${ms(l.p99)}, ${l.errors} errors (non-2xx included)\n`;
+
 async function main(): Promise<void> {
+  const started = performance.now();
   const dir = mkdtempSync(join(tmpdir(), 'assay-bench-api-'));
+  const children: ChildProcess[] = [];
   try {
     const home = join(dir, 'home');
-    await LedgerHome.init(home, { clock: systemClock, ids: randomIds, origin: 'assay.bench/api' });
+    await buildSampleRunsHome(home, 200, 'assay.bench/api');
     const w = await LedgerHome.open(home, { clock: systemClock, ids: randomIds });
     for (let b = 0; b < 20; b++)
       await w.ledger.appendGenericMany(
@@ -40,35 +102,81 @@ async function main(): Promise<void> {
           events: Array.from({ length: 10 }, (_, i) => ({ type: 'Note', data: { text: `note ${b}.${s}.${i}` } })),
         })),
       );
+    await w.ledger.checkpoint();
     const events = await w.db.events.size();
     await w.close();
-    const child = fork(__filename, ['--serve', home], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-    const port = await new Promise<number>((res, rej) => {
-      child.once('message', (m: { port: number }) => res(m.port));
-      child.once('exit', (code) => rej(new Error(`the API child exited with ${code}`)));
-    });
-    const url = `http://127.0.0.1:${port}`;
-    try {
-      const t = performance.now();
-      await (await fetch(`${url}/ledger/keys`)).text();
-      const cold = performance.now() - t;
-      const health = await load(`${url}/health`, 3, 10);
-      const keys = await load(`${url}/ledger/keys`, 3, 10);
-      process.stdout.write(
-        `ledger: ${events} events (autocannon, 10 connections, 3 s each)\n` +
-          `GET /ledger/keys, first (cold, reads the log once): ${cold.toFixed(1)} ms\n` +
-          `GET /health:      ${health.rps.toFixed(0)} req/s, p99 ${health.p99.toFixed(1)} ms, ${health.errors} errors\n` +
-          `GET /ledger/keys: ${keys.rps.toFixed(0)} req/s, p99 ${keys.p99.toFixed(1)} ms, ${keys.errors} errors\n` +
-          `ratio keys/health req/s: ${(keys.rps / health.rps).toFixed(2)}\n`,
-      );
-    } finally {
-      child.disconnect();
-      await new Promise((r) => child.once('exit', r));
+
+    const api = await child(['--serve', home]);
+    children.push(api.child);
+    const url = api.url;
+
+    // 1. keys against health, as before.
+    let t = performance.now();
+    await (await fetch(`${url}/ledger/keys`)).text();
+    const cold = performance.now() - t;
+    const health = await load(`${url}/health`, 3, 10);
+    const keys = await load(`${url}/ledger/keys`, 3, 10);
+    process.stdout.write(
+      `ledger: ${events} events (200 sample runs, 20,000 Notes; checkpointed)\n` +
+        `GET /ledger/keys, first (cold, reads the log once): ${cold.toFixed(1)} ms\n` +
+        `(autocannon, 10 connections, 3 s each)\n` +
+        line('GET /health     ', health) +
+        line('GET /ledger/keys', keys) +
+        `ratio keys/health req/s: ${(keys.rps / health.rps).toFixed(2)}\n`,
+    );
+
+    // 2. leaderboard and a page of events against a bare server answering the same bytes.
+    const paths = ['/leaderboards/tiny-optimizer', '/ledger/events?from=0&limit=100'];
+    t = performance.now();
+    const first = await fetch(`${url}${paths[0]}`);
+    await first.arrayBuffer();
+    const coldBoard = performance.now() - t;
+    if (first.status !== 200) throw new Error(`GET ${paths[0]} answered ${first.status}`);
+    const routes: Routes = {};
+    for (const p of paths) {
+      const r = await fetch(`${url}${p}`);
+      if (r.status !== 200) throw new Error(`GET ${p} answered ${r.status}`);
+      routes[p] = { type: r.headers.get('content-type') ?? '', body: Buffer.from(await r.arrayBuffer()).toString('base64') };
     }
+    const board = JSON.parse(Buffer.from(routes[paths[0] as string]!.body, 'base64').toString('utf8')) as { groups: Array<{ rows: unknown[] }> };
+    const rows = board.groups.reduce((n, g) => n + g.rows.length, 0);
+    const bare = await child(['--bare'], routes);
+    children.push(bare.child);
+    for (const p of paths) {
+      const r = await fetch(`${bare.url}${p}`);
+      const body = Buffer.from(await r.arrayBuffer()).toString('base64');
+      if (body !== routes[p]!.body || r.headers.get('content-type') !== routes[p]!.type)
+        throw new Error(`the bare server does not answer ${p} as the API does`);
+    }
+    process.stdout.write(
+      `GET ${paths[0]}, first (cold: verifies the ledger, projects the read models): ${coldBoard.toFixed(0)} ms; ${rows} rows\n` +
+        `(autocannon, 64 connections, 1 s warm-up then 5 s each; bare: node:http in a sibling child process, same bytes and content type)\n`,
+    );
+    const rowsOut = [];
+    for (const p of paths) {
+      const size = Buffer.from(routes[p]!.body, 'base64').byteLength;
+      await load(`${url}${p}`, 1, 64);
+      const a = await load(`${url}${p}`, 5, 64);
+      await load(`${bare.url}${p}`, 1, 64);
+      const b = await load(`${bare.url}${p}`, 5, 64);
+      process.stdout.write(line(`GET ${p} (${size} bytes), API `, a) + line(`GET ${p} (${size} bytes), bare`, b));
+      rowsOut.push({
+        name: `GET ${p}, 64 connections`,
+        figure: a.rps,
+        baseline: b.rps,
+        unit: 'req/s',
+        target: 0.5,
+        baselineName: 'bare node:http, same bytes',
+      });
+    }
+    const ok = report(rowsOut);
+    process.stdout.write(`${ok ? 'all targets met' : 'some targets NOT met'} (${((performance.now() - started) / 1000).toFixed(1)} s in all)\n`);
   } finally {
+    for (const c of children) await stop(c);
     rmSync(dir, { recursive: true, force: true });
   }
 }
 
 if (process.argv[2] === '--serve') void serve(process.argv[3] as string);
+else if (process.argv[2] === '--bare') serveBare();
 else void main();
