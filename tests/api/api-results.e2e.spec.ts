@@ -103,6 +103,10 @@ describe('HTTP API: results', () => {
       '/ledger/events?from=1&limit=2',
     );
     expect(page.events.map((e) => e.position)).toEqual([1, 2]);
+    // a full page never changes: kept, and answered again byte for byte
+    const twice = await fetch(`${base}/ledger/events?from=1&limit=2`);
+    expect(twice.headers.get('etag')).toMatch(/^"/);
+    expect(JSON.parse(await twice.text())).toEqual(page);
     expect(page.next).toBe(3);
     for (const e of page.events) expect(createHash('sha256').update(Buffer.from(e.envelope, 'base64')).digest('hex')).toBe(e.hash);
     const stream = await json<{ events: Array<{ stream: string; revision: number }>; next: number | null }>('/ledger/events?stream=run-r-a&from=0&limit=1000');
@@ -165,10 +169,24 @@ describe('HTTP API: results', () => {
   });
 
   it('never reports past the latest signed checkpoint: a new run shows once a checkpoint covers it', async () => {
+    // kept answers: the same bytes and ETag until a signed checkpoint moves the read models
+    const first = await fetch(`${base}/leaderboards/tiny-optimizer`);
+    const etag = first.headers.get('etag')!;
+    expect(etag).toMatch(/^"[A-Za-z0-9_-]{27}"$/);
+    const body = await first.text();
+    const again = await fetch(`${base}/leaderboards/tiny-optimizer`);
+    expect([again.headers.get('etag'), await again.text()]).toEqual([etag, body]);
+    const notModified = await fetch(`${base}/leaderboards/tiny-optimizer`, { headers: { 'if-none-match': etag } });
+    expect([notModified.status, await notModified.text()]).toEqual([304, '']);
     await appendTo(home, sampleVariant({ run: 'r-c', scores: [0.5, 0.5, 0.5] }), { checkpoint: false });
+    expect((await fetch(`${base}/leaderboards/tiny-optimizer`)).headers.get('etag')).toBe(etag); // nothing signed yet
     expect((await json<ErrorBody>('/runs/r-c/trajectory', 404)).error.code).toBe('RUN_NOT_FOUND');
     await appendTo(home, [], { checkpoint: true });
     expect((await json<Trajectory>('/runs/r-c/trajectory')).run).toBe('r-c');
+    const moved = await fetch(`${base}/leaderboards/tiny-optimizer`, { headers: { 'if-none-match': etag } });
+    expect(moved.status).toBe(200);
+    expect(moved.headers.get('etag')).not.toBe(etag);
+    expect(((await moved.json()) as { groups: LeaderboardGroup[] }).groups[0]!.rows.map((r) => r.run)).toContain('r-c');
   });
 });
 

@@ -30,6 +30,7 @@ import { AssayError } from '@assay/core';
 import { StrictIntPipe } from './http-edge';
 import { Open, PublicRead, Roles } from './access';
 import { ApiMetrics } from './metrics';
+import { AnswerCache } from './answer-cache';
 
 /** Most events one GET /ledger/events answers. */
 export const EVENTS_PAGE_MAX = 1000;
@@ -96,6 +97,9 @@ export class LedgerController {
     private readonly metrics: ApiMetrics,
   ) {}
 
+  /** Full pages of GET /ledger/events, as JSON text (they never change). */
+  private readonly fullPages = new AnswerCache(256, 32 * 1024 * 1024);
+
   @Post('events')
   @Roles('admin')
   @ApiOperation({ summary: 'append events to a stream (admin): each is signed by the ledger key of its role' })
@@ -117,6 +121,7 @@ export class LedgerController {
   @PublicRead()
   @ApiOperation({ summary: 'stored events, paged: the whole log from a position, or one stream from a revision; each with its hash and stored envelope bytes' })
   async events(
+    @Res({ passthrough: true }) res: Response,
     @Query('from', new StrictIntPipe('from', { optional: true })) fromAt?: number,
     @Query('limit', new StrictIntPipe('limit', { optional: true, min: 1, max: EVENTS_PAGE_MAX })) limit?: number,
     @Query('stream') stream?: string,
@@ -127,11 +132,21 @@ export class LedgerController {
       });
     const n = limit ?? 100;
     const from = fromAt ?? 0;
+    // The ledger is append-only: a full page never changes, so it is kept as its JSON text (a short one can still grow).
+    const key = `${stream ?? ''}\n${from}\n${n}`;
+    const kept = await this.fullPages.get(key, 'full', async () => null);
+    if (kept) {
+      res.setHeader('content-type', 'application/json; charset=utf-8');
+      res.setHeader('etag', kept.etag);
+      return kept.text;
+    }
     const rows = await this.queries.execute(new ReadEventsQuery({ from, limit: n, bytes: true, ...(stream !== undefined ? { stream } : {}) }));
     const events = rows.map((r) => ({ ...r.envelope, position: r.position, hash: r.hash, envelope: r.bytes }));
     // The next page: by position for the log, by revision for a stream; null when this page was not full.
     const next = rows.length < n ? null : stream !== undefined ? (rows[rows.length - 1]!.envelope.revision as number) + 1 : rows[rows.length - 1]!.position + 1;
-    return { events, next };
+    const page = { events, next };
+    if (rows.length === n) await this.fullPages.get(key, 'full', async () => page);
+    return page;
   }
 
   @Get('checkpoints/latest')

@@ -7,14 +7,15 @@
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { Controller, Get, Header, Inject, Param, Res, Sse, StreamableFile, type MessageEvent } from '@nestjs/common';
-import type { Response } from 'express';
+import { Controller, Get, Header, Inject, Param, Req, Res, Sse, StreamableFile, type MessageEvent } from '@nestjs/common';
+import type { Request, Response } from 'express';
 import { redactLog } from '@assay/bundles';
 import { QueryBus } from '@nestjs/cqrs';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import { defer, distinctUntilChanged, interval, map, startWith, switchMap, takeWhile, type Observable } from 'rxjs';
 import { AssayError } from '@assay/core';
-import { LeaderboardQuery, ListTasksQuery, RunReportQuery, TaskBudgetQuery, TrajectoryQuery } from '@assay/projections';
+import { LeaderboardQuery, ListTasksQuery, ReadModelsProvider, RunReportQuery, TaskBudgetQuery, TrajectoryQuery } from '@assay/projections';
+import { AnswerCache } from './answer-cache';
 import { PublicRead } from './access';
 import { ASSAY_HOME_TOKEN } from './app.tokens';
 import { StrictIntPipe } from './http-edge';
@@ -47,48 +48,79 @@ export const LIVE_POLL_MS = 1000;
 @ApiTags('results')
 @Controller()
 export class ResultsController {
+  private readonly cache = new AnswerCache();
+
   constructor(
     private readonly queries: QueryBus,
     @Inject(ASSAY_HOME_TOKEN) private readonly home: string,
+    private readonly readModels: ReadModelsProvider,
   ) {}
+
+  /**
+   * Sends the answer for `key`: kept JSON text when the read models have not moved since it was made, else made by
+   * `make` (null: `missing` is thrown). Answers 304 to a matching If-None-Match.
+   */
+  private async answer(req: Request, res: Response, key: string, make: () => Promise<unknown>, missing?: () => AssayError): Promise<string | undefined> {
+    const a = await this.cache.get(key, await this.readModels.version(), make);
+    if (!a) throw (missing ?? (() => new AssayError('NOT_FOUND', 'not_found', 'not found')))();
+    res.setHeader('content-type', 'application/json; charset=utf-8');
+    res.setHeader('etag', a.etag);
+    if (req.headers['if-none-match'] === a.etag) {
+      res.status(304);
+      return undefined;
+    }
+    return a.text;
+  }
 
   @Get('tasks')
   @PublicRead()
   @ApiOperation({ summary: 'every task with at least one run, and its number of runs' })
-  async tasks() {
-    return { tasks: await this.queries.execute(new ListTasksQuery()) };
+  async tasks(@Req() req: Request, @Res({ passthrough: true }) res: Response) {
+    return this.answer(req, res, 'tasks', async () => ({ tasks: await this.queries.execute(new ListTasksQuery()) }));
   }
 
   @Get('leaderboards/:task')
   @PublicRead()
   @ApiOperation({ summary: "a task's leaderboard: one ranked group per protocol (task digest and fingerprint), with baselines and re-judges" })
-  async leaderboard(@Param('task') task: string) {
-    return { task, groups: await this.queries.execute(new LeaderboardQuery(taskId(task))) };
+  async leaderboard(@Param('task') task: string, @Req() req: Request, @Res({ passthrough: true }) res: Response) {
+    taskId(task);
+    return this.answer(req, res, `leaderboard\n${task}`, async () => ({ task, groups: await this.queries.execute(new LeaderboardQuery(task)) }));
   }
 
   @Get('tasks/:task/budget')
   @PublicRead()
   @ApiOperation({ summary: "a task's budget report: what its runs allowed and used, summed" })
-  budget(@Param('task') task: string) {
-    return this.queries.execute(new TaskBudgetQuery(taskId(task)));
+  budget(@Param('task') task: string, @Req() req: Request, @Res({ passthrough: true }) res: Response) {
+    taskId(task);
+    return this.answer(req, res, `budget\n${task}`, () => this.queries.execute(new TaskBudgetQuery(task)));
   }
 
   @Get('runs/:id/trajectory')
   @PublicRead()
   @ApiOperation({ summary: "a run's trajectory: every round's time, status and score, and the best so far" })
-  async trajectory(@Param('id') id: string) {
-    const t = await this.queries.execute(new TrajectoryQuery(runId(id)));
-    if (!t) throw notFound(id);
-    return t;
+  async trajectory(@Param('id') id: string, @Req() req: Request, @Res({ passthrough: true }) res: Response) {
+    runId(id);
+    return this.answer(
+      req,
+      res,
+      `trajectory\n${id}`,
+      () => this.queries.execute(new TrajectoryQuery(id)),
+      () => notFound(id),
+    );
   }
 
   @Get('runs/:id/report')
   @PublicRead()
   @ApiOperation({ summary: "a run's reproducibility report (its re-judges against the recorded best) and budget report" })
-  async report(@Param('id') id: string) {
-    const r = await this.queries.execute(new RunReportQuery(runId(id)));
-    if (!r) throw notFound(id);
-    return r;
+  async report(@Param('id') id: string, @Req() req: Request, @Res({ passthrough: true }) res: Response) {
+    runId(id);
+    return this.answer(
+      req,
+      res,
+      `report\n${id}`,
+      () => this.queries.execute(new RunReportQuery(id)),
+      () => notFound(id),
+    );
   }
 
   /**

@@ -63,6 +63,10 @@ export class SqliteImportStore implements ImportStore {
     return this.db.prepare('SELECT task, COUNT(*) AS runs FROM imports GROUP BY task ORDER BY task').all() as Array<{ task: string; runs: number }>;
   }
 
+  count(): number {
+    return this.db.prepare('SELECT COUNT(*) FROM imports').pluck().get() as number;
+  }
+
   close(): void {
     this.db.close();
   }

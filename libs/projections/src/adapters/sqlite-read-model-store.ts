@@ -103,6 +103,15 @@ export class SqliteReadModelStore implements ReadModelStore {
     );
   }
 
+  rejudgesOfTask(task: string): RejudgeView[] {
+    return (
+      this.db
+        .prepare('SELECT rejudge FROM rejudges WHERE run IN (SELECT run FROM leaderboard_rows WHERE task = ?) ORDER BY position')
+        .pluck()
+        .all(task) as string[]
+    ).map((t) => JSON.parse(t) as RejudgeView);
+  }
+
   tasks(): Array<{ task: string; runs: number }> {
     return this.db.prepare('SELECT task, COUNT(*) AS runs FROM leaderboard_rows GROUP BY task ORDER BY task').all() as Array<{ task: string; runs: number }>;
   }

@@ -32,6 +32,8 @@ export class ReadModelsProvider implements OnModuleDestroy {
   async fresh(): Promise<ReadModelStore> {
     const home = await this.ledger.reader();
     const store = this.open();
+    // Nothing signed since the last catch-up: no work at all (one indexed read of the latest checkpoint).
+    if (!this.running && (home.db.checkpoints.latest()?.treeSize ?? 0) === store.checkpoint().position) return store;
     this.running ??= (async () => {
       // Another projector (a CLI `assay leaderboard`) may commit first: start again from where it left them.
       for (let attempt = 0; ; attempt++) {
@@ -46,6 +48,15 @@ export class ReadModelsProvider implements OnModuleDestroy {
     });
     this.last = await this.running;
     return store;
+  }
+
+  /**
+   * What the read side answers from, as one string: the projected position and the number of imported rows. Equal
+   * versions give equal answers, so answers can be kept by version (the API's results cache).
+   */
+  async version(): Promise<string> {
+    const store = await this.fresh();
+    return `${store.checkpoint().position}.${this.imports()?.count() ?? 0}`;
   }
 
   /** The imported bundles' rows, once `assay bundle import` has made their table (a read never creates it). */

@@ -8,5 +8,7 @@ export interface ImportStore {
   rowsOfTask(task: string): LeaderboardRow[];
   /** Every task with an imported row, and how many. */
   tasks(): Array<{ task: string; runs: number }>;
+  /** How many bundles were imported (rows are only ever added). */
+  count(): number;
   close(): void;
 }

@@ -36,6 +36,8 @@ export interface ReadModelStore {
   baselinesOfTask(task: string): Baseline[];
   /** Re-judges (RejudgeCompleted) that name `run`, in ledger position order. */
   rejudgesOfRun(run: string): RejudgeView[];
+  /** Re-judges that name a run of `task` (one with a leaderboard row of that task), in ledger position order. */
+  rejudgesOfTask(task: string): RejudgeView[];
   /** Every task with at least one run, and its number of runs, by task id. */
   tasks(): Array<{ task: string; runs: number }>;
   /** Every stored row of every table, in key order, as text: equal text is equal read models. */
