@@ -37,7 +37,7 @@ fi
 
 echo "== chromium for the web pages' browser tests"
 # Debian's chromium, driven by playwright-core (tests/support/browser.ts), is installed when missing and this is root
-# with apt-get; elsewhere the browser tests skip with a message, except in CI (ASSAY_REQUIRE_BROWSER=1), where they fail.
+# with apt-get; elsewhere the browser tests fail, naming what is missing (apt-get install chromium, or ASSAY_CHROMIUM).
 if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
   (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium) >"${TMPDIR:-/tmp}/assay-chromium-apt.log" 2>&1 ||
     { tail -n 20 "${TMPDIR:-/tmp}/assay-chromium-apt.log" >&2; echo "apt-get install chromium failed" >&2; }
