@@ -103,9 +103,24 @@ describe('assay serve', () => {
     expect(await exited).toBe(0);
   });
 
-  it('refuses a bad --reads with exit 2', async () => {
+  it("refuses a bad --reads, --port or --host with exit 2, and a port in use with the API's own error and exit 7", async () => {
     const r = await assay(['serve', '--reads', 'maybe'], home);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/--reads must be "open" or "token"/);
+    const port = await assay(['serve', '--port', '0x10'], home);
+    expect([port.code, port.stderr]).toEqual([2, expect.stringMatching(/--port must be an integer 1-65535, got "0x10"/)]);
+    const host = await assay(['serve', '--host', 'a b'], home);
+    expect([host.code, host.stderr]).toEqual([2, expect.stringMatching(/--host must be a host name or an IP address/)]);
+    const busy = createServer();
+    await new Promise<void>((r) => busy.listen(0, '127.0.0.1', r));
+    try {
+      const taken = await assay(['serve', '--port', String((busy.address() as { port: number }).port)], home);
+      expect(taken.code).toBe(7);
+      expect(taken.stderr).toMatch(/API_PORT_IN_USE/);
+      expect(taken.stderr).toMatch(/API_SERVER_EXITED: the API process exited with status 7/);
+      expect(taken.stderr).not.toMatch(/\n\s+at /);
+    } finally {
+      await new Promise((r) => busy.close(r));
+    }
   });
 });

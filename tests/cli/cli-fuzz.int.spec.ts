@@ -18,8 +18,11 @@ const tmp = scratchDirs('assay-cli-fuzz-');
 const SEED = Number(process.env.ASSAY_FUZZ_SEED ?? Date.now() % 1_000_000);
 const CALLS = 2000;
 
-/** Commands that would do long real work on valid input (build the Debian base image; follow a live run). */
-const EXCLUDED = new Set(['images base']);
+/**
+ * Commands that would do long real work on valid input: build the Debian base image; serve the HTTP API until stopped
+ * (its argument checks are in tests/api/api-cli.int.spec.ts).
+ */
+const EXCLUDED = new Set(['images base', 'serve']);
 
 interface Outcome {
   code: number;

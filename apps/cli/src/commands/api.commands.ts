@@ -22,6 +22,10 @@ export function register(program: Command, ctx: CliContext): void {
     .action(async (o: { host?: string; port?: string; reads?: string }) => {
       if (o.reads !== undefined && o.reads !== 'open' && o.reads !== 'token')
         throw new AssayError('CLI_USAGE', 'invalid_input', '--reads must be "open" or "token"');
+      if (o.port !== undefined && !(/^[0-9]{1,5}$/.test(o.port) && Number(o.port) >= 1 && Number(o.port) <= 65535))
+        throw new AssayError('CLI_USAGE', 'invalid_input', `--port must be an integer 1-65535, got "${escapeTerminalText(o.port)}"`);
+      if (o.host !== undefined && !/^[A-Za-z0-9.:[\]%-]{1,253}$/.test(o.host))
+        throw new AssayError('CLI_USAGE', 'invalid_input', `--host must be a host name or an IP address, got "${escapeTerminalText(o.host)}"`);
       // The API is its own app (apps/api): started as a child process with the same Node options, so that the CLI
       // stays free of the server's modules and the server of the CLI's.
       const entry = join(__dirname, '..', '..', '..', 'api', 'src', `main${extname(__filename)}`);
@@ -41,7 +45,12 @@ export function register(program: Command, ctx: CliContext): void {
       const code = await new Promise<number>((resolve) => child.on('exit', (c, signal) => resolve(c ?? (signal ? 0 : 70))));
       process.off('SIGINT', onInt);
       process.off('SIGTERM', onTerm);
-      process.exitCode = code;
+      // The API printed its own error line; this one says that it ended, with the same kind of exit status.
+      if (code !== 0) {
+        const kinds = { 2: 'invalid_input', 3: 'not_found', 4: 'conflict', 5: 'integrity', 6: 'refused' } as const;
+        const kind = kinds[code as keyof typeof kinds] ?? 'unavailable';
+        throw new AssayError('API_SERVER_EXITED', kind, `the API process exited with status ${code}`, { details: { status: code } });
+      }
     });
 
   const tokens = program
