@@ -103,6 +103,33 @@ describe('assay serve', () => {
     expect(await exited).toBe(0);
   });
 
+  it('--json prints one line with the addresses once listening', async () => {
+    const port = await freePort();
+    const child = spawn(process.execPath, ['-r', TS_REGISTER, 'apps/cli/src/main.ts', 'serve', '--port', String(port), '--json'], {
+      cwd: REPO_ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, NODE_OPTIONS: '', ASSAY_HOME: home },
+    });
+    let stdout = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    const exited = new Promise<number | null>((r) => child.on('exit', (c) => r(c)));
+    try {
+      const deadline = Date.now() + 60_000;
+      while (!stdout.includes('\n') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+      expect(JSON.parse(stdout.split('\n')[0]!)).toEqual({
+        url: `http://127.0.0.1:${port}`,
+        ui: `http://127.0.0.1:${port}/ui/`,
+        docs: `http://127.0.0.1:${port}/api/docs`,
+        home,
+        reads: 'open',
+        writes: expect.stringMatching(/^(tokens|none \(no API token\))$/),
+      });
+    } finally {
+      child.kill('SIGINT');
+    }
+    expect(await exited).toBe(0);
+  });
+
   it("refuses a bad --reads, --port or --host with exit 2, and a port in use with the API's own error and exit 7", async () => {
     const r = await assay(['serve', '--reads', 'maybe'], home);
     expect(r.code).toBe(2);

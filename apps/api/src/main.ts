@@ -125,9 +125,16 @@ export async function serve(o: { home: string; host: string; port: number; env?:
       throw new AssayError('API_HOST_UNAVAILABLE', 'unavailable', `cannot listen on host ${JSON.stringify(host)}`);
     throw e;
   }
-  (o.log ?? ((l: string) => process.stderr.write(l + '\n')))(
-    `assay api on http://${host}:${port} (ASSAY_HOME ${home}); ${writes}; reads ${reads === 'open' ? 'open to anyone' : 'need a token'}; web pages at http://${host}:${port}/ui/, OpenAPI at http://${host}:${port}/api/docs`,
-  );
+  const url = `http://${host}:${port}`;
+  // ASSAY_API_STARTED_JSON=1 (`assay serve --json`): one JSON line on stdout for whatever started the server.
+  if (env.ASSAY_API_STARTED_JSON === '1')
+    process.stdout.write(
+      `${JSON.stringify({ url, ui: `${url}/ui/`, docs: `${url}/api/docs`, home, reads, writes: anyToken ? 'tokens' : 'none (no API token)' })}\n`,
+    );
+  else
+    (o.log ?? ((l: string) => process.stderr.write(l + '\n')))(
+      `assay api on ${url} (ASSAY_HOME ${home}); ${writes}; reads ${reads === 'open' ? 'open to anyone' : 'need a token'}; web pages at ${url}/ui/, OpenAPI at ${url}/api/docs`,
+    );
   return app;
 }
 

@@ -19,7 +19,8 @@ export function register(program: Command, ctx: CliContext): void {
     .option('--host <host>', 'address to listen on (ASSAY_API_HOST; default 127.0.0.1: loopback only)')
     .option('--port <port>', 'port (ASSAY_API_PORT; default 8080)')
     .option('--reads <policy>', 'open: reads of public results need no token (default); token: every read needs a token (ASSAY_API_READS)')
-    .action(async (o: { host?: string; port?: string; reads?: string }) => {
+    .option('--json', 'once listening, print one JSON line {url, ui, docs, home, reads, writes} on stdout (instead of the line on stderr)')
+    .action(async (o: { host?: string; port?: string; reads?: string; json?: boolean }) => {
       if (o.reads !== undefined && o.reads !== 'open' && o.reads !== 'token')
         throw new AssayError('CLI_USAGE', 'invalid_input', '--reads must be "open" or "token"');
       if (o.port !== undefined && !(/^[0-9]{1,5}$/.test(o.port) && Number(o.port) >= 1 && Number(o.port) <= 65535))
@@ -35,6 +36,7 @@ export function register(program: Command, ctx: CliContext): void {
         ...(o.host !== undefined ? { ASSAY_API_HOST: o.host } : {}),
         ...(o.port !== undefined ? { ASSAY_API_PORT: o.port } : {}),
         ...(o.reads !== undefined ? { ASSAY_API_READS: o.reads } : {}),
+        ...(o.json ? { ASSAY_API_STARTED_JSON: '1' } : {}),
       };
       const child = spawn(process.execPath, [...process.execArgv, entry], { env, stdio: 'inherit' });
       const forward = (sig: NodeJS.Signals) => () => child.kill(sig);
