@@ -4,26 +4,17 @@
  * The child-process suites (tests/api, tests/bundles, tests/projections) run the same commands as a user does; these
  * check the in-process paths and their exit codes.
  */
+import { assayInProcess } from '../support/cli';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { silentProgress } from '@assay/core';
-import { runCli } from '../../apps/cli/src/main';
-import type { CliContext } from '../../apps/cli/src/cli-context';
 import { homeWith, preamble, sampleVariant } from '../projections/projection-fixtures';
 
 jest.setTimeout(120_000);
 
 const FIXTURES = join(__dirname, '..', 'fixtures', 'bundles');
 
-async function cli(args: string[], home: string): Promise<{ code: number; out: string; err: string }> {
-  const out: string[] = [];
-  const err: string[] = [];
-  const ctx: CliContext = { home, out: (t) => void out.push(t), err: (t) => void err.push(t), progress: () => silentProgress };
-  const code = await runCli(args, ctx);
-  process.exitCode = 0;
-  return { code, out: out.join('\n'), err: err.join('\n') };
-}
+const cli = assayInProcess;
 
 describe('results commands, in process', () => {
   let dir: string;

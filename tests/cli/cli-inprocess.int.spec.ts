@@ -4,13 +4,11 @@
  * views with their baseline line, baselines, re-judging's refusals and task import. The end-to-end suites run the
  * same commands as child processes; these check the in-process paths and their exit codes.
  */
+import { assayInProcess } from '../support/cli';
 import { cpSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { silentProgress } from '@assay/core';
 import { LedgerHome, type SigningKey } from '@assay/ledger';
-import { runCli } from '../../apps/cli/src/main';
-import type { CliContext } from '../../apps/cli/src/cli-context';
 import { REPO_ROOT } from '../support/child-process';
 import { describeDocker } from '../support/docker';
 import { buildSampleHome, deps } from '../support/ledger-home-fixtures';
@@ -19,14 +17,7 @@ jest.setTimeout(180_000);
 
 const RUN = 'r-20261202-0001';
 
-async function cli(args: string[], home: string): Promise<{ code: number; out: string; err: string }> {
-  const out: string[] = [];
-  const err: string[] = [];
-  const ctx: CliContext = { home, out: (t) => void out.push(t), err: (t) => void err.push(t), progress: () => silentProgress };
-  const code = await runCli(args, ctx);
-  process.exitCode = 0;
-  return { code, out: out.join('\n'), err: err.join('\n') };
-}
+const cli = assayInProcess;
 
 describe('newer commands, in process', () => {
   let dir: string;

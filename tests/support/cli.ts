@@ -1,4 +1,7 @@
 import { spawn } from 'node:child_process';
+import { silentProgress } from '@assay/core';
+import { runCli } from '../../apps/cli/src/main';
+import type { CliContext } from '../../apps/cli/src/cli-context';
 import { REPO_ROOT, TS_REGISTER, finished, type ChildResult } from './child-process';
 
 /** Runs the `assay` CLI from its TypeScript sources in a child process, with ASSAY_HOME set. */
@@ -10,4 +13,14 @@ export function assay(args: string[], home: string, timeoutMs = 60_000): Promise
   });
   child.stdin.end();
   return finished(child, timeoutMs);
+}
+
+/** Runs the `assay` CLI in this process (runCli with a capturing context, no progress), with `home` as ASSAY_HOME. */
+export async function assayInProcess(args: string[], home: string): Promise<{ code: number; out: string; err: string }> {
+  const out: string[] = [];
+  const err: string[] = [];
+  const ctx: CliContext = { home, out: (t) => void out.push(t), err: (t) => void err.push(t), progress: () => silentProgress };
+  const code = await runCli(args, ctx);
+  process.exitCode = 0;
+  return { code, out: out.join('\n'), err: err.join('\n') };
 }

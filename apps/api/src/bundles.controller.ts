@@ -20,7 +20,7 @@ import { AssayError } from '@assay/core';
 import { parseVerifierKey } from '@assay/ledger';
 import { importBundle, ReadModelsProvider, SqliteImportStore, importsDbPath, importsDir } from '@assay/projections';
 import { exportRunBundleFromHome, verifyBundle } from '@assay/bundles';
-import { runClaimRules } from '@assay/run';
+import { RUN_ID_RE, runClaimRules } from '@assay/run';
 import { Roles } from './access';
 import { API_CONFIG, type ApiConfig } from './app.tokens';
 
@@ -45,8 +45,6 @@ class ExportBundleDto {
   @IsIn(['none', 'redacted'])
   logs?: 'none' | 'redacted';
 }
-
-const RUN_ID_RE = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 
 /**
  * A run's result bundle over HTTP (operator): `POST /runs/:id/bundle {snapshots?, logs?}` exports it as

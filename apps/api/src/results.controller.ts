@@ -16,6 +16,7 @@ import { defer, distinctUntilChanged, interval, map, startWith, switchMap, takeW
 import { AssayError } from '@assay/core';
 import { LeaderboardQuery, ListTasksQuery, ReadModelsProvider, RunReportQuery, TaskBudgetQuery, TrajectoryQuery } from '@assay/projections';
 import { AnswerCache } from './answer-cache';
+import { RUN_ID_RE } from '@assay/run';
 import { PublicRead } from './access';
 import { ASSAY_HOME_TOKEN } from './app.tokens';
 import { StrictIntPipe } from './http-edge';
@@ -23,7 +24,6 @@ import { StrictIntPipe } from './http-edge';
 /** The most of a Judge log one GET answers: its last 4 MiB. */
 export const LOG_MAX_BYTES = 4 * 1024 * 1024;
 
-const RUN_ID_RE = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 const TASK_RE = /^[^\u0000-\u001f\u007f]{1,4096}$/;
 
 function runId(id: string): string {

@@ -35,14 +35,7 @@ async function withReadModels<T>(ctx: CliContext, fn: (store: ReadModelStore, im
     }
     try {
       // Another projector may commit first; the loser starts again from where the winner left the read models.
-      for (let attempt = 0; ; attempt++) {
-        try {
-          await p.catchUp(home, store, { progress: ctx.progress() });
-          break;
-        } catch (e) {
-          if (!(e instanceof AssayError && e.code === 'PROJECTIONS_CONFLICT') || attempt >= 3) throw e;
-        }
-      }
+      await p.catchUpRetrying(home, store, { progress: ctx.progress() });
       const { existsSync } = require('node:fs') as typeof import('node:fs');
       const imports = existsSync(p.importsDbPath(ctx.home)) ? p.SqliteImportStore.open(p.importsDbPath(ctx.home)) : undefined;
       try {

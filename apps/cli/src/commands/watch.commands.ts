@@ -11,7 +11,6 @@ import { libs } from '../libs';
  * events appended since its last read; `assay report` is the verified view. `--json` prints one JSON line per round
  * and per best change.
  */
-const RUN_ID_RE = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 const one = (t: string | null): string => escapeTerminalText(t ?? '-', { newlines: true });
 
 export function register(program: Command, ctx: CliContext): void {
@@ -24,7 +23,7 @@ export function register(program: Command, ctx: CliContext): void {
     .option('--interval <ms>', 'milliseconds between reads of the ledger (100-60000)', '1000')
     .option('--json', 'one JSON document per line: {round, status, score, rule} per round, {best} per change, {ended} at the end')
     .action(async (id: string, o: { interval: string; json?: boolean }) => {
-      if (!RUN_ID_RE.test(id)) throw new AssayError('CLI_USAGE', 'invalid_input', `not a run id: "${escapeTerminalText(id)}"`);
+      if (!libs.run().RUN_ID_RE.test(id)) throw new AssayError('CLI_USAGE', 'invalid_input', `not a run id: "${escapeTerminalText(id)}"`);
       const interval = /^[0-9]{1,5}$/.test(o.interval) ? Number(o.interval) : NaN;
       if (!(interval >= 100 && interval <= 60_000))
         throw new AssayError('CLI_USAGE', 'invalid_input', '--interval must be an integer 100-60000 (milliseconds)');

@@ -116,6 +116,20 @@ export async function catchUp(home: LedgerHome, store: ReadModelStore, o: CatchU
 }
 
 /**
+ * catchUp, started again from where another projector left the read models when it committed first
+ * (PROJECTIONS_CONFLICT), up to `attempts` times: what every reader of the read models calls.
+ */
+export async function catchUpRetrying(home: LedgerHome, store: ReadModelStore, o: CatchUpOptions = {}, attempts = 3): Promise<CatchUpResult> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await catchUp(home, store, o);
+    } catch (e) {
+      if (!(e instanceof AssayError && e.code === 'PROJECTIONS_CONFLICT') || attempt >= attempts) throw e;
+    }
+  }
+}
+
+/**
  * The leaderboard of a task (as RunStarted.task records it): its groups, ranked, with their baselines; with `imports`,
  * the imported bundles' rows too (marked `imported`, ranked in the group of their protocol like any other row).
  */

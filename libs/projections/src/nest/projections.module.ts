@@ -10,7 +10,7 @@ import { LedgerHomeProvider } from '@assay/ledger';
 import { existsSync } from 'node:fs';
 import { SqliteReadModelStore, readModelsPath } from '../adapters/sqlite-read-model-store';
 import { SqliteImportStore, importsDbPath } from '../adapters/sqlite-import-store';
-import { catchUp, leaderboardOf, runReportOf, taskBudgetReportOf, tasksOf, type CatchUpResult } from '../application/projector';
+import { catchUpRetrying, leaderboardOf, runReportOf, taskBudgetReportOf, tasksOf, type CatchUpResult } from '../application/projector';
 import type { ImportStore } from '../ports/import-store.port';
 import type { LeaderboardGroup } from '../domain/leaderboard';
 import type { RunReport, TaskBudgetReport } from '../domain/reports';
@@ -34,16 +34,8 @@ export class ReadModelsProvider implements OnModuleDestroy {
     const store = this.open();
     // Nothing signed since the last catch-up: no work at all (one indexed read of the latest checkpoint).
     if (!this.running && (home.db.checkpoints.latest()?.treeSize ?? 0) === store.checkpoint().position) return store;
-    this.running ??= (async () => {
-      // Another projector (a CLI `assay leaderboard`) may commit first: start again from where it left them.
-      for (let attempt = 0; ; attempt++) {
-        try {
-          return await catchUp(home, store, { workers: 1 });
-        } catch (e) {
-          if (!(e instanceof AssayError && e.code === 'PROJECTIONS_CONFLICT') || attempt >= 3) throw e;
-        }
-      }
-    })().finally(() => {
+    // Another projector (a CLI `assay leaderboard`) may commit first: catchUpRetrying starts again from there.
+    this.running ??= catchUpRetrying(home, store, { workers: 1 }).finally(() => {
       this.running = null;
     });
     this.last = await this.running;
