@@ -174,4 +174,27 @@ describe('Ledger checkpoints', () => {
     expect(next).toMatchObject({ treeSize: 3, fresh: false, note: signed.note });
     expect(t.checkpoints.latest()).toMatchObject({ treeSize: 3, note: signed.note });
   });
+
+  it("read-only proofs never use a witness ahead of the committed Merkle nodes (another process's signing, not yet committed)", async () => {
+    const t = setup();
+    await t.ledger.genesis();
+    await t.ledger.registerKey(runtime);
+    await t.ledger.checkpoint();
+    await t.ledger.append('note-x', [note(1), note(2)]);
+    // Another process is inside its signing transaction: the witness is written, the nodes and the row are not.
+    const undoCheckpoints = t.checkpoints.savepoint();
+    const undoNodes = t.merkle.savepoint();
+    await t.ledger.checkpoint();
+    undoNodes();
+    undoCheckpoints();
+    expect(t.witness.saved?.treeSize).toBe(4);
+    expect(t.merkle.leafCount()).toBe(2);
+    const reader = t.make([]);
+    const p = await reader.inclusionProof(1);
+    expect(p.treeSize).toBe(2);
+    const root = parseCheckpointBody(parseNote(p.checkpoint).body).rootHash;
+    expect(verifyInclusion(1, 2, Buffer.from(p.leafHash, 'base64'), p.proof.map((h) => Buffer.from(h, 'base64')), root)).toBe(true);
+    await expect(reader.inclusionProof(3)).rejects.toMatchObject({ code: 'LEDGER_NOT_CHECKPOINTED' });
+    await expect(reader.consistencyProof(1, 4)).resolves.toMatchObject({ size1: 1, size2: 4 });
+  });
 });

@@ -273,6 +273,18 @@ export class Ledger {
   }
 
   /**
+   * The latest signed checkpoint whose Merkle nodes are committed: what the read-only proofs use. The witness file is
+   * written inside the signing transaction, before COMMIT (see checkpoint()), so another process can find it ahead
+   * of the committed nodes for a moment, or for longer after a crash between the two writes. The database's own
+   * checkpoint is committed together with its nodes, so then it is the newest one a proof can be built against.
+   */
+  private readableSigned(): WitnessedCheckpoint | null {
+    const cp = this.lastSigned();
+    if (!cp || cp.treeSize <= this.o.merkle.leafCount()) return cp;
+    return this.o.checkpoints.latest();
+  }
+
+  /**
    * Signs a checkpoint of the whole log. Refuses one smaller than, or inconsistent with, the last one signed
    * (looked up in the database and in the witness file, so a restored older database is caught), and refuses to
    * sign with a controller key the ledger has revoked (LEDGER_KEY_REVOKED).
@@ -462,7 +474,7 @@ export class Ledger {
     const size = await this.o.store.size();
     if (!Number.isSafeInteger(position) || position < 0 || position >= size)
       throw new AssayError('LEDGER_POSITION_OUT_OF_RANGE', 'not_found', `position ${position} is not in the log (size ${size})`);
-    let cp: WitnessedCheckpoint | null = this.lastSigned();
+    let cp: WitnessedCheckpoint | null = this.readableSigned();
     if (!cp || cp.treeSize <= position) {
       if (!opts.signIfNeeded)
         throw new AssayError(
@@ -557,7 +569,7 @@ export class Ledger {
     const proof = consistencyProof(size1, n, node);
     const root1 = rootAt(size1, node);
     const root2 = rootAt(n, node);
-    const last = this.lastSigned();
+    const last = this.readableSigned();
     const signed = last && last.treeSize <= size ? checkpointFields(last.note) : null;
     const leaves: Uint8Array[] = [];
     if (signed && n > signed.treeSize)
