@@ -7,7 +7,8 @@
  *     terminal escape codes meant for the operator's terminal and the signed detail;
  *   - a candidate thread group whose leader has exited, which a scan of /proc leaders never saw;
  *   - candidate files in /tmp and /dev/shm taking the memory the root verifier needs;
- *   - the host's ASSAY_HOME path read from /proc/self/mountinfo.
+ *   - the host's ASSAY_HOME path read from /proc/self/mountinfo;
+ *   - root processes' command lines (hidden test names, arguments) read from /proc (now hidepid=invisible).
  *
  * Nothing here sends a packet off the machine: every Judge has network mode none.
  */
@@ -89,6 +90,13 @@ describeDocker('Judge containment against hostile candidates (Docker)', () => {
     return null;
   };
 
+  const launchedLimitsOf = async (r: JudgeResult): Promise<Record<string, unknown> | null> => {
+    for await (const e of rt.ledgerHome.db.events.readStream(r.stream)) {
+      if (e.type === 'JudgeLaunched') return (JSON.parse(Buffer.from(e.bytes).toString('utf8')) as { data: { limits: Record<string, unknown> } }).data.limits;
+    }
+    return null;
+  };
+
   it("hello-judge: the snapshot's json.py is never imported by the root scorer (no forged reward, no hidden test in the log)", async () => {
     const r = await judge(HELLO, { 'hello.py': fs.readFileSync(join(HELLO, 'environment/workspace/hello.py'), 'utf8'), 'json.py': HOSTILE_JSON });
     expect(r).toMatchObject({ status: 'completed', rewards: { reward: 0, passed: 0, total: 4 }, primaryScore: 0 });
@@ -110,7 +118,8 @@ sys.stdout.write(line)
 sys.stdout.flush()
 sys.stderr.write(line)
 sys.stderr.flush()
-# The container's stderr, held only by docker-init (root) once the verifier runs: out of reach.
+# The container's stderr, held only by docker-init (root) once the verifier runs: out of reach (and with /proc
+# hidepid=invisible, docker-init is not even visible).
 try:
     with open("/proc/1/fd/2", "w") as f:
         f.write(line)
@@ -123,7 +132,7 @@ sys.exit(125)
     const r = await judge(join(FIXTURES, 'forged-setup-failure'), { 'main.py': main });
     expect(r).toMatchObject({ status: 'completed', exitCode: 125, rewards: { reward: 0 }, primaryScore: 0 });
     expect(log(r)).toContain('assay-judge-entrypoint: setup failed:'); // it was printed, and read as output only
-    expect(log(r)).toContain('stderr channel refused: PermissionError');
+    expect(log(r)).toContain('stderr channel refused: FileNotFoundError');
     expect(log(r)).not.toContain('ATTACK SUCCEEDED');
     expect(r.detail ?? '').not.toMatch(CONTROL);
     expect((await completedDetail(r)) ?? '').not.toMatch(CONTROL);
@@ -241,10 +250,12 @@ for i in range(40):
     expect(r).toMatchObject({ status: 'completed', rewards: { reward: 1 } });
   }, 180_000);
 
-  it("the host's ASSAY_HOME path is not visible to candidate code (mount table, environment, command lines); root's environment is unreadable", async () => {
+  it("the host's ASSAY_HOME path is not visible to candidate code (mount table, environment, command lines); root's processes are hidden", async () => {
     const main = `import os
 print("mountinfo:", open("/proc/self/mountinfo").read())
 for p in sorted(x for x in os.listdir("/proc") if x.isdigit()):
+    print("visible", p, "uid", os.stat("/proc/%s" % p).st_uid)
+for p in ["1"] + sorted(x for x in os.listdir("/proc") if x.isdigit()):
     try:
         print("cmdline", p, open("/proc/%s/cmdline" % p, "rb").read().replace(b"\\0", b" ").decode(errors="replace"))
     except OSError as e:
@@ -262,7 +273,35 @@ print("own environ:", dict(os.environ))
     expect(out).not.toContain(home);
     expect(out).not.toContain(fs.realpathSync(home));
     expect(out).not.toContain('ROOT-ONLY-ENVIRONMENT'); // root processes' environment stays unreadable
-    expect(out).toMatch(/environ 1 unreadable: PermissionError/);
+    // /proc is hidepid=invisible: root's processes (docker-init, test.sh, the sleep with a secret argument) do not
+    // exist for candidate code; it sees its own processes only.
+    expect(out).toMatch(/ - proc proc \S*hidepid=(invisible|2)/);
+    expect(out).not.toContain('ROOT-ONLY-ARGUMENT');
+    expect(out).toMatch(/cmdline 1 unreadable: FileNotFoundError/);
+    const visible = [...out.matchAll(/^visible (\d+) uid (\d+)$/gm)];
+    expect(visible.length).toBeGreaterThan(0);
+    expect(visible.map((m) => m[2])).toEqual(visible.map(() => '65534'));
+    // The setup capabilities are gone before test.sh runs; the launch records them and that /proc was hidden.
+    expect(out).toMatch(/^verifier CapBnd 0+c0$/m);
+    const launched = await launchedLimitsOf(r);
+    expect(launched).toMatchObject({ procHidden: true, setupCapabilities: ['SETPCAP', 'SYS_ADMIN'] });
+  }, 180_000);
+
+  it('with ASSAY_JUDGE_PROC=visible (a host that forbids the remount) /proc is not hidden, no setup capability is given, and the launch says so', async () => {
+    const t = await rt.loadTask(join(FIXTURES, 'proc-snoop'));
+    const visibleRt = await JudgeRuntime.open({ home, procVisibility: 'visible' });
+    try {
+      const ws = tmp('assay-judge-contain-ws-');
+      dirs.push(ws);
+      fs.writeFileSync(join(ws, 'main.py'), 'import os\nprint("pids", sorted(int(x) for x in os.listdir("/proc") if x.isdigit()))\n');
+      const r = await visibleRt.runner.judge(t.prepared, await visibleRt.snapshots.snapshotDirectory(ws));
+      expect(r).toMatchObject({ status: 'completed', rewards: { reward: 1 } });
+      expect(log(r)).toMatch(/^pids \[1, /m);
+      expect(log(r)).toMatch(/^verifier CapBnd 0+c0$/m);
+      expect(r.limits).toMatchObject({ procHidden: false, setupCapabilities: [], capAdd: ['SETGID', 'SETUID'] });
+    } finally {
+      await visibleRt.close();
+    }
   }, 180_000);
 
   it('leaves nothing behind, and the ledger verifies', async () => {

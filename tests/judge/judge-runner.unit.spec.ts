@@ -192,8 +192,13 @@ describe('JudgeRunner, full-rootfs task (fake runtime)', () => {
       'opt/assay/',
       'opt/assay/judge/',
       'opt/assay/judge/entrypoint',
+      'opt/assay/judge/hide-proc',
       'opt/assay/judge/run-as-candidate',
     ]);
+    // The interpreters root runs here are the agent's: no setup capability, /proc not hidden, and the launch says so.
+    expect(specs[0]?.capAdd).toEqual(['SETUID', 'SETGID']);
+    expect(specs[0]?.env).not.toHaveProperty('ASSAY_JUDGE_HIDE_PROC');
+    expect(r.limits).toMatchObject({ setupCapabilities: [], procHidden: false });
     expect(im.o.labels).toMatchObject({
       'org.assay.role': 'judge-rootfs',
       'org.assay.judge': r.judge,
@@ -230,7 +235,9 @@ describe('JudgeRunner (fake runtime)', () => {
       cpus: 1,
       readOnlyRootfs: true,
       capDrop: ['ALL'],
-      capAdd: ['SETGID', 'SETUID'],
+      capAdd: ['SETGID', 'SETPCAP', 'SETUID', 'SYS_ADMIN'],
+      setupCapabilities: ['SETPCAP', 'SYS_ADMIN'],
+      procHidden: true,
       noNewPrivileges: true,
     });
     const events = await w.ml.stream(r.stream);

@@ -83,9 +83,11 @@ export const SAMPLE_JUDGE_LIMITS: LaunchedLimits = {
   outputCapBytes: 1048576,
   testsTmpfsBytes: 67108864,
   readOnlyRootfs: true,
-  capAdd: ['SETGID', 'SETUID'],
+  capAdd: ['SETGID', 'SETPCAP', 'SETUID', 'SYS_ADMIN'],
   capDrop: ['ALL'],
   noNewPrivileges: true,
+  setupCapabilities: ['SETPCAP', 'SYS_ADMIN'],
+  procHidden: true,
   user: '0:0',
 };
 

@@ -39,6 +39,21 @@ export interface JudgeRuntimeOptions {
   readonly hostCpus?: number;
   /** Output cap per Judge (bytes); default 1 MiB. */
   readonly outputCapBytes?: number;
+  /** Whether Judges hide other users' processes in /proc; default: ASSAY_JUDGE_PROC (`hidden` unless `visible`). */
+  readonly procVisibility?: 'hidden' | 'visible';
+}
+
+/**
+ * ASSAY_JUDGE_PROC: `hidden` (the default) or `visible` (for a host whose security module forbids the /proc
+ * remount in containers; every JudgeLaunched then records procHidden: false). Anything else is refused.
+ */
+export function procVisibilityFromEnv(env: NodeJS.ProcessEnv = process.env): 'hidden' | 'visible' {
+  const v = env.ASSAY_JUDGE_PROC;
+  if (v === undefined || v === '' || v === 'hidden') return 'hidden';
+  if (v === 'visible') return 'visible';
+  throw judgeError('JUDGE_HOST_SETTINGS_INVALID', `ASSAY_JUDGE_PROC must be hidden or visible, got ${JSON.stringify(v.slice(0, 40))}`, {
+    variable: 'ASSAY_JUDGE_PROC',
+  });
 }
 
 export interface LoadedTask {
@@ -107,6 +122,7 @@ export class JudgeRuntime {
         hostCpus: o.hostCpus ?? availableParallelism(),
         progress,
         judgeRuntimeDir: o.judgeRuntimeDir ?? join(assayRoot(), 'task-runtime', 'judge'),
+        procVisibility: o.procVisibility ?? procVisibilityFromEnv(),
       });
       const images = new TaskImageBuilder({
         runtime: containers,

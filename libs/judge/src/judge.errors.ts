@@ -16,6 +16,8 @@ export const JUDGE_ERROR_KINDS = {
   /** The snapshot CID is not in the store (or not a CID). */
   JUDGE_SNAPSHOT_NOT_FOUND: 'not_found',
   JUDGE_SNAPSHOT_INVALID: 'invalid_input',
+  /** The controller's Judge settings from its environment (ASSAY_JUDGE_PROC) are not valid. */
+  JUDGE_HOST_SETTINGS_INVALID: 'invalid_input',
   /** `--repeat` out of range. */
   JUDGE_BAD_REQUEST: 'invalid_input',
   /** Appending the Judge's events failed; the Judge was torn down. */

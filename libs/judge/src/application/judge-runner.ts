@@ -81,6 +81,12 @@ export interface JudgeRunnerDeps {
    * system's temporary directory.
    */
   readonly stagingDir?: string;
+  /**
+   * `hidden` (default): a Judge whose image is the task author's remounts /proc with hidepid=invisible in its first
+   * step, with setup-only SYS_ADMIN and SETPCAP (judge-plan.ts). `visible`: the operator's choice on a host whose
+   * security module forbids that mount (ASSAY_JUDGE_PROC=visible); recorded as procHidden: false in JudgeLaunched.
+   */
+  readonly procVisibility?: 'hidden' | 'visible';
 }
 
 /** Per-Judge options. */
@@ -370,6 +376,7 @@ export class JudgeRunner {
       network: t.network,
       limits: t.limits,
       labels,
+      hideProc: !t.rootfs && (this.d.procVisibility ?? 'hidden') === 'hidden',
     });
     const containerId = await runtime.createContainer(gpus.length ? { ...spec, gpus: { driver: 'nvidia', deviceIds: gpus } } : spec);
     container.id = containerId;

@@ -7,7 +7,7 @@
  *   RuleViolation   (judge key)   only for submission_error: the rule, what broke it, score 0
  */
 import { escapeTerminalText } from '@assay/core';
-import type { JudgeLimits } from './judge-plan';
+import { SETUP_CAPABILITIES, type JudgeLimits } from './judge-plan';
 import type { Rewards } from './reward';
 import type { JudgeStatus } from './verdict';
 
@@ -46,6 +46,13 @@ export interface LaunchedLimits {
   readonly capAdd: readonly string[];
   readonly capDrop: readonly string[];
   readonly noNewPrivileges: boolean;
+  /**
+   * Of capAdd, those the entrypoint's first step alone holds (remount /proc, then dropped from the bounding set
+   * before test.sh runs; see SETUP_CAPABILITIES). Empty when none were given.
+   */
+  readonly setupCapabilities: readonly string[];
+  /** /proc hides other users' processes (hidepid=invisible) from test.sh on: the setup capabilities were given. */
+  readonly procHidden: boolean;
   readonly user: string;
   /** Host GPUs handed to the Judge (nvidia device ids, as Docker applied them); absent without GPUs. */
   readonly gpus?: readonly string[];
@@ -65,6 +72,9 @@ export function launchedLimits(
   },
 ): LaunchedLimits {
   const gpus = (applied.deviceRequests ?? []).flatMap((r) => r.deviceIds);
+  // The entrypoint refuses to run test.sh while any capability beyond SETUID and SETGID is in its bounding set, and
+  // with the setup capabilities it either hides /proc or fails setup: so given them means /proc was hidden.
+  const capAdd = applied.capAdd.map((c) => c.toUpperCase().replace(/^CAP_/, ''));
   return {
     cpus: applied.nanoCpus === null ? 0 : applied.nanoCpus / 1e9,
     cpusRequested: l.cpusRequested,
@@ -77,6 +87,8 @@ export function launchedLimits(
     capAdd: [...applied.capAdd].sort(),
     capDrop: [...applied.capDrop].sort(),
     noNewPrivileges: applied.securityOpt.some((o) => /^no-new-privileges(:true|=true)?$/.test(o)),
+    setupCapabilities: SETUP_CAPABILITIES.filter((c) => capAdd.includes(c)),
+    procHidden: SETUP_CAPABILITIES.every((c) => capAdd.includes(c)),
     user: '0:0',
     ...(gpus.length ? { gpus } : {}),
   };
@@ -91,7 +103,13 @@ export function judgeLaunchedData(
     image: i.image,
     snapshot: i.snapshot,
     testsDigest: i.testsDigest,
-    limits: { ...i.limits, capAdd: [...i.limits.capAdd], capDrop: [...i.limits.capDrop], ...(i.limits.gpus ? { gpus: [...i.limits.gpus] } : {}) },
+    limits: {
+      ...i.limits,
+      capAdd: [...i.limits.capAdd],
+      capDrop: [...i.limits.capDrop],
+      setupCapabilities: [...i.limits.setupCapabilities],
+      ...(i.limits.gpus ? { gpus: [...i.limits.gpus] } : {}),
+    },
     network: i.network,
   };
 }

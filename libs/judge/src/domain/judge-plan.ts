@@ -14,6 +14,9 @@
  *   network          none, unless the task allows the public network (allowlists are refused for now)
  *   privileges       uid 0 for test.sh, every capability dropped except SETUID and SETGID (run-as-candidate
  *                    needs them to switch to the candidate user), no-new-privileges, read-only root file system
+ *   /proc            hidepid=invisible when the image is the task author's (hideProc): the container also gets
+ *                    SYS_ADMIN and SETPCAP, which the entrypoint's first step (hide-proc) uses to remount /proc
+ *                    and then drops from the bounding set before anything the task or the candidate controls runs
  *   limits           the task's cpus (at most the host's) and memory, no swap, a pids limit, the verifier timeout
  */
 import type { ContainerSpec } from '@assay/containers';
@@ -32,6 +35,14 @@ export const ENTRYPOINT_SETUP_FAILED_STATUS = 125;
 export const ENTRYPOINT_SETUP_FAILED_MARK = 'assay-judge-entrypoint: setup failed:';
 
 export const CAPABILITIES_KEPT = Object.freeze(['SETUID', 'SETGID']) as readonly string[];
+/**
+ * Held by the entrypoint's first step alone (task-runtime/judge/hide-proc: remount /proc with hidepid, then drop
+ * both from the bounding set); never given to a Judge whose image was made from the agent's root file system, where
+ * the interpreters root runs are the agent's.
+ */
+export const SETUP_CAPABILITIES = Object.freeze(['SETPCAP', 'SYS_ADMIN']) as readonly string[];
+/** Environment that asks the entrypoint for step 0 (hide-proc). */
+export const HIDE_PROC_ENV = 'ASSAY_JUDGE_HIDE_PROC';
 
 export const MiB = 1024 * 1024;
 export const DEFAULTS = Object.freeze({
@@ -137,6 +148,8 @@ export interface JudgeContainerInput {
   readonly network: 'none' | 'bridge';
   readonly limits: JudgeLimits;
   readonly labels: Readonly<Record<string, string>>;
+  /** Remount /proc with hidepid (setup-only SYS_ADMIN and SETPCAP); only for an image that is the task author's. */
+  readonly hideProc: boolean;
 }
 
 export function judgeContainerName(judgeId: string): string {
@@ -154,7 +167,7 @@ export function judgeContainerSpec(i: JudgeContainerInput): ContainerSpec {
     image: i.imageId,
     entrypoint: [JUDGE_ENTRYPOINT],
     cmd: [...i.command],
-    env: { ...JUDGE_ENV_DEFAULTS, ...i.env, ASSAY_JUDGE_WORKDIR: i.workdir },
+    env: { ...JUDGE_ENV_DEFAULTS, ...i.env, ASSAY_JUDGE_WORKDIR: i.workdir, ...(i.hideProc ? { [HIDE_PROC_ENV]: '1' } : {}) },
     workingDir: i.workdir,
     user: '0:0',
     labels: { ...i.labels },
@@ -169,7 +182,7 @@ export function judgeContainerSpec(i: JudgeContainerInput): ContainerSpec {
     networkMode: i.network,
     readOnlyRootfs: l.readOnlyRootfs,
     capDrop: ['ALL'],
-    capAdd: [...CAPABILITIES_KEPT],
+    capAdd: [...CAPABILITIES_KEPT, ...(i.hideProc ? SETUP_CAPABILITIES : [])],
     noNewPrivileges: true,
     pidsLimit: l.pidsLimit,
     memoryBytes: l.memoryBytes,

@@ -1,4 +1,5 @@
 import { DEFAULT_JUDGE_SETTINGS } from './judge-settings';
+import { launchedLimits } from './judge-events';
 import { judgeContainerSpec, judgeLimits, MiB } from './judge-plan';
 
 describe('judge container plan', () => {
@@ -47,6 +48,44 @@ describe('judge container plan', () => {
     expect(l(256, 0).shmBytes).toBe(MiB);
   });
 
+  it("hides /proc only for the task author's image: setup-only SYS_ADMIN and SETPCAP, asked for by environment, recorded as such", () => {
+    const base = {
+      judgeId: 'j1',
+      imageId: 'i',
+      workdir: '/w',
+      snapshotHostDir: '/h',
+      verifierVolume: 'v',
+      command: [],
+      env: {},
+      network: 'none' as const,
+      limits,
+      labels: {},
+    };
+    const hidden = judgeContainerSpec({ ...base, hideProc: true });
+    expect(hidden.capAdd).toEqual(['SETUID', 'SETGID', 'SETPCAP', 'SYS_ADMIN']);
+    expect(hidden.capDrop).toEqual(['ALL']);
+    expect(hidden.env).toMatchObject({ ASSAY_JUDGE_HIDE_PROC: '1' });
+    const visible = judgeContainerSpec({ ...base, hideProc: false });
+    expect(visible.capAdd).toEqual(['SETUID', 'SETGID']);
+    expect(visible.env).not.toHaveProperty('ASSAY_JUDGE_HIDE_PROC');
+    const applied = (capAdd: string[]) => ({
+      nanoCpus: 1e9,
+      memoryBytes: 1,
+      pidsLimit: 1,
+      readOnlyRootfs: true,
+      capAdd,
+      capDrop: ['ALL'],
+      securityOpt: ['no-new-privileges'],
+    });
+    expect(launchedLimits(limits, applied(['CAP_SETUID', 'CAP_SETGID', 'CAP_SYS_ADMIN', 'CAP_SETPCAP']))).toMatchObject({
+      setupCapabilities: ['SETPCAP', 'SYS_ADMIN'],
+      procHidden: true,
+    });
+    expect(launchedLimits(limits, applied(['SETUID', 'SETGID']))).toMatchObject({ setupCapabilities: [], procHidden: false });
+    // One of the two alone does not hide /proc (the entrypoint would refuse to start test.sh).
+    expect(launchedLimits(limits, applied(['SETUID', 'SETGID', 'SYS_ADMIN']))).toMatchObject({ setupCapabilities: ['SYS_ADMIN'], procHidden: false });
+  });
+
   it('mounts the snapshot read-only, tests and reward directory for the Judge only, and drops privileges', () => {
     const s = judgeContainerSpec({
       judgeId: 'j1',
@@ -59,6 +98,7 @@ describe('judge container plan', () => {
       network: 'none',
       limits,
       labels: { 'org.assay.role': 'judge' },
+      hideProc: false,
     });
     expect(s).toMatchObject({
       name: 'assay-judge-j1',
@@ -98,6 +138,7 @@ describe('judge container plan', () => {
         network: 'none',
         limits,
         labels: {},
+        hideProc: false,
       }).env,
     ).toMatchObject({ PYTHONSAFEPATH: '' });
   });
