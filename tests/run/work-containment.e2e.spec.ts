@@ -3,7 +3,8 @@
  * ASSAY_HOME, Docker):
  *   - the agent runs unprivileged; what it leaves in the workspace is not root's and has no setuid/setgid bits; the
  *     root file system is read-only; /tmp is bounded by the task's storage_mb; run directories are private (0700);
- *   - a SIGKILLed controller's Work stops by itself (the lifeline); `--resume` kills the orphan, records the edits it
+ *   - a SIGKILLed controller's Work stops by itself (the lifeline; a paused Work is killed by the warden, see
+ *     work-warden.int.spec.ts); `--resume` kills the orphan, records the edits it
  *     made after the last record as WorkspaceEdited before the agent continues, and grants only what is left of the
  *     agent-time budget; Ctrl-C records the agent's time.
  * Nothing here reaches a network: Work's network is `none`.

@@ -94,10 +94,12 @@ import {
   LIFELINE_CMD,
   mountBoundedWorkspace,
   openLifeline,
+  startWorkWarden,
   recoverBoundedWorkspace,
   stripSetIdBits,
   type BoundedWorkspace,
   type Lifeline,
+  type WorkWarden,
 } from './work-containment';
 
 export const WORK_LABELS = { role: 'org.assay.role', run: 'org.assay.run', home: 'org.assay.home' } as const;
@@ -500,6 +502,7 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
     let proxy: EgressProxy | null = null;
     const transcripts: AgentTranscript[] = [];
     let lifeline: Lifeline | null = null;
+    let warden: WorkWarden | null = null;
     let liveCheckpoints: { stop(): Promise<void> } | null = null;
     let bounded: BoundedWorkspace | null = null;
     let task0: LoadedTask | null = null;
@@ -635,6 +638,8 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
         ...workGpuSpec(gpuPlan),
       });
       await rt.containers.start(workId, { onOutput: () => undefined });
+      // A Work paused when this controller dies cannot read its lifeline: the warden kills it from outside.
+      warden = startWorkWarden(workId);
       gpuPool.startWork();
       const container = docker.getContainer(workId);
       const work = new DockerWorkControl(container);
@@ -910,6 +915,7 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
         await removeCarriedImages(rt.containers, WORK_LABELS, { run, homeTag: homeTag(home) }).catch(() => undefined);
       }
       lifeline?.close();
+      warden?.close();
       // the bounded workspace goes back into workspace/ (Work is gone: nothing writes it any more)
       if (bounded) bounded.release();
       if (existsSync(p.workspace) && !task0?.prepared.rootfs) stripSetIdBits(p.workspace);

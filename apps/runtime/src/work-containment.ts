@@ -12,9 +12,12 @@
  *     `storage_mb`, `nosuid,nodev`, for the controller session; copied back into `workspace/` when it ends);
  *   - Work stops when its controller dies (`openLifeline`): Work's first process reads a fifo that only the
  *     controller holds open for writing; when the controller dies, however it dies (SIGKILL included), the kernel
- *     closes that end, the read sees end-of-file, Work's first process exits and Docker stops every process in Work.
+ *     closes that end, the read sees end-of-file, Work's first process exits and Docker stops every process in Work;
+ *     a Work paused at that moment (its processes frozen, the lifeline's reader too) is killed from outside by the
+ *     warden (`startWorkWarden`, work-warden.ts), a detached process holding the other end of a pipe from the
+ *     controller.
  */
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import {
   chmodSync,
   closeSync,
@@ -31,7 +34,7 @@ import {
   statSync,
 } from 'node:fs';
 import { join } from 'node:path';
-import { AssayError } from '@assay/core';
+import { AssayError, workerEntry } from '@assay/core';
 
 /** The uid and gid the agent runs as in Work when the controller runs as root (not 65534: the Judge's candidate). */
 export const AGENT_UID = 10001;
@@ -176,6 +179,39 @@ export function openLifeline(sockDir: string): Lifeline {
       if (!open) return;
       open = false;
       closeSync(fd);
+    },
+  };
+}
+
+/** The controller's end of the warden's pipe: closing it (or the controller's death) kills Work from outside. */
+export interface WorkWarden {
+  readonly pid: number;
+  close(): void;
+}
+
+/**
+ * Starts the warden of the Work container `containerId` (work-warden.ts): a detached process that kills the container
+ * when this controller ends, paused or not. The pipe's writing end and the child are unreferenced, so they never keep
+ * the controller's event loop alive.
+ */
+export function startWorkWarden(containerId: string): WorkWarden {
+  const { file, execArgv } = workerEntry(__dirname, 'work-warden');
+  const child = spawn(process.execPath, [...execArgv, file, containerId], {
+    detached: true,
+    stdio: ['pipe', 'ignore', 'ignore'],
+    env: { ...process.env, NODE_OPTIONS: '' },
+  });
+  child.on('error', () => undefined);
+  child.stdin?.on('error', () => undefined);
+  child.unref();
+  (child.stdin as unknown as { unref?: () => void } | null)?.unref?.();
+  let open = true;
+  return {
+    pid: child.pid ?? -1,
+    close: () => {
+      if (!open) return;
+      open = false;
+      child.stdin?.destroy();
     },
   };
 }
