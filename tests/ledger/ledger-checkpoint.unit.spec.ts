@@ -193,7 +193,15 @@ describe('Ledger checkpoints', () => {
     const p = await reader.inclusionProof(1);
     expect(p.treeSize).toBe(2);
     const root = parseCheckpointBody(parseNote(p.checkpoint).body).rootHash;
-    expect(verifyInclusion(1, 2, Buffer.from(p.leafHash, 'base64'), p.proof.map((h) => Buffer.from(h, 'base64')), root)).toBe(true);
+    expect(
+      verifyInclusion(
+        1,
+        2,
+        Buffer.from(p.leafHash, 'base64'),
+        p.proof.map((h) => Buffer.from(h, 'base64')),
+        root,
+      ),
+    ).toBe(true);
     await expect(reader.inclusionProof(3)).rejects.toMatchObject({ code: 'LEDGER_NOT_CHECKPOINTED' });
     await expect(reader.consistencyProof(1, 4)).resolves.toMatchObject({ size1: 1, size2: 4 });
   });
