@@ -4,7 +4,7 @@
  */
 import * as fs from 'node:fs';
 import { join, resolve } from 'node:path';
-import { readTar, tarHeader, tarPadding, type ContainerSpec, type ImportImageOptions } from '@assay/containers';
+import { containerError, readTar, tarHeader, tarPadding, type ContainerSpec, type ImportImageOptions } from '@assay/containers';
 import { FakeContainerRuntime } from '../../libs/containers/src/testing';
 import { loadTaskPlan } from '@assay/task-format';
 import { JudgeRunner, TaskImageBuilder, type JudgeResult, type PreparedTask } from '@assay/judge';
@@ -210,6 +210,88 @@ describe('JudgeRunner, full-rootfs task (fake runtime)', () => {
     expect(spec.mounts.map((m) => m.target)).toEqual(['/tests', '/logs/verifier', '/tmp', '/dev/shm']);
     expect(await w.runtime.listImages({ 'org.assay.role': 'judge-rootfs' })).toEqual([]);
     expect(w.runtime.calls).toContain(`removeImage ${spec.image}`);
+  });
+});
+
+describe('JudgeRunner, full-rootfs import refused (fake runtime)', () => {
+  async function rootfsWorld() {
+    const w = await world();
+    const snapshots = new ArchiveSnapshots();
+    const runner = new JudgeRunner({
+      runtime: w.runtime,
+      snapshots,
+      recorder: w.ml.recorder,
+      owners: w.owners,
+      clock: w.ml.clock,
+      ids: w.ml.ids,
+      judgesDir: join(w.home, 'judges'),
+      homeTag: 'home1',
+      hostCpus: 2,
+      drainMs: 1000,
+      judgeRuntimeDir: JUDGE_RUNTIME,
+    });
+    const dir = writeTask(tmp('judge-unit-task-'), { files: { 'reward.txt': '0.75' } });
+    cleanup.push(dir);
+    fs.writeFileSync(join(dir, 'task.toml'), fs.readFileSync(join(dir, 'task.toml'), 'utf8').replace('workdir = "/workspace"', 'workdir = "/"'));
+    const plan = await loadTaskPlan(dir);
+    const t = await runner.prepare(dir, plan, await w.images.ensure(dir, plan));
+    const ws = tmp('judge-unit-rootfs-');
+    cleanup.push(ws);
+    fs.mkdirSync(join(ws, 'etc'));
+    fs.writeFileSync(join(ws, 'etc', '.wh.'), ''); // a whiteout of its own directory: Docker's layer format refuses it
+    const cid = await snapshots.snapshotDirectory(ws);
+    return { w, runner, t, cid };
+  }
+
+  /** Like the daemon: refuses a stream that names a whiteout (answered after reading it), or everything when broken. */
+  function refusing(w: Awaited<ReturnType<typeof world>>, o: { broken: boolean }) {
+    const importImage = w.runtime.importImage.bind(w.runtime);
+    const tags: string[] = [];
+    w.runtime.importImage = async (rootfs, opts) => {
+      tags.push(opts.tag);
+      const chunks: Buffer[] = [];
+      for await (const c of rootfs) chunks.push(Buffer.from(c));
+      const names: string[] = [];
+      for await (const r of readTar(
+        (async function* () {
+          yield Buffer.concat(chunks);
+        })(),
+        { maxArchiveBytes: 1 << 26, keep: () => false },
+      ))
+        names.push(r.header.path);
+      if (o.broken || names.some((n) => n.split('/').some((part) => part.startsWith('.wh.'))))
+        throw containerError('CONTAINER_OPERATION_FAILED', `docker could not import ${opts.tag}: failed to mknod("/etc", S_IFCHR, 0): file exists`, {
+          tag: opts.tag,
+          refusedByDaemon: true,
+        });
+      return importImage(
+        (async function* () {
+          yield Buffer.concat(chunks);
+        })(),
+        opts,
+      );
+    };
+    return tags;
+  }
+
+  it("a file system the daemon refuses while it imports the harness alone is the agent's doing: rule snapshot.refused, never a refund", async () => {
+    const { w, runner, t, cid } = await rootfsWorld();
+    const tags = refusing(w, { broken: false });
+    const r = await runner.judge(t, cid);
+    // A broken rule is a submission_error with score 0 and a RuleViolation (as for snapshot.limits).
+    expect(r).toMatchObject({ status: 'submission_error', rule: { rule: 'snapshot.refused' }, primaryScore: 0 });
+    expect(r.rule?.detail).toContain('cannot be made into an image');
+    expect(tags).toHaveLength(2); // the import, then the probe
+    expect(tags[1]).toMatch(/-probe$/);
+    expect(await w.runtime.listImages({ 'org.assay.role': 'judge-rootfs' })).toEqual([]); // the probe image is gone
+  });
+
+  it('a daemon that refuses the harness alone too is at fault: infrastructure_error (refunded), as before', async () => {
+    const { w, runner, t, cid } = await rootfsWorld();
+    refusing(w, { broken: true });
+    const r = await runner.judge(t, cid);
+    expect(r).toMatchObject({ status: 'infrastructure_error' });
+    expect(r.detail).toContain('making the Judge image from the snapshot failed');
   });
 });
 

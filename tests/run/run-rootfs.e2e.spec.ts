@@ -62,6 +62,29 @@ describeDocker('assay run, full-rootfs task (CLI, Docker)', () => {
     expect(await docker.listImages({ filters: { label: ['org.assay.role=judge-rootfs'] } })).toEqual([]);
   });
 
+  it('a file system Docker cannot import (a whiteout name the agent made) is a counted rule violation of the round, never a refund', async () => {
+    const agent = 'command:echo 42 > /etc/assay-answer; touch /etc/.wh.; rsi-submit > /dev/null; echo "s1=$?"';
+    const r = await assay(['run', TASK, '--agent', agent, '--run-id', 'rootfswh', '--json'], home, 230_000);
+    expect(r.stderr).not.toMatch(/Error:|at .*\.ts:\d+/);
+    expect(r.code).toBe(0);
+    const rep = JSON.parse(r.stdout) as { rounds: Array<{ round: number; status: string; score: number | null }> };
+    expect(rep.rounds.map((x) => [x.round, x.status, x.score])).toEqual([[1, 'rule_violation', 0]]);
+    const h = await LedgerHome.open(home, { clock: systemClock, ids: randomIds });
+    try {
+      const evs = (await h.readEvents({ stream: 'run-rootfswh', limit: 1000 })).map((e) => e.envelope);
+      expect(evs.filter((e) => e.type === 'SubmissionRejected')).toEqual([]); // no refund
+      // The Judge's own stream records the rule it found broken, with the daemon's reason.
+      const all = (await h.readEvents({ limit: 100_000 })).map((e) => e.envelope);
+      const violations = all.filter((e) => e.type === 'RuleViolation').map((e) => e.data as { rule?: string; detail?: string });
+      expect(violations.map((v) => v.rule)).toContain('snapshot.refused');
+      expect(violations.find((v) => v.rule === 'snapshot.refused')?.detail).toContain('cannot be made into an image');
+    } finally {
+      await h.close();
+    }
+    const docker = new Docker();
+    expect(await docker.listImages({ filters: { label: ['org.assay.role=judge-rootfs'] } })).toEqual([]);
+  });
+
   it("resume after SIGKILL carries the old Work's file system over: what the agent wrote before is still there", async () => {
     const agent =
       'command:if rsi-submit --list | grep -q "^round 1:"; then cat /root/carried; echo 42 > /etc/assay-answer; rsi-submit > /dev/null; exit 0; fi; ' +

@@ -16,6 +16,8 @@ export const JUDGE_ERROR_KINDS = {
   /** The snapshot CID is not in the store (or not a CID). */
   JUDGE_SNAPSHOT_NOT_FOUND: 'not_found',
   JUDGE_SNAPSHOT_INVALID: 'invalid_input',
+  /** Full-rootfs: the daemon refuses to import the snapshot's file system, and imports the harness alone (the agent's doing). */
+  JUDGE_SNAPSHOT_UNIMPORTABLE: 'invalid_input',
   /** The controller's Judge settings from its environment (ASSAY_JUDGE_PROC) are not valid. */
   JUDGE_HOST_SETTINGS_INVALID: 'invalid_input',
   /** `--repeat` out of range. */

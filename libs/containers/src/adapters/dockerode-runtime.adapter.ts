@@ -532,11 +532,15 @@ export class DockerodeRuntime implements ContainerRuntime {
         throw containerError('CONTAINER_OPERATION_FAILED', `importing ${o.tag} took longer than ${Math.round(o.timeoutMs / 1000)} s; it was cancelled`, {
           tag: o.tag,
         });
-      throw fail(`import ${o.tag}`, e, { tag: o.tag });
+      // An HTTP error answer (a status code) means the daemon read the stream and refused it, as a streamed error
+      // line does below; a transport failure has none.
+      const status = statusOf(e);
+      throw fail(`import ${o.tag}`, e, { tag: o.tag, ...(status !== undefined ? { refusedByDaemon: true } : {}) });
     } finally {
       deadline.clear();
     }
-    if (error !== null) throw containerError('CONTAINER_OPERATION_FAILED', `docker could not import ${o.tag}: ${error}`, { tag: o.tag });
+    // The daemon read the stream and refused what it holds: the caller may tell a bad tar from a bad daemon.
+    if (error !== null) throw containerError('CONTAINER_OPERATION_FAILED', `docker could not import ${o.tag}: ${error}`, { tag: o.tag, refusedByDaemon: true });
     const img = await this.inspectImage(o.tag);
     if (!img) throw containerError('CONTAINER_OPERATION_FAILED', `the import of ${o.tag} reported success but no such image exists`, { tag: o.tag });
     return { id: img.id };

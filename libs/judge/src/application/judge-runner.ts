@@ -324,6 +324,8 @@ export class JudgeRunner {
       fs.rmSync(work, { recursive: true, force: true });
       if (isAssayError(e) && SNAPSHOT_LIMIT_CODES.has(e.code))
         return { result: await finishRule(this.d.recorder, t, c, { rule: 'snapshot.limits', detail: e.message }) };
+      if (isAssayError(e) && e.code === 'JUDGE_SNAPSHOT_UNIMPORTABLE')
+        return { result: await finishRule(this.d.recorder, t, c, { rule: 'snapshot.refused', detail: e.message }) };
       if (rootfsImage) await runtime.removeImage(rootfsImage).catch(() => undefined);
       return {
         result: await finishInfra(

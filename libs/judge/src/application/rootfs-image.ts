@@ -11,6 +11,12 @@
  *   3. the Judge container runs from that image exactly as in split mode (hidden tests on a fresh tmpfs, a fresh
  *      /logs/verifier volume, network off, limits), with no snapshot bind mount;
  *   4. the image is removed with the container.
+ *
+ * Who caused a failed import: when the daemon read the stream and refused it (a name the image layer format
+ * reserves, such as `.wh.etc` next to `etc`, is enough), a probe imports the harness files alone. If that works the
+ * daemon is sound and the refusal came from what the agent left in its file system: JUDGE_SNAPSHOT_UNIMPORTABLE,
+ * which the runner records as the rule `snapshot.refused` (counted, score 0), never a refund. If the probe fails
+ * too, the daemon is at fault and the original failure stands (infrastructure_error).
  */
 import * as fs from 'node:fs';
 import { join } from 'node:path';
@@ -52,14 +58,16 @@ function skipped(path: string): boolean {
  * The import stream: the snapshot without the harness's paths, then the harness files (with whichever parent
  * directories the snapshot did not have: `docker import` refuses a path given twice), then the end marker.
  */
-async function* importStream(snapshots: JudgeSnapshots, cid: string, files: Array<{ name: string; content: Buffer }>): AsyncGenerator<Uint8Array> {
-  if (!snapshots.archive) throw new Error('internal: this snapshot store cannot stream a snapshot as a tar');
+async function* importStream(snapshots: JudgeSnapshots | null, cid: string, files: Array<{ name: string; content: Buffer }>): AsyncGenerator<Uint8Array> {
   const seen = new Set<string>();
-  yield* snapshots.archive(cid, (path) => {
-    if (skipped(path)) return true;
-    seen.add(path);
-    return false;
-  });
+  if (snapshots) {
+    if (!snapshots.archive) throw new Error('internal: this snapshot store cannot stream a snapshot as a tar');
+    yield* snapshots.archive(cid, (path) => {
+      if (skipped(path)) return true;
+      seen.add(path);
+      return false;
+    });
+  }
   const parents = function* (path: string): Generator<Buffer> {
     const parts = path.split('/');
     for (let i = 1; i < parts.length; i++) {
@@ -94,8 +102,8 @@ export async function importRootfsImage(
   const files = harnessFiles(d.judgeRuntimeDir);
   const base = await d.runtime.inspectImage(judgeImage);
   if (!base) throw new Error(`the judge image ${judgeImage} is gone`);
-  const r = await d.runtime.importImage(importStream(d.snapshots, snapshot, files), {
-    tag: rootfsImageTag(judgeId),
+  const options = (tag: string) => ({
+    tag,
     labels: { ...labels, 'org.assay.role': ROOTFS_IMAGE_ROLE, 'org.assay.snapshot': snapshot },
     env: base.env ?? [],
     workingDir: base.workingDir,
@@ -103,5 +111,33 @@ export async function importRootfsImage(
     user: base.user,
     timeoutMs: IMPORT_TIMEOUT_MS,
   });
-  return r.id;
+  try {
+    return (await d.runtime.importImage(importStream(d.snapshots, snapshot, files), options(rootfsImageTag(judgeId)))).id;
+  } catch (e) {
+    if (!refusedByDaemon(e)) throw e;
+    // The daemon read the stream and refused it: the snapshot's content, or the daemon? The harness files alone tell.
+    const probeTag = `${rootfsImageTag(judgeId)}-probe`;
+    let probe: string;
+    try {
+      probe = (await d.runtime.importImage(importStream(null, snapshot, files), options(probeTag))).id;
+    } catch {
+      throw e;
+    }
+    await d.runtime.removeImage(probe).catch(() => undefined);
+    throw judgeError(
+      'JUDGE_SNAPSHOT_UNIMPORTABLE',
+      `the snapshot's file system cannot be made into an image (the daemon imports the harness alone, so what the agent left is the cause): ${(e as Error).message}`,
+      { snapshot },
+    );
+  }
+}
+
+/**
+ * The daemon read the import stream and answered with an error (not a transport failure or a timeout), and not for
+ * want of space: the host's disk being full is never the agent's doing (its file system is bounded by the task).
+ */
+function refusedByDaemon(e: unknown): boolean {
+  const details = (e as { details?: Record<string, unknown> } | null)?.details;
+  if (details === undefined || details === null || details.refusedByDaemon !== true) return false;
+  return !/no space left on device|disk quota exceeded/i.test((e as Error).message);
 }
