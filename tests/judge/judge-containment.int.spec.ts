@@ -304,6 +304,52 @@ print("own environ:", dict(os.environ))
     }
   }, 180_000);
 
+  it('writable_rootfs: test.sh and candidate code may write the image, but only up to the bound (storage_mb), never onto the host disk unbounded', async () => {
+    const main = `import os
+n = 0
+try:
+    with open("/var/tmp/candidate-fill", "wb") as f:
+        for _ in range(96):
+            f.write(b"\\0" * 1048576)
+            f.flush()
+            n += 1
+except OSError as e:
+    print("candidate fill stopped:", type(e).__name__, e.errno)
+print("candidate fill: %d MiB" % n)
+`;
+    const r = await judge(join(FIXTURES, 'writable-rootfs'), { 'main.py': main });
+    expect([r.status, r.detail]).toEqual(['completed', null]);
+    expect(r).toMatchObject({ status: 'completed', rewards: { reward: 1 } });
+    const out = log(r);
+    expect(out).toContain('root write: root-wrote');
+    const rootFill = Number(/root fill: exit \d+ size (\d+) MiB/.exec(out)?.[1]);
+    expect(rootFill).toBeLessThanOrEqual(32);
+    expect(out).toMatch(/candidate fill stopped: OSError 28/); // ENOSPC
+    expect(Number(/candidate fill: (\d+) MiB/.exec(out)?.[1])).toBeLessThanOrEqual(32);
+    expect(out).toMatch(/new top-level entry: exit [1-9]/); // the root directory itself stays read-only
+    expect(out).toContain('still mounted: /etc/hostname');
+    expect(out).toContain('still mounted: /logs/verifier');
+    expect(out).toMatch(/^verifier CapBnd 0+c0$/m); // every setup capability is gone before test.sh
+    expect(r.limits?.setupCapabilities).toEqual(['CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'MKNOD', 'SETPCAP', 'SYS_ADMIN']);
+    expect(r.limits).toMatchObject({ readOnlyRootfs: true, rootfsWrites: 'bounded', rootfsWriteBytes: 32 * 1048576 });
+  }, 180_000);
+
+  it("writable_rootfs without the setup step (ASSAY_JUDGE_PROC=visible) writes into Docker's own layer, unbounded, and the launch says so", async () => {
+    const t = await rt.loadTask(join(FIXTURES, 'writable-rootfs'));
+    const visibleRt = await JudgeRuntime.open({ home, procVisibility: 'visible' });
+    try {
+      const ws = tmp('assay-judge-contain-ws-');
+      dirs.push(ws);
+      fs.writeFileSync(join(ws, 'main.py'), 'print("candidate fill: 0 MiB")\n');
+      const r = await visibleRt.runner.judge(t.prepared, await visibleRt.snapshots.snapshotDirectory(ws));
+      expect(r).toMatchObject({ status: 'completed', rewards: { reward: 1 } });
+      expect(log(r)).toMatch(/root fill: exit 0 size 96 MiB/);
+      expect(r.limits).toMatchObject({ readOnlyRootfs: false, rootfsWrites: 'unbounded', rootfsWriteBytes: null });
+    } finally {
+      await visibleRt.close();
+    }
+  }, 180_000);
+
   it('leaves nothing behind, and the ledger verifies', async () => {
     const report = await rt.ledgerHome.verify({ workers: 0, claims: runClaimRules() });
     expect(report.failure ?? null).toBeNull();

@@ -192,12 +192,12 @@ describe('JudgeRunner, full-rootfs task (fake runtime)', () => {
       'opt/assay/',
       'opt/assay/judge/',
       'opt/assay/judge/entrypoint',
-      'opt/assay/judge/hide-proc',
+      'opt/assay/judge/judge-setup',
       'opt/assay/judge/run-as-candidate',
     ]);
     // The interpreters root runs here are the agent's: no setup capability, /proc not hidden, and the launch says so.
     expect(specs[0]?.capAdd).toEqual(['SETUID', 'SETGID']);
-    expect(specs[0]?.env).not.toHaveProperty('ASSAY_JUDGE_HIDE_PROC');
+    expect(specs[0]?.env).not.toHaveProperty('ASSAY_JUDGE_SETUP');
     expect(r.limits).toMatchObject({ setupCapabilities: [], procHidden: false });
     expect(im.o.labels).toMatchObject({
       'org.assay.role': 'judge-rootfs',

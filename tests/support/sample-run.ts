@@ -88,6 +88,8 @@ export const SAMPLE_JUDGE_LIMITS: LaunchedLimits = {
   noNewPrivileges: true,
   setupCapabilities: ['SETPCAP', 'SYS_ADMIN'],
   procHidden: true,
+  rootfsWrites: 'none',
+  rootfsWriteBytes: null,
   user: '0:0',
 };
 

@@ -95,6 +95,7 @@ export async function prepareTask(d: PrepareDeps, taskDir: string, plan: TaskPla
     settings,
     hostCpus: d.hostCpus,
     testsBytes: stats.bytes,
+    storageMb: plan.environment.storageMb,
     ...(o.outputCapBytes !== undefined ? { outputCapBytes: o.outputCapBytes } : {}),
   });
   return Object.freeze({

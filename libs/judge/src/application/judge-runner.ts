@@ -174,13 +174,21 @@ export class JudgeRunner {
     return checker.finish();
   }
 
+  /**
+   * Whether the Judge gets the entrypoint's setup step (judge-plan.ts): only when its image is the task author's (in
+   * full-rootfs mode root runs the agent's interpreters) and the operator did not choose ASSAY_JUDGE_PROC=visible.
+   */
+  private setupFor(t: PreparedTask): boolean {
+    return !t.rootfs && (this.d.procVisibility ?? 'hidden') === 'hidden';
+  }
+
   /** Checks that the daemon applied what was asked; a Judge never runs with weaker isolation than planned. */
-  private appliedProblems(info: ContainerInfo, t: PreparedTask, gpus: string[]): string[] {
+  private appliedProblems(info: ContainerInfo, t: PreparedTask, gpus: string[], readOnlyRootfs: boolean): string[] {
     const p: string[] = [];
     const appliedGpus = (info.deviceRequests ?? []).flatMap((r) => r.deviceIds);
     if (appliedGpus.join(',') !== gpus.join(',')) p.push(`GPUs [${appliedGpus.join(',')}], expected [${gpus.join(',')}]`);
     if (info.networkMode !== t.network) p.push(`network mode ${info.networkMode}, expected ${t.network}`);
-    if (info.readOnlyRootfs !== t.limits.readOnlyRootfs) p.push(`read-only root file system ${String(info.readOnlyRootfs)}`);
+    if (info.readOnlyRootfs !== readOnlyRootfs) p.push(`read-only root file system ${String(info.readOnlyRootfs)}`);
     if (!info.capDrop.map((c) => c.toUpperCase()).some((c) => c === 'ALL' || c === 'CAP_ALL')) p.push('capabilities not dropped');
     if (!info.securityOpt.some((o) => o.startsWith('no-new-privileges'))) p.push('no-new-privileges not set');
     if (info.pidsLimit !== t.limits.pidsLimit) p.push(`pids limit ${String(info.pidsLimit)}, expected ${t.limits.pidsLimit}`);
@@ -378,7 +386,7 @@ export class JudgeRunner {
       network: t.network,
       limits: t.limits,
       labels,
-      hideProc: !t.rootfs && (this.d.procVisibility ?? 'hidden') === 'hidden',
+      setup: this.setupFor(t),
     });
     const containerId = await runtime.createContainer(gpus.length ? { ...spec, gpus: { driver: 'nvidia', deviceIds: gpus } } : spec);
     container.id = containerId;
@@ -386,7 +394,7 @@ export class JudgeRunner {
     const applied = await runtime.inspectContainer(containerId);
     container.applied = applied;
     if (!applied) throw new Error('the container vanished right after it was created');
-    const problems = this.appliedProblems(applied, t, gpus);
+    const problems = this.appliedProblems(applied, t, gpus, spec.readOnlyRootfs);
     if (problems.length) throw new Error(`the daemon did not apply the Judge's isolation (${problems.join('; ')}); refusing to run it`);
     return applied;
   }

@@ -7,7 +7,7 @@
  *   RuleViolation   (judge key)   only for submission_error: the rule, what broke it, score 0
  */
 import { escapeTerminalText } from '@assay/core';
-import { SETUP_CAPABILITIES, type JudgeLimits } from './judge-plan';
+import { OVERLAY_SETUP_CAPABILITIES, SETUP_CAPABILITIES, type JudgeLimits } from './judge-plan';
 import type { Rewards } from './reward';
 import type { JudgeStatus } from './verdict';
 
@@ -53,6 +53,13 @@ export interface LaunchedLimits {
   readonly setupCapabilities: readonly string[];
   /** /proc hides other users' processes (hidepid=invisible) from test.sh on: the setup capabilities were given. */
   readonly procHidden: boolean;
+  /**
+   * Writes to the image's root file system: `none` (read-only), `bounded` (writable_rootfs with the setup step:
+   * overlays whose changes go to a tmpfs of rootfsWriteBytes), `unbounded` (writable_rootfs without it: Docker's
+   * own writable layer, on the host's disk).
+   */
+  readonly rootfsWrites: 'none' | 'bounded' | 'unbounded';
+  readonly rootfsWriteBytes: number | null;
   readonly user: string;
   /** Host GPUs handed to the Judge (nvidia device ids, as Docker applied them); absent without GPUs. */
   readonly gpus?: readonly string[];
@@ -73,8 +80,11 @@ export function launchedLimits(
 ): LaunchedLimits {
   const gpus = (applied.deviceRequests ?? []).flatMap((r) => r.deviceIds);
   // The entrypoint refuses to run test.sh while any capability beyond SETUID and SETGID is in its bounding set, and
-  // with the setup capabilities it either hides /proc or fails setup: so given them means /proc was hidden.
+  // with the setup capabilities it either does every setup step (hide /proc; overlays for a writable root file
+  // system) or fails setup: so given them means those were done.
   const capAdd = applied.capAdd.map((c) => c.toUpperCase().replace(/^CAP_/, ''));
+  const setup = SETUP_CAPABILITIES.every((c) => capAdd.includes(c));
+  const overlay = setup && OVERLAY_SETUP_CAPABILITIES.every((c) => capAdd.includes(c));
   return {
     cpus: applied.nanoCpus === null ? 0 : applied.nanoCpus / 1e9,
     cpusRequested: l.cpusRequested,
@@ -87,8 +97,10 @@ export function launchedLimits(
     capAdd: [...applied.capAdd].sort(),
     capDrop: [...applied.capDrop].sort(),
     noNewPrivileges: applied.securityOpt.some((o) => /^no-new-privileges(:true|=true)?$/.test(o)),
-    setupCapabilities: SETUP_CAPABILITIES.filter((c) => capAdd.includes(c)),
-    procHidden: SETUP_CAPABILITIES.every((c) => capAdd.includes(c)),
+    setupCapabilities: [...SETUP_CAPABILITIES, ...OVERLAY_SETUP_CAPABILITIES].filter((c) => capAdd.includes(c)).sort(),
+    procHidden: setup,
+    rootfsWrites: l.readOnlyRootfs ? 'none' : overlay ? 'bounded' : 'unbounded',
+    rootfsWriteBytes: !l.readOnlyRootfs && overlay ? l.rootfsWriteBytes : null,
     user: '0:0',
     ...(gpus.length ? { gpus } : {}),
   };

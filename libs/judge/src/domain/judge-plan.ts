@@ -14,9 +14,14 @@
  *   network          none, unless the task allows the public network (allowlists are refused for now)
  *   privileges       uid 0 for test.sh, every capability dropped except SETUID and SETGID (run-as-candidate
  *                    needs them to switch to the candidate user), no-new-privileges, read-only root file system
- *   /proc            hidepid=invisible when the image is the task author's (hideProc): the container also gets
- *                    SYS_ADMIN and SETPCAP, which the entrypoint's first step (hide-proc) uses to remount /proc
- *                    and then drops from the bounding set before anything the task or the candidate controls runs
+ *   setup step       when the image is the task author's (`setup`): the container also gets SYS_ADMIN and SETPCAP,
+ *                    which the entrypoint's first step (task-runtime/judge/judge-setup) uses, then drops from the
+ *                    bounding set before anything the task or the candidate controls runs, to
+ *                      - remount /proc hidepid=invisible (candidate code sees none of root's processes);
+ *                      - for `writable_rootfs`, keep Docker's root file system read-only and lay an overlay on each
+ *                        top-level directory whose writes go to a size-bounded tmpfs (/.assay-rw): writable,
+ *                        but bounded like every other writable place (without the setup step the writes go to
+ *                        Docker's unbounded layer, and JudgeLaunched says so)
  *   limits           the task's cpus (at most the host's) and memory, no swap, a pids limit, the verifier timeout
  */
 import type { ContainerSpec } from '@assay/containers';
@@ -36,13 +41,22 @@ export const ENTRYPOINT_SETUP_FAILED_MARK = 'assay-judge-entrypoint: setup faile
 
 export const CAPABILITIES_KEPT = Object.freeze(['SETUID', 'SETGID']) as readonly string[];
 /**
- * Held by the entrypoint's first step alone (task-runtime/judge/hide-proc: remount /proc with hidepid, then drop
+ * Held by the entrypoint's first step alone (task-runtime/judge/judge-setup: remount /proc with hidepid, then drop
  * both from the bounding set); never given to a Judge whose image was made from the agent's root file system, where
  * the interpreters root runs are the agent's.
  */
 export const SETUP_CAPABILITIES = Object.freeze(['SETPCAP', 'SYS_ADMIN']) as readonly string[];
-/** Environment that asks the entrypoint for step 0 (hide-proc). */
-export const HIDE_PROC_ENV = 'ASSAY_JUDGE_HIDE_PROC';
+/**
+ * Also held by the setup step alone when it lays the overlays of a writable root file system: an overlay keeps its
+ * mounter's credentials for its own work (copy-up keeps owners and modes, deletions leave whiteouts), and mounting one
+ * over Docker's root file system needs DAC_OVERRIDE. Dropped from the bounding set with the others.
+ */
+export const OVERLAY_SETUP_CAPABILITIES = Object.freeze(['CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'MKNOD']) as readonly string[];
+/** Environment that asks the entrypoint for step 0 (judge-setup): a comma-separated list of SETUP_STEPS. */
+export const JUDGE_SETUP_ENV = 'ASSAY_JUDGE_SETUP';
+export const SETUP_STEPS = Object.freeze({ hideProc: 'hide-proc', rootfsOverlay: 'rootfs-overlay' });
+/** Where the bounded tmpfs that holds a writable root file system's changes is mounted (judge-setup's overlays). */
+export const ROOTFS_WRITES_PATH = '/.assay-rw';
 
 export const MiB = 1024 * 1024;
 export const DEFAULTS = Object.freeze({
@@ -55,6 +69,9 @@ export const DEFAULTS = Object.freeze({
   /** Shares of the memory limit the candidate-writable tmpfs places may hold: /tmp 3/8, /dev/shm 1/8. */
   tmpShare: 3 / 8,
   shmShare: 1 / 8,
+  /** With writable_rootfs: /tmp 1/8 and the root file system's writes 1/4, so candidate-writable places stay at half. */
+  tmpShareWritable: 1 / 8,
+  rootfsShare: 1 / 4,
   minTestsTmpfsBytes: 16 * MiB,
   /** Largest tests/ the harness injects. */
   maxTestsBytes: 512 * MiB,
@@ -75,7 +92,11 @@ export interface JudgeLimits {
   readonly tmpInodes: number;
   readonly shmBytes: number;
   readonly shmInodes: number;
+  /** The task does not let test.sh write the image's file system (`writable_rootfs` false). */
   readonly readOnlyRootfs: boolean;
+  /** writable_rootfs: the most the writes to the root file system may hold (tmpfs, charged to memory); else 0. */
+  readonly rootfsWriteBytes: number;
+  readonly rootfsWriteInodes: number;
 }
 
 export interface LimitsInput {
@@ -87,6 +108,8 @@ export interface LimitsInput {
   readonly hostCpus: number;
   readonly testsBytes: number;
   readonly outputCapBytes?: number;
+  /** The task's `storage_mb` (null: not declared): a writable root file system holds at most that much too. */
+  readonly storageMb?: number | null;
 }
 
 /** A share of the memory limit, rounded down to whole MiB (at least 1 MiB). */
@@ -117,7 +140,9 @@ export const JUDGE_SYSCTLS = Object.freeze({ 'kernel.shm_rmid_forced': '1' }) as
 export function judgeLimits(i: LimitsInput): JudgeLimits {
   const memoryBytes = (i.memoryMb ?? DEFAULTS.memoryMb) * MiB;
   const cpus = Math.max(0.01, Math.min(i.cpus ?? DEFAULTS.cpus, i.hostCpus));
-  const tmpBytes = Math.min(DEFAULTS.tmpBytes, shareOf(memoryBytes, DEFAULTS.tmpShare));
+  const writable = i.settings.writableRootfs;
+  const tmpBytes = Math.min(DEFAULTS.tmpBytes, shareOf(memoryBytes, writable ? DEFAULTS.tmpShareWritable : DEFAULTS.tmpShare));
+  const rootfsWriteBytes = writable ? Math.min(shareOf(memoryBytes, DEFAULTS.rootfsShare), i.storageMb ? i.storageMb * MiB : Infinity) : 0;
   const shmBytes = Math.max(MiB, Math.min(i.shmSizeBytes, shareOf(memoryBytes, DEFAULTS.shmShare)));
   return Object.freeze({
     cpusRequested: i.cpus,
@@ -131,7 +156,9 @@ export function judgeLimits(i: LimitsInput): JudgeLimits {
     tmpInodes: inodesFor(tmpBytes),
     shmBytes,
     shmInodes: inodesFor(shmBytes),
-    readOnlyRootfs: !i.settings.writableRootfs,
+    readOnlyRootfs: !writable,
+    rootfsWriteBytes,
+    rootfsWriteInodes: writable ? inodesFor(rootfsWriteBytes) : 0,
   });
 }
 
@@ -148,8 +175,11 @@ export interface JudgeContainerInput {
   readonly network: 'none' | 'bridge';
   readonly limits: JudgeLimits;
   readonly labels: Readonly<Record<string, string>>;
-  /** Remount /proc with hidepid (setup-only SYS_ADMIN and SETPCAP); only for an image that is the task author's. */
-  readonly hideProc: boolean;
+  /**
+   * The entrypoint's setup step (setup-only SYS_ADMIN and SETPCAP): hide /proc, and bound a writable root file
+   * system. Only for an image that is the task author's, and unless the operator chose ASSAY_JUDGE_PROC=visible.
+   */
+  readonly setup: boolean;
 }
 
 export function judgeContainerName(judgeId: string): string {
@@ -160,14 +190,21 @@ export function judgeVolumeName(judgeId: string): string {
   return `assay-judge-${judgeId}-verifier`;
 }
 
+/** Whether Docker's root file system is read-only: always, except a writable_rootfs Judge without the setup step. */
+export function judgeReadOnlyRootfs(l: JudgeLimits, setup: boolean): boolean {
+  return l.readOnlyRootfs || setup;
+}
+
 export function judgeContainerSpec(i: JudgeContainerInput): ContainerSpec {
   const l = i.limits;
+  const overlay = i.setup && !l.readOnlyRootfs;
+  const steps = i.setup ? [SETUP_STEPS.hideProc, ...(overlay ? [SETUP_STEPS.rootfsOverlay] : [])] : [];
   return {
     name: judgeContainerName(i.judgeId),
     image: i.imageId,
     entrypoint: [JUDGE_ENTRYPOINT],
     cmd: [...i.command],
-    env: { ...JUDGE_ENV_DEFAULTS, ...i.env, ASSAY_JUDGE_WORKDIR: i.workdir, ...(i.hideProc ? { [HIDE_PROC_ENV]: '1' } : {}) },
+    env: { ...JUDGE_ENV_DEFAULTS, ...i.env, ASSAY_JUDGE_WORKDIR: i.workdir, ...(steps.length ? { [JUDGE_SETUP_ENV]: steps.join(',') } : {}) },
     workingDir: i.workdir,
     user: '0:0',
     labels: { ...i.labels },
@@ -178,11 +215,12 @@ export function judgeContainerSpec(i: JudgeContainerInput): ContainerSpec {
       { type: 'tmpfs', target: '/tmp', sizeBytes: l.tmpBytes, mode: 0o1777, inodes: l.tmpInodes },
       // Replaces Docker's own /dev/shm (same size), so its inodes are bounded too.
       { type: 'tmpfs', target: '/dev/shm', sizeBytes: l.shmBytes, mode: 0o1777, inodes: l.shmInodes },
+      ...(overlay ? [{ type: 'tmpfs' as const, target: ROOTFS_WRITES_PATH, sizeBytes: l.rootfsWriteBytes, mode: 0o700, inodes: l.rootfsWriteInodes }] : []),
     ],
     networkMode: i.network,
-    readOnlyRootfs: l.readOnlyRootfs,
+    readOnlyRootfs: judgeReadOnlyRootfs(l, i.setup),
     capDrop: ['ALL'],
-    capAdd: [...CAPABILITIES_KEPT, ...(i.hideProc ? SETUP_CAPABILITIES : [])],
+    capAdd: [...CAPABILITIES_KEPT, ...(i.setup ? SETUP_CAPABILITIES : []), ...(overlay ? OVERLAY_SETUP_CAPABILITIES : [])],
     noNewPrivileges: true,
     pidsLimit: l.pidsLimit,
     memoryBytes: l.memoryBytes,

@@ -61,13 +61,14 @@ describe('judge container plan', () => {
       limits,
       labels: {},
     };
-    const hidden = judgeContainerSpec({ ...base, hideProc: true });
+    const hidden = judgeContainerSpec({ ...base, setup: true });
     expect(hidden.capAdd).toEqual(['SETUID', 'SETGID', 'SETPCAP', 'SYS_ADMIN']);
     expect(hidden.capDrop).toEqual(['ALL']);
-    expect(hidden.env).toMatchObject({ ASSAY_JUDGE_HIDE_PROC: '1' });
-    const visible = judgeContainerSpec({ ...base, hideProc: false });
+    expect(hidden.env).toMatchObject({ ASSAY_JUDGE_SETUP: 'hide-proc' });
+    expect(hidden.readOnlyRootfs).toBe(true);
+    const visible = judgeContainerSpec({ ...base, setup: false });
     expect(visible.capAdd).toEqual(['SETUID', 'SETGID']);
-    expect(visible.env).not.toHaveProperty('ASSAY_JUDGE_HIDE_PROC');
+    expect(visible.env).not.toHaveProperty('ASSAY_JUDGE_SETUP');
     const applied = (capAdd: string[]) => ({
       nanoCpus: 1e9,
       memoryBytes: 1,
@@ -86,6 +87,69 @@ describe('judge container plan', () => {
     expect(launchedLimits(limits, applied(['SETUID', 'SETGID', 'SYS_ADMIN']))).toMatchObject({ setupCapabilities: ['SYS_ADMIN'], procHidden: false });
   });
 
+  it("writable_rootfs: with the setup step the root stays read-only and its writes go to a bounded tmpfs; without it they go to Docker's layer, recorded as unbounded", () => {
+    const writable = judgeLimits({
+      cpus: 1,
+      memoryMb: 1024,
+      shmSizeBytes: 64 * MiB,
+      verifierTimeoutSec: 60,
+      settings: { ...DEFAULT_JUDGE_SETTINGS, writableRootfs: true },
+      hostCpus: 4,
+      testsBytes: 0,
+      storageMb: 100,
+    });
+    // candidate-writable places stay at half the memory: /tmp 1/8, /dev/shm 1/8 (64 MiB here), the root's writes 1/4 and storage_mb
+    expect([writable.tmpBytes, writable.shmBytes, writable.rootfsWriteBytes]).toEqual([128 * MiB, 64 * MiB, 100 * MiB]);
+    expect(
+      judgeLimits({
+        cpus: 1,
+        memoryMb: 1024,
+        shmSizeBytes: 0,
+        verifierTimeoutSec: 60,
+        settings: { ...DEFAULT_JUDGE_SETTINGS, writableRootfs: true },
+        hostCpus: 4,
+        testsBytes: 0,
+      }).rootfsWriteBytes,
+    ).toBe(256 * MiB);
+    const base = {
+      judgeId: 'j1',
+      imageId: 'i',
+      workdir: '/w',
+      snapshotHostDir: '/h',
+      verifierVolume: 'v',
+      command: [],
+      env: {},
+      network: 'none' as const,
+      limits: writable,
+      labels: {},
+    };
+    const bounded = judgeContainerSpec({ ...base, setup: true });
+    expect(bounded.readOnlyRootfs).toBe(true);
+    expect(bounded.env).toMatchObject({ ASSAY_JUDGE_SETUP: 'hide-proc,rootfs-overlay' });
+    expect(bounded.mounts).toContainEqual({ type: 'tmpfs', target: '/.assay-rw', sizeBytes: 100 * MiB, mode: 0o700, inodes: Math.floor((100 * MiB) / 8192) });
+    const unbounded = judgeContainerSpec({ ...base, setup: false });
+    expect(unbounded.readOnlyRootfs).toBe(false);
+    expect(unbounded.mounts.map((m) => m.target)).not.toContain('/.assay-rw');
+    const applied = (capAdd: string[], readOnlyRootfs: boolean) => ({
+      nanoCpus: 1e9,
+      memoryBytes: 1,
+      pidsLimit: 1,
+      readOnlyRootfs,
+      capAdd,
+      capDrop: ['ALL'],
+      securityOpt: [],
+    });
+    expect(bounded.capAdd).toEqual(['SETUID', 'SETGID', 'SETPCAP', 'SYS_ADMIN', 'CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'MKNOD']);
+    expect(launchedLimits(writable, applied([...bounded.capAdd], true))).toMatchObject({
+      rootfsWrites: 'bounded',
+      rootfsWriteBytes: 100 * MiB,
+      procHidden: true,
+      setupCapabilities: ['CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'MKNOD', 'SETPCAP', 'SYS_ADMIN'],
+    });
+    expect(launchedLimits(writable, applied(['SETUID', 'SETGID'], false))).toMatchObject({ rootfsWrites: 'unbounded', rootfsWriteBytes: null });
+    expect(launchedLimits(limits, applied(['SETUID', 'SETGID'], true))).toMatchObject({ rootfsWrites: 'none', rootfsWriteBytes: null });
+  });
+
   it('mounts the snapshot read-only, tests and reward directory for the Judge only, and drops privileges', () => {
     const s = judgeContainerSpec({
       judgeId: 'j1',
@@ -98,7 +162,7 @@ describe('judge container plan', () => {
       network: 'none',
       limits,
       labels: { 'org.assay.role': 'judge' },
-      hideProc: false,
+      setup: false,
     });
     expect(s).toMatchObject({
       name: 'assay-judge-j1',
@@ -138,7 +202,7 @@ describe('judge container plan', () => {
         network: 'none',
         limits,
         labels: {},
-        hideProc: false,
+        setup: false,
       }).env,
     ).toMatchObject({ PYTHONSAFEPATH: '' });
   });
