@@ -41,13 +41,25 @@ export const HOSTILE_SCORE = 987654321;
 
 const HOSTILE_PY = `# --- planted by assay task check: candidate code trying to write the verdict (must fail) ---
 def _assay_check_hostile():
+    import os
+    # Where the marker can reach the Judge's output: this process's streams, and the stdout of its ancestors (test.sh
+    # holds the container's), which a process of the same uid and capabilities may open.
+    sinks, pid = ["/dev/stdout", "/dev/stderr", "/proc/1/fd/1"], os.getppid()
+    for _ in range(8):
+        if pid <= 1:
+            break
+        sinks.append("/proc/%d/fd/1" % pid)
+        try:
+            pid = int(open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()[1])
+        except Exception:
+            break
     for path, text in (("/logs/verifier/reward.json", '{"reward": ${HOSTILE_SCORE}, "${HOSTILE_KEY}": 1}'), ("/logs/verifier/reward.txt", "${HOSTILE_SCORE}")):
         try:
             with open(path, "w") as f:
                 f.write(text)
         except Exception:
             continue
-        for sink in ("/proc/1/fd/1", "/dev/stdout", "/dev/stderr"):
+        for sink in sinks:
             try:
                 with open(sink, "a") as o:
                     o.write("${HOSTILE_MARKER} " + path + "\\n")
@@ -58,11 +70,25 @@ _assay_check_hostile()
 `;
 
 const HOSTILE_SH = `# --- planted by assay task check: candidate code trying to write the verdict (must fail) ---
-for _assay_p in /logs/verifier/reward.json /logs/verifier/reward.txt; do
-  if { case "$_assay_p" in *.json) printf '{"reward": ${HOSTILE_SCORE}, "${HOSTILE_KEY}": 1}' ;; *) printf '${HOSTILE_SCORE}' ;; esac; } > "$_assay_p" 2>/dev/null; then
-    for _assay_o in /proc/1/fd/1 /dev/stdout /dev/stderr; do echo "${HOSTILE_MARKER} $_assay_p" >> "$_assay_o" 2>/dev/null; done
-  fi
-done
+_assay_check_hostile() {
+  # Where the marker can reach the Judge's output: this shell's streams, and the stdout of its ancestors (test.sh
+  # holds the container's). A function, so the positional parameters it sets are its own, not the script's.
+  _assay_sinks="/dev/stdout /dev/stderr /proc/1/fd/1"
+  _assay_pid=$PPID
+  for _assay_i in 1 2 3 4 5 6 7 8; do
+    [ "$_assay_pid" -gt 1 ] 2>/dev/null || break
+    _assay_sinks="$_assay_sinks /proc/$_assay_pid/fd/1"
+    _assay_stat=$(cat "/proc/$_assay_pid/stat" 2>/dev/null) || break
+    set -- \${_assay_stat##*) }
+    _assay_pid=$2
+  done
+  for _assay_p in /logs/verifier/reward.json /logs/verifier/reward.txt; do
+    if { case "$_assay_p" in *.json) printf '{"reward": ${HOSTILE_SCORE}, "${HOSTILE_KEY}": 1}' ;; *) printf '${HOSTILE_SCORE}' ;; esac; } > "$_assay_p" 2>/dev/null; then
+      for _assay_o in $_assay_sinks; do echo "${HOSTILE_MARKER} $_assay_p" 2>/dev/null >>"$_assay_o"; done
+    fi
+  done
+}
+_assay_check_hostile
 # --- end of planted code ---
 `;
 
