@@ -29,9 +29,26 @@ describeDocker('assay run, full-rootfs task (CLI, Docker)', () => {
 
   afterAll(() => rmSync(join(home, '..'), { recursive: true, force: true }));
 
+  it('refused before anything starts when the daemon does not remap users and the operator did not allow a root agent', async () => {
+    const r = await assay(['run', TASK, '--agent', 'command:true', '--run-id', 'rootfs0', '--json'], home, 230_000);
+    expect(r.code).not.toBe(0);
+    const said = `${r.stdout}${r.stderr}`; // with --json the error is one JSON document on stdout
+    expect(said).toContain('RUN_ROOT_AGENT_REFUSED');
+    expect(said).toContain('--allow-root-agent');
+    expect(said).not.toMatch(/at .*\.ts:\d+/);
+    const docker = new Docker();
+    expect(await docker.listContainers({ all: true, filters: { label: ['org.assay.run=rootfs0'] } })).toEqual([]);
+    const h = await LedgerHome.open(home, { clock: systemClock, ids: randomIds });
+    try {
+      expect(await h.readEvents({ stream: 'run-rootfs0', limit: 10 })).toEqual([]); // nothing recorded
+    } finally {
+      await h.close();
+    }
+  });
+
   it('a command agent edits /etc, submits twice, and the run completes with the best reward', async () => {
     const agent = 'command:rsi-submit > /dev/null; echo "s1=$?"; echo 42 > /etc/assay-answer; rsi-submit > /dev/null; echo "s2=$?"';
-    const r = await assay(['run', TASK, '--agent', agent, '--run-id', 'rootfs1', '--json'], home, 230_000);
+    const r = await assay(['run', TASK, '--agent', agent, '--run-id', 'rootfs1', '--allow-root-agent', '--json'], home, 230_000);
     expect(r.stderr).not.toMatch(/Error:|at .*\.ts:\d+/);
     expect(r.code).toBe(0);
     const rep = JSON.parse(r.stdout) as {
@@ -64,7 +81,7 @@ describeDocker('assay run, full-rootfs task (CLI, Docker)', () => {
 
   it('a file system Docker cannot import (a whiteout name the agent made) is a counted rule violation of the round, never a refund', async () => {
     const agent = 'command:echo 42 > /etc/assay-answer; touch /etc/.wh.; rsi-submit > /dev/null; echo "s1=$?"';
-    const r = await assay(['run', TASK, '--agent', agent, '--run-id', 'rootfswh', '--json'], home, 230_000);
+    const r = await assay(['run', TASK, '--agent', agent, '--run-id', 'rootfswh', '--allow-root-agent', '--json'], home, 230_000);
     expect(r.stderr).not.toMatch(/Error:|at .*\.ts:\d+/);
     expect(r.code).toBe(0);
     const rep = JSON.parse(r.stdout) as { rounds: Array<{ round: number; status: string; score: number | null }> };
@@ -89,11 +106,15 @@ describeDocker('assay run, full-rootfs task (CLI, Docker)', () => {
     const agent =
       'command:if rsi-submit --list | grep -q "^round 1:"; then cat /root/carried; echo 42 > /etc/assay-answer; rsi-submit > /dev/null; exit 0; fi; ' +
       'echo carried-ok > /root/carried; rsi-submit; sleep 300';
-    const child = spawn(process.execPath, ['-r', TS_REGISTER, 'apps/cli/src/main.ts', 'run', TASK, '--agent', agent, '--run-id', 'rootfs2'], {
-      cwd: REPO_ROOT,
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, NODE_OPTIONS: '', ASSAY_HOME: home },
-    });
+    const child = spawn(
+      process.execPath,
+      ['-r', TS_REGISTER, 'apps/cli/src/main.ts', 'run', TASK, '--agent', agent, '--run-id', 'rootfs2', '--allow-root-agent'],
+      {
+        cwd: REPO_ROOT,
+        stdio: ['ignore', 'pipe', 'pipe'],
+        env: { ...process.env, NODE_OPTIONS: '', ASSAY_HOME: home },
+      },
+    );
     child.stdout.on('data', (d: Buffer) => {
       if (d.toString().includes('--- end ---')) setTimeout(() => child.kill('SIGKILL'), 300);
     });
@@ -117,6 +138,8 @@ describeDocker('assay run, full-rootfs task (CLI, Docker)', () => {
       const [first, second] = started.map((e) => e.data as { container: string; image: string; limits: { carriedFrom?: string } });
       expect(second?.image).not.toBe(first?.image);
       expect(second?.limits.carriedFrom).toBe(first?.container);
+      // the choice is recorded, and kept for the resume (which was not given --allow-root-agent again)
+      for (const e of started) expect(e.data).toMatchObject({ limits: { user: '0:0', userNamespaceRemap: false } });
     } finally {
       await h.close();
     }

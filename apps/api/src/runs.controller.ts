@@ -15,7 +15,7 @@ import { closeSync, existsSync, lstatSync, mkdirSync, openSync } from 'node:fs';
 import { extname, join, resolve } from 'node:path';
 import { Body, Controller, HttpCode, Inject, Param, Post, Req } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiProperty, ApiPropertyOptional, ApiTags } from '@nestjs/swagger';
-import { IsInt, IsOptional, IsString, Length, Matches, Max, Min } from 'class-validator';
+import { IsBoolean, IsInt, IsOptional, IsString, Length, Matches, Max, Min } from 'class-validator';
 import { randomBytes } from 'node:crypto';
 import { AssayError, writeFileAtomic } from '@assay/core';
 import { RUN_CANCEL_REQUEST, RUN_CONTROLLER_LOCK } from '@assay/run';
@@ -46,6 +46,13 @@ class StartRunDto {
   @Min(1)
   @Max(100000)
   maxSubmissions?: number;
+
+  @ApiPropertyOptional({
+    description: 'as `assay run --allow-root-agent`: a full-rootfs task may run its agent as root in Work on a daemon without userns-remap',
+  })
+  @IsOptional()
+  @IsBoolean()
+  allowRootAgent?: boolean;
 }
 
 @ApiTags('runs')
@@ -83,7 +90,18 @@ export class RunsController {
     const fd = openSync(logPath, 'a', 0o600);
     // The CLI is its own app: started as a program with this process's Node options (the API imports none of it).
     const entry = join(__dirname, '..', '..', 'cli', 'src', `main${extname(__filename)}`);
-    const args = [...process.execArgv, entry, 'run', taskDir, '--agent', body.agent, '--run-id', run, '--json'];
+    const args = [
+      ...process.execArgv,
+      entry,
+      'run',
+      taskDir,
+      '--agent',
+      body.agent,
+      '--run-id',
+      run,
+      '--json',
+      ...(body.allowRootAgent === true ? ['--allow-root-agent'] : []),
+    ];
     if (body.maxSubmissions !== undefined) args.push('--max-submissions', String(body.maxSubmissions));
     try {
       const child = spawn(process.execPath, args, {

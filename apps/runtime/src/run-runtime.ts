@@ -167,6 +167,12 @@ export interface RunStartOptions {
   readonly checkpointIntervalSec?: number;
   /** `--gpus LIST`, parsed (parseGpuList): the host GPUs this run may use; default none (on resume: run.json's). */
   readonly gpus?: readonly string[];
+  /**
+   * `--allow-root-agent`: a full-rootfs task's agent may run as root in Work although the Docker daemon does not remap
+   * users (docs/run.md, "Containment"); kept in run.json, so a resume keeps the choice. Without it such a run is
+   * refused before anything starts (RUN_ROOT_AGENT_REFUSED).
+   */
+  readonly allowRootAgent?: boolean;
 }
 
 interface RunMeta {
@@ -176,6 +182,8 @@ interface RunMeta {
   readonly agent: string;
   /** `--gpus` as given at the start (host device ids). */
   readonly gpus?: readonly string[];
+  /** `--allow-root-agent` given at the start. */
+  readonly allowRootAgent?: boolean;
 }
 
 function runPaths(home: string, run: string) {
@@ -460,6 +468,12 @@ function rounds(s: RunState): RunRoundLine[] {
   });
 }
 
+/** Whether the daemon runs containers in a remapped user namespace (`dockerd --userns-remap`): root in them is not the host's. */
+async function daemonRemapsUsers(docker: Docker): Promise<boolean> {
+  const info = (await docker.info()) as { SecurityOptions?: string[] | null };
+  return (info.SecurityOptions ?? []).some((o) => o.split(',').includes('name=userns'));
+}
+
 /** Starts a new run (or resumes one when `resume` is set) and drives it to completion. */
 export async function runResearch(o: RunStartOptions & { resume?: boolean }): Promise<RunReport> {
   const t0 = Date.now();
@@ -477,7 +491,13 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
   } else {
     if (existsSync(p.dir))
       throw new AssayError('RUN_EXISTS', 'conflict', `run ${run} already exists in ${p.dir}; use --resume ${run}`, { details: { run, dir: p.dir } });
-    meta = { run, taskDir: resolve(o.taskDir), agent: o.agent, ...(o.gpus?.length ? { gpus: [...o.gpus] } : {}) };
+    meta = {
+      run,
+      taskDir: resolve(o.taskDir),
+      agent: o.agent,
+      ...(o.gpus?.length ? { gpus: [...o.gpus] } : {}),
+      ...(o.allowRootAgent ? { allowRootAgent: true } : {}),
+    };
   }
   // GPUs: a task that needs more than --gpus gives is refused before anything starts (no image, no container, no event)
   const gpuPlan = await planTaskGpus(meta.taskDir, o.gpus ?? meta.gpus ?? []);
@@ -512,6 +532,16 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
       log(`task ${meta.taskDir}: building or reusing images`);
       const task: LoadedTask = await rt.loadTask(meta.taskDir, { metric: o.overrides?.primaryMetric ?? null, hostEnv: process.env, gpusFromPool: true });
       task0 = task;
+      // Full-rootfs Work runs the agent as root (it installs packages, edits /etc): only where that root is not the
+      // host's (a daemon with user-namespace remapping), or where the operator said so; before anything starts.
+      const remapped = task.prepared.rootfs ? await daemonRemapsUsers(docker) : false;
+      if (task.prepared.rootfs && !remapped && !(o.allowRootAgent || meta.allowRootAgent))
+        throw new AssayError(
+          'RUN_ROOT_AGENT_REFUSED',
+          'refused',
+          `task ${meta.taskDir} is a full-rootfs task (workdir "/"): its agent runs as root in Work, and this Docker daemon does not remap users (no userns-remap), so that root would be the host's uid 0 inside the container; run the daemon with userns-remap, or pass --allow-root-agent to accept it (docs/run.md, "Containment")`,
+          { details: { run, task: meta.taskDir } },
+        );
       // full-rootfs resume: the old Work's file system is the agent's work; carry it over before its container goes
       const carried =
         o.resume && task.prepared.rootfs
@@ -705,7 +735,7 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
           pidsLimit: 512,
           ...(split
             ? { user: `${ident.uid}:${ident.gid}`, readOnlyRootfs: true, tmpfsBytes: storageBytes, workspaceBytes: bounded ? storageBytes : null }
-            : {}),
+            : { user: '0:0', userNamespaceRemap: remapped }),
           ...egress.limits,
           ...(gpuPlan.work.length ? { gpus: [...gpuPlan.work] } : {}),
           ...(carried ? { carriedFrom: carried.from } : {}),

@@ -39,6 +39,10 @@ export function register(program: Command, ctx: CliContext): void {
       '10',
     )
     .option('--resume <run>', 'resume a run from the ledger (its containers are cleaned up and Work restarted)')
+    .option(
+      '--allow-root-agent',
+      'full-rootfs tasks (workdir "/"): run the agent as root in Work although the Docker daemon does not remap users (refused otherwise; kept for --resume)',
+    )
     .option('--json', 'print one JSON document')
     .action(
       async (
@@ -58,6 +62,7 @@ export function register(program: Command, ctx: CliContext): void {
           resume?: string;
           snapshotInterval: string;
           checkpointInterval: string;
+          allowRootAgent?: boolean;
           json?: boolean;
         },
       ) => {
@@ -107,6 +112,7 @@ export function register(program: Command, ctx: CliContext): void {
             snapshotIntervalSec: intFlag(o.snapshotInterval, '--snapshot-interval') as number,
             checkpointIntervalSec: intFlag(o.checkpointInterval, '--checkpoint-interval') as number,
             ...(o.gpus !== undefined ? { gpus } : {}),
+            ...(o.allowRootAgent ? { allowRootAgent: true } : {}),
           });
           // JSON escapes C0 controls itself; C1, bidi and zero-width characters (agent-chosen names in a detail) are
           // written as \u escapes too, the same JSON value
