@@ -38,6 +38,7 @@ const ROUTES: Array<{ method: string; route: string; path: string; body?: unknow
   { method: 'POST', route: '/ledger/keys/:signer/revoke', path: '/ledger/keys/x+00000000/revoke', body: {}, access: 'admin' },
   { method: 'POST', route: '/ledger/events', path: '/ledger/events', body: { stream: 'note-x' }, access: 'admin' },
   { method: 'POST', route: '/ledger/checkpoints', path: '/ledger/checkpoints', access: 'operator' },
+  { method: 'POST', route: '/ledger/checkpoints/cosignatures', path: '/ledger/checkpoints/cosignatures', body: {}, access: 'auditor' },
   { method: 'GET', route: '/tasks', path: '/tasks', access: 'read' },
   { method: 'GET', route: '/tasks/:task/budget', path: '/tasks/tiny-optimizer/budget', access: 'read' },
   { method: 'GET', route: '/leaderboards/:task', path: '/leaderboards/tiny-optimizer', access: 'read' },

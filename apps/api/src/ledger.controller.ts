@@ -1,4 +1,4 @@
-import { Body, Controller, Get, Header, HttpStatus, Param, Post, Query, Res, Sse, type MessageEvent } from '@nestjs/common';
+import { Body, Controller, Get, Header, HttpStatus, Inject, Param, Post, Query, Res, Sse, type MessageEvent } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { distinctUntilChanged, from, interval, map, startWith, switchMap, type Observable } from 'rxjs';
 import type { Response } from 'express';
@@ -24,9 +24,15 @@ import {
   formatInclusionProof,
   type ExpectedRevision,
   type JsonObject,
+  checkWitnessPolicy,
+  collectCosignatures,
+  parseNote,
+  parseWitnessPolicy,
+  type WitnessPolicy,
 } from '@assay/ledger';
 import { runClaimRules } from '@assay/run';
-import { AssayError } from '@assay/core';
+import { AssayError, writeFileAtomic } from '@assay/core';
+import { API_CONFIG, type ApiConfig } from './app.tokens';
 import { StrictIntPipe } from './http-edge';
 import { Open, PublicRead, Roles } from './access';
 import { ApiMetrics } from './metrics';
@@ -74,6 +80,13 @@ class RegisterKeyDto {
   role!: Role;
 }
 
+class CosignDto {
+  /** A witness's answer for the latest signed checkpoint: the cosigned note, or its cosignature lines alone. */
+  @IsString()
+  @Length(1, 65536)
+  note!: string;
+}
+
 class RevokeKeyDto {
   @IsString()
   @Length(1, 512)
@@ -95,7 +108,11 @@ export class LedgerController {
     private readonly queries: QueryBus,
     private readonly p: LedgerHomeProvider,
     private readonly metrics: ApiMetrics,
+    @Inject(API_CONFIG) private readonly config: ApiConfig,
   ) {}
+
+  /** One cosignature merge at a time in this server: each reads, merges and rewrites checkpoint.cosigned. */
+  private cosigning: Promise<unknown> = Promise.resolve();
 
   /** Full pages of GET /ledger/events, as JSON text (they never change). */
   private readonly fullPages = new AnswerCache(256, 32 * 1024 * 1024);
@@ -204,6 +221,82 @@ export class LedgerController {
   @Header('content-type', 'text/plain; charset=utf-8')
   async checkpoint() {
     return (await this.commands.execute(new SignCheckpointCommand())).note;
+  }
+
+  /**
+   * An auditor (a witness) hands in its cosignature of the latest signed checkpoint: verified against the server's
+   * witness policy (ASSAY_API_WITNESS_POLICY) and merged into `<home>/ledger/checkpoint.cosigned`, as
+   * `assay ledger checkpoint --witness FILE` does. Nothing is kept unless every line by a policy witness verifies.
+   */
+  @Post('checkpoints/cosignatures')
+  @Roles('auditor')
+  @ApiOperation({
+    summary:
+      "hand in a witness's cosignature of the latest signed checkpoint (auditor): verified against the server's witness policy (ASSAY_API_WITNESS_POLICY), merged into the cosigned checkpoint",
+  })
+  async cosign(@Body() body: CosignDto) {
+    const run = this.cosigning.then(() => this.mergeCosignature(body.note));
+    this.cosigning = run.catch(() => undefined);
+    return run;
+  }
+
+  private async mergeCosignature(answer: string) {
+    const policyFile = this.config.env.ASSAY_API_WITNESS_POLICY;
+    if (!policyFile)
+      throw new AssayError(
+        'API_COSIGN_DISABLED',
+        'refused',
+        'this API takes no cosignatures: start it with ASSAY_API_WITNESS_POLICY=<a witness policy file> naming the witnesses whose cosignatures it keeps',
+      );
+    let policy: WitnessPolicy;
+    try {
+      policy = parseWitnessPolicy(readFileSync(policyFile, 'utf8'));
+    } catch (e) {
+      throw new AssayError('API_COSIGN_DISABLED', 'unavailable', `the server's witness policy ${policyFile} cannot be used: ${(e as Error).message}`);
+    }
+    const home = await this.p.reader();
+    const signed = home.ledger.lastSigned();
+    if (!signed) throw new AssayError('LEDGER_NO_CHECKPOINT', 'not_found', 'the ledger has no signed checkpoint yet to cosign');
+    if (answer.includes('\n\n')) {
+      let body: string | null = null;
+      try {
+        body = parseNote(answer).body;
+      } catch {
+        /* not a note: read as cosignature lines below, and refused there */
+      }
+      if (body !== null && body !== parseNote(signed.note).body)
+        throw new AssayError(
+          'API_COSIGN_REFUSED',
+          'conflict',
+          `the cosigned note is not of the latest signed checkpoint (tree size ${signed.treeSize}): cosign that one (GET /ledger/checkpoints/latest)`,
+          { details: { treeSize: signed.treeSize } },
+        );
+    }
+    const file = join(this.p.home, 'ledger', 'checkpoint.cosigned');
+    const kept = existsSync(file) ? readFileSync(file, 'utf8') : null;
+    const start = kept !== null && parseNote(kept).body === parseNote(signed.note).body ? kept : signed.note;
+    const r = await collectCosignatures({
+      note: start,
+      sources: [{ kind: 'file', path: 'the request body' }],
+      keys: policy.witnesses,
+      knownSizes: {},
+      transport: {
+        readFile: () => answer,
+        run: () => Promise.reject(new Error('internal: no witness commands here')),
+        prove: () => Promise.reject(new Error('internal: no proofs here')),
+      },
+    });
+    const outcome = r.witnesses[0];
+    if (!outcome?.ok)
+      throw new AssayError(
+        'WITNESS_BAD_COSIGNATURE',
+        'invalid_input',
+        `the cosignature was not kept: ${outcome?.error?.message ?? 'no answer'} (it must cosign the latest signed checkpoint, tree size ${signed.treeSize}, by a witness of the server's policy)`,
+        { details: { treeSize: signed.treeSize } },
+      );
+    writeFileAtomic(file, r.note);
+    const q = checkWitnessPolicy(r.note, policy);
+    return { treeSize: signed.treeSize, cosigners: outcome.cosigners, cosigned: q.cosigned.map((c) => c.signer), quorum: q.quorum, met: q.met, note: r.note };
   }
 
   @Get('proofs/inclusion/:position')
