@@ -49,6 +49,8 @@ const ROUTES: Array<{ method: string; route: string; path: string; body?: unknow
   { method: 'GET', route: '/metrics', path: '/metrics', access: 'read' },
   { method: 'POST', route: '/runs', path: '/runs', body: {}, access: 'operator' },
   { method: 'POST', route: '/bundles', path: '/bundles', access: 'operator' },
+  { method: 'POST', route: '/rejudges', path: '/rejudges', access: 'auditor' },
+  { method: 'GET', route: '/rejudges/:id', path: '/rejudges/rj-20260101-00000000', access: 'auditor' },
   { method: 'POST', route: '/runs/:id/bundle', path: '/runs/r-a/bundle', body: { snapshots: 'every' }, access: 'operator' },
   { method: 'POST', route: '/runs/:id/cancel', path: '/runs/no-such-run/cancel', access: 'operator' },
   { method: 'GET', route: '/tokens', path: '/tokens', access: 'admin' },

@@ -10,9 +10,12 @@ import { cpSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync }
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { assay } from '../support/cli';
-import { REPO_ROOT } from '../support/child-process';
+import { REPO_ROOT, TS_REGISTER } from '../support/child-process';
 import { describeDocker } from '../support/docker';
 import { homeEvents } from '../run/support/home-events';
+import { systemClock } from '@assay/core';
+import { ApiTokenStore } from '@assay/ledger';
+import { createApi } from '../../apps/api/src/main';
 
 jest.setTimeout(120_000);
 
@@ -182,5 +185,53 @@ describeDocker('assay rejudge (CLI, Docker)', () => {
     const r = await assay(['rejudge', bare, '--task', TASK, '--repeat', '1', '--car', car, '--trusted-key', rootPub, '--json'], home, 60_000);
     expect(r.code).toBe(0);
     expect(JSON.parse(r.stdout)).toMatchObject({ verdict: 'reproduced', delta: 0, snapshot: { cid: claim.snapshot, source: 'car' } });
+  });
+
+  it('over HTTP: an auditor posts the bundle, the server re-judges it with its own copy of the task and records RejudgeCompleted', async () => {
+    const home = await freshHome('http-auditor');
+    const tasks = join(tmp, 'server-tasks');
+    cpSync(TASK, join(tasks, 'tiny-optimizer'), { recursive: true });
+    const store = ApiTokenStore.open(home, { create: true });
+    const auditorToken = store.create({ role: 'auditor', name: 'an auditor', clock: systemClock }).token;
+    const operatorToken = store.create({ role: 'operator', name: 'an operator', clock: systemClock }).token;
+    store.close();
+    // The CLI the server starts runs from TypeScript here, as the tests' own CLI children do.
+    const app = await createApi(home, { ASSAY_API_TASKS_DIR: tasks, ASSAY_API_RATE_LIMIT: '100000', ASSAY_API_RUN_NODE_OPTIONS: `-r ${TS_REGISTER}` });
+    await app.listen(0, '127.0.0.1');
+    const base = `http://127.0.0.1:${(app.getHttpServer().address() as { port: number }).port}`;
+    try {
+      const key = encodeURIComponent(readFileSync(rootPub, 'utf8').trim());
+      const post = (token: string, query: string) =>
+        fetch(`${base}/rejudges?${query}`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${token}`, 'content-type': 'application/octet-stream' },
+          body: readFileSync(bundle),
+        });
+      expect((await post(operatorToken, `task=tiny-optimizer&trustedKey=${key}`)).status).toBe(403); // auditors re-judge
+      expect((await post(auditorToken, `task=../examples&trustedKey=${key}`)).status).toBe(404); // a name, never a path
+      expect((await post(auditorToken, `task=tiny-optimizer&trustedKey=${key}&repeat=99`)).status).toBe(422);
+      const res = await post(auditorToken, `task=tiny-optimizer&trustedKey=${key}&repeat=2`);
+      expect(res.status).toBe(202);
+      const { id } = (await res.json()) as { id: string };
+      const get = async () =>
+        (await (await fetch(`${base}/rejudges/${id}`, { headers: { authorization: `Bearer ${auditorToken}` } })).json()) as {
+          status: string;
+          exitCode: number | null;
+          report: Report | null;
+          error: unknown;
+        };
+      let st = await get();
+      for (let i = 0; i < 300 && st.status === 'running'; i++) {
+        await new Promise((r) => setTimeout(r, 300));
+        st = await get();
+      }
+      expect(st).toMatchObject({ status: 'ended', exitCode: 0, error: null, report: { verdict: 'reproduced', delta: 0, snapshot: { cid: claim.snapshot } } });
+      const events = await homeEvents(home);
+      expect(events.filter((e) => e.type === 'RejudgeCompleted').map((e) => e.data)).toEqual([expect.objectContaining({ run: 'pub1', verdict: 'reproduced' })]);
+      const unknown = await fetch(`${base}/rejudges/rj-20260101-00000000`, { headers: { authorization: `Bearer ${auditorToken}` } });
+      expect(unknown.status).toBe(404);
+    } finally {
+      await app.close();
+    }
   });
 });

@@ -16,6 +16,7 @@ import { ResultsController } from './results.controller';
 import { TokensController } from './tokens.controller';
 import { RunsController } from './runs.controller';
 import { BundlesController, RunBundleController } from './bundles.controller';
+import { RejudgesController } from './rejudges.controller';
 
 @ApiExcludeController()
 @Controller()
@@ -48,6 +49,7 @@ export class AppModule {
         ResultsController,
         RunsController,
         BundlesController,
+        RejudgesController,
         RunBundleController,
         TokensController,
         MetricsController,

@@ -4,11 +4,9 @@
  * same use case as `assay bundle import` (@assay/projections importBundle): verified against the publisher's key,
  * refused and not kept when it does not verify, then an imported leaderboard row.
  */
-import { createReadStream, createWriteStream, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { createReadStream, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import { pipeline } from 'node:stream/promises';
-import { Transform } from 'node:stream';
 import { Body, Controller, HttpCode, Inject, Param, Post, Query, Req, Res, StreamableFile } from '@nestjs/common';
 import { IsIn, IsOptional } from 'class-validator';
 import { hostname } from 'node:os';
@@ -23,17 +21,7 @@ import { exportRunBundleFromHome, verifyBundle } from '@assay/bundles';
 import { RUN_ID_RE, runClaimRules } from '@assay/run';
 import { Roles } from './access';
 import { API_CONFIG, type ApiConfig } from './app.tokens';
-
-export const BUNDLE_MAX_BYTES_DEFAULT = 256 * 1024 * 1024;
-
-function maxBytes(env: NodeJS.ProcessEnv): number {
-  const raw = env.ASSAY_API_BUNDLE_MAX_BYTES;
-  if (raw === undefined || raw === '') return BUNDLE_MAX_BYTES_DEFAULT;
-  const n = /^[0-9]{1,12}$/.test(raw) ? Number(raw) : NaN;
-  if (!(n >= 1024))
-    throw new AssayError('API_BAD_BUNDLE_LIMIT', 'invalid_input', `ASSAY_API_BUNDLE_MAX_BYTES must be an integer of at least 1024, got ${JSON.stringify(raw)}`);
-  return n;
-}
+import { bundleMaxBytes, receiveBody, requireOctetStream } from './uploads';
 
 class ExportBundleDto {
   @IsOptional()
@@ -120,35 +108,13 @@ export class BundlesController {
         details: { parameter: 'publisherKey' },
       });
     }
-    const type = String(req.headers['content-type'] ?? '')
-      .split(';')[0]!
-      .trim()
-      .toLowerCase();
-    if (type !== 'application/octet-stream')
-      throw new AssayError(
-        'API_UNSUPPORTED_MEDIA_TYPE',
-        'invalid_input',
-        `send the bundle file as the body with content-type application/octet-stream (got ${JSON.stringify(type || 'none')})`,
-      );
-    const limit = maxBytes(this.config.env);
+    requireOctetStream(req, 'the bundle file');
+    const limit = bundleMaxBytes(this.config.env);
     const dir = importsDir(this.config.home);
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     const upload = join(dir, `.upload-${process.pid}-${randomBytes(6).toString('hex')}.tmp`);
     try {
-      let seen = 0;
-      const cap = new Transform({
-        transform(chunk: Buffer, _enc, done) {
-          seen += chunk.length;
-          if (seen > limit)
-            done(
-              new AssayError('API_BODY_TOO_LARGE', 'invalid_input', `the bundle is over the limit of ${limit} bytes (ASSAY_API_BUNDLE_MAX_BYTES)`, {
-                details: { limitBytes: limit },
-              }),
-            );
-          else done(null, chunk);
-        },
-      });
-      await pipeline(req, cap, createWriteStream(upload, { mode: 0o600 }));
+      await receiveBody(req, upload, limit, 'the bundle');
       const store = SqliteImportStore.open(importsDbPath(this.config.home));
       try {
         const r = await importBundle({

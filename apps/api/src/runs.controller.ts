@@ -10,9 +10,8 @@
  * Cancel: `POST /runs/:id/cancel` writes the run's `cancel.request`, which its controller acts on within a second as
  * if Ctrl-C had been pressed (RunCompleted `cancelled`); 409 RUN_NOT_RUNNING when no controller holds the run here.
  */
-import { spawn } from 'node:child_process';
-import { closeSync, existsSync, lstatSync, mkdirSync, openSync } from 'node:fs';
-import { extname, join, resolve } from 'node:path';
+import { existsSync, lstatSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { Body, Controller, HttpCode, Inject, Param, Post, Req } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiProperty, ApiPropertyOptional, ApiTags } from '@nestjs/swagger';
 import { IsBoolean, IsInt, IsOptional, IsString, Length, Matches, Max, Min } from 'class-validator';
@@ -21,6 +20,7 @@ import { AssayError, writeFileAtomic } from '@assay/core';
 import { RUN_CANCEL_REQUEST, RUN_CONTROLLER_LOCK } from '@assay/run';
 import { Roles, type WithPrincipal } from './access';
 import { API_CONFIG, type ApiConfig } from './app.tokens';
+import { serverTaskDir, startCli } from './cli-process';
 
 const RUN_ID = /^[a-z0-9][a-z0-9-]{0,62}$/;
 
@@ -66,55 +66,18 @@ export class RunsController {
   @HttpCode(202)
   @ApiOperation({ summary: "start `assay run` for a task of the server's ASSAY_API_TASKS_DIR (operator); answers once it is launched" })
   start(@Body() body: StartRunDto) {
-    const tasks = this.config.env.ASSAY_API_TASKS_DIR;
-    if (!tasks)
-      throw new AssayError(
-        'API_RUNS_DISABLED',
-        'refused',
-        'this API starts no runs: start it with ASSAY_API_TASKS_DIR=<a directory of task directories> to allow POST /runs',
-      );
-    const taskDir = join(resolve(tasks), body.task);
-    let st;
-    try {
-      st = lstatSync(taskDir);
-    } catch {
-      throw new AssayError('TASK_NOT_FOUND', 'not_found', `no task ${body.task} in the server's task directory`, { details: { task: body.task } });
-    }
-    if (!st.isDirectory()) throw new AssayError('TASK_NOT_FOUND', 'not_found', `${body.task} in the server's task directory is not a directory`);
+    const taskDir = serverTaskDir(this.config, body.task, 'API_RUNS_DISABLED', 'starts no runs', 'POST /runs');
     const run = body.runId ?? `r-${new Date().toISOString().slice(0, 10).replace(/-/g, '')}-${randomBytes(4).toString('hex')}`;
     if (existsSync(join(this.config.home, 'runs', run)))
       throw new AssayError('RUN_EXISTS', 'conflict', `run ${run} exists already (POST /runs/${run}/cancel, or \`assay run --resume ${run}\` on the server)`);
     const logs = join(this.config.home, 'api', 'runs');
     mkdirSync(logs, { recursive: true, mode: 0o700 });
     const logPath = join(logs, `${run}.log`);
-    const fd = openSync(logPath, 'a', 0o600);
-    // The CLI is its own app: started as a program with this process's Node options (the API imports none of it).
-    const entry = join(__dirname, '..', '..', 'cli', 'src', `main${extname(__filename)}`);
-    const args = [
-      ...process.execArgv,
-      entry,
-      'run',
-      taskDir,
-      '--agent',
-      body.agent,
-      '--run-id',
-      run,
-      '--json',
-      ...(body.allowRootAgent === true ? ['--allow-root-agent'] : []),
-    ];
+    const args = ['run', taskDir, '--agent', body.agent, '--run-id', run, '--json', ...(body.allowRootAgent === true ? ['--allow-root-agent'] : [])];
     if (body.maxSubmissions !== undefined) args.push('--max-submissions', String(body.maxSubmissions));
-    try {
-      const child = spawn(process.execPath, args, {
-        detached: true,
-        stdio: ['ignore', fd, fd],
-        // ASSAY_API_RUN_NODE_OPTIONS: Node options for the run's process (for example a memory limit).
-        env: { ...process.env, ASSAY_HOME: this.config.home, NODE_OPTIONS: this.config.env.ASSAY_API_RUN_NODE_OPTIONS ?? '' },
-      });
-      child.unref();
-      return { run, pid: child.pid ?? null, log: logPath };
-    } finally {
-      closeSync(fd);
-    }
+    // ASSAY_API_RUN_NODE_OPTIONS: Node options for the run's process (for example a memory limit).
+    const { pid } = startCli(args, { home: this.config.home, stdout: logPath, nodeOptions: this.config.env.ASSAY_API_RUN_NODE_OPTIONS ?? '' });
+    return { run, pid, log: logPath };
   }
 
   @Post(':id/cancel')
