@@ -37,6 +37,7 @@ import { StrictIntPipe } from './http-edge';
 import { Open, PublicRead, Roles } from './access';
 import { ApiMetrics } from './metrics';
 import { AnswerCache } from './answer-cache';
+import { SharedFeeds } from './shared-feeds';
 
 /** Most events one GET /ledger/events answers. */
 export const EVENTS_PAGE_MAX = 1000;
@@ -192,14 +193,19 @@ export class LedgerController {
   @PublicRead()
   @ApiOperation({ summary: "server-sent events: the ledger's head (events, latest checkpoint) at each change" })
   live(): Observable<MessageEvent> {
-    return interval(1000).pipe(
-      startWith(0),
-      switchMap(() => from(this.head())),
-      map((h) => JSON.stringify(h)),
-      distinctUntilChanged(),
-      map((data) => ({ type: 'head', data })),
+    // One poll of the head, shared by every connection (shared-feeds.ts).
+    return this.feeds.of('head', () =>
+      interval(1000).pipe(
+        startWith(0),
+        switchMap(() => from(this.head())),
+        map((h) => JSON.stringify(h)),
+        distinctUntilChanged(),
+        map((data) => ({ type: 'head', data })),
+      ),
     );
   }
+
+  private readonly feeds = new SharedFeeds();
 
   private async head() {
     const home = await this.p.reader();

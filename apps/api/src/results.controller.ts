@@ -16,6 +16,7 @@ import { defer, distinctUntilChanged, interval, map, startWith, switchMap, takeW
 import { AssayError } from '@assay/core';
 import { LeaderboardQuery, ListTasksQuery, ReadModelsProvider, RunReportQuery, TaskBudgetQuery, TrajectoryQuery } from '@assay/projections';
 import { AnswerCache } from './answer-cache';
+import { SharedFeeds } from './shared-feeds';
 import { RUN_ID_RE } from '@assay/run';
 import { PublicRead } from './access';
 import { ASSAY_HOME_TOKEN } from './app.tokens';
@@ -55,6 +56,8 @@ export class ResultsController {
     @Inject(ASSAY_HOME_TOKEN) private readonly home: string,
     private readonly readModels: ReadModelsProvider,
   ) {}
+
+  private readonly feeds = new SharedFeeds();
 
   /**
    * Sends the answer for `key`: kept JSON text when the read models have not moved since it was made, else made by
@@ -176,13 +179,16 @@ export class ResultsController {
   @ApiOperation({ summary: "server-sent events: the run's trajectory at each change, until the run ends" })
   live(@Param('id') id: string): Observable<MessageEvent> {
     const run = runId(id);
-    return interval(LIVE_POLL_MS).pipe(
-      startWith(0),
-      switchMap(() => defer(() => this.queries.execute(new TrajectoryQuery(run)))),
-      map((t) => (t ? JSON.stringify(t) : null)),
-      distinctUntilChanged(),
-      takeWhile((data) => data === null || (JSON.parse(data) as { status: string }).status === 'running', true),
-      switchMap((data) => (data === null ? [] : [{ type: 'trajectory', data } satisfies MessageEvent])),
+    // One poll per run, shared by every connection following it (shared-feeds.ts).
+    return this.feeds.of(run, () =>
+      interval(LIVE_POLL_MS).pipe(
+        startWith(0),
+        switchMap(() => defer(() => this.queries.execute(new TrajectoryQuery(run)))),
+        map((t) => (t ? JSON.stringify(t) : null)),
+        distinctUntilChanged(),
+        takeWhile((data) => data === null || (JSON.parse(data) as { status: string }).status === 'running', true),
+        switchMap((data) => (data === null ? [] : [{ type: 'trajectory', data } satisfies MessageEvent])),
+      ),
     );
   }
 }
