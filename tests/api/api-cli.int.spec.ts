@@ -130,6 +130,32 @@ describe('assay serve', () => {
     expect(await exited).toBe(0);
   });
 
+  it('the API ends with `assay serve` even when that is SIGKILLed (no orphaned server)', async () => {
+    const port = await freePort();
+    const child = spawn(process.execPath, ['-r', TS_REGISTER, 'apps/cli/src/main.ts', 'serve', '--port', String(port), '--json'], {
+      cwd: REPO_ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, NODE_OPTIONS: '', ASSAY_HOME: home },
+    });
+    let stdout = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    const exited = new Promise<NodeJS.Signals | null>((r) => child.on('exit', (_c, sig) => r(sig)));
+    const deadline = Date.now() + 60_000;
+    while (!stdout.includes('\n') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    expect((await fetch(`http://127.0.0.1:${port}/health/live`)).status).toBe(200);
+    child.kill('SIGKILL');
+    expect(await exited).toBe('SIGKILL');
+    let up = true;
+    for (let i = 0; i < 100 && up; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      up = await fetch(`http://127.0.0.1:${port}/health/live`).then(
+        () => true,
+        () => false,
+      );
+    }
+    expect(up).toBe(false);
+  });
+
   it("refuses a bad --reads, --port or --host with exit 2, and a port in use with the API's own error and exit 7", async () => {
     const r = await assay(['serve', '--reads', 'maybe'], home);
     expect(r.code).toBe(2);

@@ -139,11 +139,24 @@ export async function serve(o: { home: string; host: string; port: number; env?:
 }
 
 export async function main(): Promise<void> {
-  await serve({
+  const app = await serve({
     home: resolve(process.env.ASSAY_HOME || '.assay'),
     host: process.env.ASSAY_API_HOST || '127.0.0.1',
     port: parsePort(process.env.ASSAY_API_PORT),
   });
+  // Started by `assay serve`: stdin is a pipe from it, and its end-of-file means `assay serve` is gone (even
+  // SIGKILLed): the API stops too rather than serving on, orphaned.
+  if (process.env.ASSAY_API_EXIT_WITH_PARENT === '1') {
+    process.stdin.on('data', () => undefined);
+    process.stdin.on('error', () => undefined);
+    process.stdin.once('close', () => {
+      void app
+        .close()
+        .catch(() => undefined)
+        .finally(() => process.exit(0));
+    });
+    process.stdin.resume();
+  }
 }
 
 if (require.main === module)

@@ -37,8 +37,12 @@ export function register(program: Command, ctx: CliContext): void {
         ...(o.port !== undefined ? { ASSAY_API_PORT: o.port } : {}),
         ...(o.reads !== undefined ? { ASSAY_API_READS: o.reads } : {}),
         ...(o.json ? { ASSAY_API_STARTED_JSON: '1' } : {}),
+        // The API ends with this process, however it ends (SIGKILL included): it watches its stdin, a pipe whose
+        // writing end only this process holds, and stops at end-of-file.
+        ASSAY_API_EXIT_WITH_PARENT: '1',
       };
-      const child = spawn(process.execPath, [...process.execArgv, entry], { env, stdio: 'inherit' });
+      const child = spawn(process.execPath, [...process.execArgv, entry], { env, stdio: ['pipe', 'inherit', 'inherit'] });
+      child.stdin?.on('error', () => undefined);
       const forward = (sig: NodeJS.Signals) => () => child.kill(sig);
       const onInt = forward('SIGINT');
       const onTerm = forward('SIGTERM');
