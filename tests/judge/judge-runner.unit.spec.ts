@@ -118,39 +118,49 @@ class ArchiveSnapshots extends DirSnapshots {
   }
 }
 
+/**
+ * A full-rootfs task (workdir "/") judged by a runner over a snapshot store that can stream snapshots, and a snapshot
+ * of a root file system that `plant` fills.
+ */
+async function rootfsSetup(plant: (ws: string) => void) {
+  const w = await world();
+  const snapshots = new ArchiveSnapshots();
+  const runner = new JudgeRunner({
+    runtime: w.runtime,
+    snapshots,
+    recorder: w.ml.recorder,
+    owners: w.owners,
+    clock: w.ml.clock,
+    ids: w.ml.ids,
+    judgesDir: join(w.home, 'judges'),
+    homeTag: 'home1',
+    hostCpus: 2,
+    drainMs: 1000,
+    judgeRuntimeDir: JUDGE_RUNTIME,
+  });
+  const dir = writeTask(tmp('judge-unit-task-'), { files: { 'reward.txt': '0.75' } });
+  cleanup.push(dir);
+  fs.writeFileSync(join(dir, 'task.toml'), fs.readFileSync(join(dir, 'task.toml'), 'utf8').replace('workdir = "/workspace"', 'workdir = "/"'));
+  const plan = await loadTaskPlan(dir);
+  const t = await runner.prepare(dir, plan, await w.images.ensure(dir, plan));
+  const ws = tmp('judge-unit-rootfs-');
+  cleanup.push(ws);
+  plant(ws);
+  const cid = await snapshots.snapshotDirectory(ws);
+  return { w, runner, t, dir, plan, cid };
+}
+
 describe('JudgeRunner, full-rootfs task (fake runtime)', () => {
   it('judges from an image imported from the snapshot, with the harness injected fresh and no snapshot mount; the image is removed', async () => {
-    const w = await world();
-    const snapshots = new ArchiveSnapshots();
-    const runner = new JudgeRunner({
-      runtime: w.runtime,
-      snapshots,
-      recorder: w.ml.recorder,
-      owners: w.owners,
-      clock: w.ml.clock,
-      ids: w.ml.ids,
-      judgesDir: join(w.home, 'judges'),
-      homeTag: 'home1',
-      hostCpus: 2,
-      drainMs: 1000,
-      judgeRuntimeDir: JUDGE_RUNTIME,
+    const { w, runner, t, dir, plan, cid } = await rootfsSetup((ws) => {
+      fs.mkdirSync(join(ws, 'etc'));
+      fs.writeFileSync(join(ws, 'etc', 'answer'), '42');
+      fs.mkdirSync(join(ws, 'opt/assay/judge'), { recursive: true });
+      fs.writeFileSync(join(ws, 'opt/assay/judge/entrypoint'), 'planted by the agent');
     });
-    const dir = writeTask(tmp('judge-unit-task-'), { files: { 'reward.txt': '0.75' } });
-    cleanup.push(dir);
-    fs.writeFileSync(join(dir, 'task.toml'), fs.readFileSync(join(dir, 'task.toml'), 'utf8').replace('workdir = "/workspace"', 'workdir = "/"'));
-    const plan = await loadTaskPlan(dir);
-    const t = await runner.prepare(dir, plan, await w.images.ensure(dir, plan));
     expect([t.rootfs, t.workdir]).toEqual([true, '/']);
     // without a store that can stream a snapshot, such a task is refused up front
     await expect(w.runner.prepare(dir, plan, t.images)).rejects.toMatchObject({ code: 'JUDGE_TASK_UNSUPPORTED' });
-
-    const ws = tmp('judge-unit-rootfs-');
-    cleanup.push(ws);
-    fs.mkdirSync(join(ws, 'etc'));
-    fs.writeFileSync(join(ws, 'etc', 'answer'), '42');
-    fs.mkdirSync(join(ws, 'opt/assay/judge'), { recursive: true });
-    fs.writeFileSync(join(ws, 'opt/assay/judge/entrypoint'), 'planted by the agent');
-    const cid = await snapshots.snapshotDirectory(ws);
 
     const imported: Array<{ o: ImportImageOptions; files: Map<string, string> }> = [];
     const specs: ContainerSpec[] = [];
@@ -214,34 +224,11 @@ describe('JudgeRunner, full-rootfs task (fake runtime)', () => {
 });
 
 describe('JudgeRunner, full-rootfs import refused (fake runtime)', () => {
-  async function rootfsWorld() {
-    const w = await world();
-    const snapshots = new ArchiveSnapshots();
-    const runner = new JudgeRunner({
-      runtime: w.runtime,
-      snapshots,
-      recorder: w.ml.recorder,
-      owners: w.owners,
-      clock: w.ml.clock,
-      ids: w.ml.ids,
-      judgesDir: join(w.home, 'judges'),
-      homeTag: 'home1',
-      hostCpus: 2,
-      drainMs: 1000,
-      judgeRuntimeDir: JUDGE_RUNTIME,
+  const rootfsWorld = () =>
+    rootfsSetup((ws) => {
+      fs.mkdirSync(join(ws, 'etc'));
+      fs.writeFileSync(join(ws, 'etc', '.wh.'), ''); // a whiteout of its own directory: Docker's layer format refuses it
     });
-    const dir = writeTask(tmp('judge-unit-task-'), { files: { 'reward.txt': '0.75' } });
-    cleanup.push(dir);
-    fs.writeFileSync(join(dir, 'task.toml'), fs.readFileSync(join(dir, 'task.toml'), 'utf8').replace('workdir = "/workspace"', 'workdir = "/"'));
-    const plan = await loadTaskPlan(dir);
-    const t = await runner.prepare(dir, plan, await w.images.ensure(dir, plan));
-    const ws = tmp('judge-unit-rootfs-');
-    cleanup.push(ws);
-    fs.mkdirSync(join(ws, 'etc'));
-    fs.writeFileSync(join(ws, 'etc', '.wh.'), ''); // a whiteout of its own directory: Docker's layer format refuses it
-    const cid = await snapshots.snapshotDirectory(ws);
-    return { w, runner, t, cid };
-  }
 
   /** Like the daemon: refuses a stream that names a whiteout (answered after reading it), or everything when broken. */
   function refusing(w: Awaited<ReturnType<typeof world>>, o: { broken: boolean }) {

@@ -15,13 +15,12 @@ import { ApiBearerAuth, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger'
 import type { Request } from 'express';
 import { LedgerHomeProvider } from '@assay/ledger';
 import { AssayError } from '@assay/core';
-import { parseVerifierKey } from '@assay/ledger';
 import { importBundle, ReadModelsProvider, SqliteImportStore, importsDbPath, importsDir } from '@assay/projections';
 import { exportRunBundleFromHome, verifyBundle } from '@assay/bundles';
 import { RUN_ID_RE, runClaimRules } from '@assay/run';
 import { Roles } from './access';
 import { API_CONFIG, type ApiConfig } from './app.tokens';
-import { bundleMaxBytes, receiveBody, requireOctetStream } from './uploads';
+import { bundleMaxBytes, receiveBody, requireOctetStream, verifierKeyParam } from './uploads';
 
 class ExportBundleDto {
   @IsOptional()
@@ -96,18 +95,7 @@ export class BundlesController {
   @ApiQuery({ name: 'publisherKey', description: "the publisher's root (controller) verifier key text, name+hex+base64" })
   @ApiOperation({ summary: "import someone else's result bundle (the body, application/octet-stream) as an imported leaderboard row (operator)" })
   async import(@Req() req: Request, @Query('publisherKey') publisherKey?: string) {
-    if (typeof publisherKey !== 'string' || publisherKey.length === 0 || publisherKey.length > 1024)
-      throw new AssayError('API_BAD_PUBLISHER_KEY', 'invalid_input', "publisherKey (query) must be the publisher's verifier key text (name+hex+base64)", {
-        details: { parameter: 'publisherKey' },
-      });
-    let key: string;
-    try {
-      key = parseVerifierKey(publisherKey.trim()).text;
-    } catch (e) {
-      throw new AssayError('API_BAD_PUBLISHER_KEY', 'invalid_input', `publisherKey is not a verifier key: ${(e as Error).message}`, {
-        details: { parameter: 'publisherKey' },
-      });
-    }
+    const key = verifierKeyParam(publisherKey, 'publisherKey', "the publisher's verifier key text", 'API_BAD_PUBLISHER_KEY');
     requireOctetStream(req, 'the bundle file');
     const limit = bundleMaxBytes(this.config.env);
     const dir = importsDir(this.config.home);

@@ -16,11 +16,10 @@ import { Controller, Get, HttpCode, Inject, Param, Post, Query, Req } from '@nes
 import { ApiBearerAuth, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
 import type { Request } from 'express';
 import { AssayError } from '@assay/core';
-import { parseVerifierKey } from '@assay/ledger';
 import { Roles } from './access';
 import { API_CONFIG, type ApiConfig } from './app.tokens';
 import { serverTaskDir, startCli } from './cli-process';
-import { bundleMaxBytes, receiveBody, requireOctetStream } from './uploads';
+import { bundleMaxBytes, receiveBody, requireOctetStream, verifierKeyParam } from './uploads';
 
 const REJUDGE_ID = /^rj-[0-9]{8}-[0-9a-f]{8}$/;
 const MAX_REPEAT = 10;
@@ -58,18 +57,7 @@ export class RejudgesController {
     if (typeof task !== 'string')
       throw new AssayError('API_BAD_QUERY', 'invalid_input', 'task (query) names a task directory of the server', { details: { parameter: 'task' } });
     const taskDir = serverTaskDir(this.config, task, 'API_REJUDGE_DISABLED', 're-judges nothing', 'POST /rejudges');
-    if (typeof trustedKey !== 'string' || trustedKey.length === 0 || trustedKey.length > 1024)
-      throw new AssayError('API_BAD_QUERY', 'invalid_input', "trustedKey (query) must be the bundle's root verifier key text (name+hex+base64)", {
-        details: { parameter: 'trustedKey' },
-      });
-    let key: string;
-    try {
-      key = parseVerifierKey(trustedKey.trim()).text;
-    } catch (e) {
-      throw new AssayError('API_BAD_QUERY', 'invalid_input', `trustedKey is not a verifier key: ${(e as Error).message}`, {
-        details: { parameter: 'trustedKey' },
-      });
-    }
+    const key = verifierKeyParam(trustedKey, 'trustedKey', "the bundle's root verifier key text", 'API_BAD_QUERY');
     const n = repeat === undefined ? 3 : /^[0-9]{1,2}$/.test(repeat) ? Number(repeat) : NaN;
     if (!(n >= 1 && n <= MAX_REPEAT))
       throw new AssayError('API_BAD_QUERY', 'invalid_input', `repeat (query) must be an integer from 1 to ${MAX_REPEAT}`, { details: { parameter: 'repeat' } });

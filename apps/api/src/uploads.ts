@@ -7,6 +7,7 @@ import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Request } from 'express';
 import { AssayError } from '@assay/core';
+import { parseVerifierKey } from '@assay/ledger';
 
 export const BUNDLE_MAX_BYTES_DEFAULT = 256 * 1024 * 1024;
 
@@ -50,4 +51,18 @@ export async function receiveBody(req: Request, dest: string, limit: number, wha
     },
   });
   await pipeline(req, cap, createWriteStream(dest, { mode: 0o600 }));
+}
+
+/**
+ * A verifier key given as a query parameter (a bundle's root or publisher key): its key text, or `code` (422) naming
+ * the parameter and what it should be.
+ */
+export function verifierKeyParam(value: unknown, parameter: string, what: string, code: string): string {
+  if (typeof value !== 'string' || value.length === 0 || value.length > 1024)
+    throw new AssayError(code, 'invalid_input', `${parameter} (query) must be ${what} (name+hex+base64)`, { details: { parameter } });
+  try {
+    return parseVerifierKey(value.trim()).text;
+  } catch (e) {
+    throw new AssayError(code, 'invalid_input', `${parameter} is not a verifier key: ${(e as Error).message}`, { details: { parameter } });
+  }
 }
