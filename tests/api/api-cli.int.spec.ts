@@ -71,28 +71,39 @@ async function freePort(): Promise<number> {
   return port;
 }
 
+/**
+ * `assay serve --port PORT [...extra]` as a child process, once it listens: with --json when it printed its line on
+ * stdout, else when it printed `assay api on` on stderr. Its output so far, and its exit (status and signal).
+ */
+async function serveOn(port: number, extra: string[] = []) {
+  const child = spawn(process.execPath, ['-r', TS_REGISTER, 'apps/cli/src/main.ts', 'serve', '--port', String(port), ...extra], {
+    cwd: REPO_ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, NODE_OPTIONS: '', ASSAY_HOME: home },
+  });
+  const out = { stdout: '', stderr: '' };
+  child.stdout.on('data', (d: Buffer) => (out.stdout += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (out.stderr += d.toString()));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => child.on('exit', (code, signal) => r({ code, signal })));
+  const listening = () => (extra.includes('--json') ? out.stdout.includes('\n') : out.stderr.includes('assay api on'));
+  const deadline = Date.now() + 60_000;
+  while (!listening() && child.exitCode === null && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  return { child, out, exited };
+}
+
 describe('assay serve', () => {
   it('serves the API, the pages and the OpenAPI document on the home, and stops on SIGINT', async () => {
     const port = await freePort();
-    const child = spawn(process.execPath, ['-r', TS_REGISTER, 'apps/cli/src/main.ts', 'serve', '--port', String(port)], {
-      cwd: REPO_ROOT,
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, NODE_OPTIONS: '', ASSAY_HOME: home },
-    });
-    let stderr = '';
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const exited = new Promise<number | null>((r) => child.on('exit', (c) => r(c)));
+    const { child, out, exited } = await serveOn(port);
     try {
-      const deadline = Date.now() + 60_000;
-      while (!stderr.includes('assay api on') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-      expect(stderr).toContain(`assay api on http://127.0.0.1:${port}`);
+      expect(out.stderr).toContain(`assay api on http://127.0.0.1:${port}`);
       const base = `http://127.0.0.1:${port}`;
       expect(((await (await fetch(`${base}/tasks`)).json()) as { tasks: unknown[] }).tasks).toEqual([{ task: 'tiny-optimizer', runs: 1, imported: 0 }]);
       expect((await fetch(`${base}/ui/leaderboard.html`)).status).toBe(200);
       expect((await fetch(`${base}/api/docs/openapi.json`)).status).toBe(200);
       // One JSON access line per request, with the request id and route, never a token.
       await new Promise((r) => setTimeout(r, 200));
-      const access = stderr
+      const access = out.stderr
         .split('\n')
         .filter((l) => l.startsWith('{'))
         .map((l) => JSON.parse(l) as Record<string, unknown>);
@@ -100,23 +111,14 @@ describe('assay serve', () => {
     } finally {
       child.kill('SIGINT');
     }
-    expect(await exited).toBe(0);
+    expect((await exited).code).toBe(0);
   });
 
   it('--json prints one line with the addresses once listening', async () => {
     const port = await freePort();
-    const child = spawn(process.execPath, ['-r', TS_REGISTER, 'apps/cli/src/main.ts', 'serve', '--port', String(port), '--json'], {
-      cwd: REPO_ROOT,
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, NODE_OPTIONS: '', ASSAY_HOME: home },
-    });
-    let stdout = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    const exited = new Promise<number | null>((r) => child.on('exit', (c) => r(c)));
+    const { child, out, exited } = await serveOn(port, ['--json']);
     try {
-      const deadline = Date.now() + 60_000;
-      while (!stdout.includes('\n') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-      expect(JSON.parse(stdout.split('\n')[0]!)).toEqual({
+      expect(JSON.parse(out.stdout.split('\n')[0]!)).toEqual({
         url: `http://127.0.0.1:${port}`,
         ui: `http://127.0.0.1:${port}/ui/`,
         docs: `http://127.0.0.1:${port}/api/docs`,
@@ -127,24 +129,15 @@ describe('assay serve', () => {
     } finally {
       child.kill('SIGINT');
     }
-    expect(await exited).toBe(0);
+    expect((await exited).code).toBe(0);
   });
 
   it('the API ends with `assay serve` even when that is SIGKILLed (no orphaned server)', async () => {
     const port = await freePort();
-    const child = spawn(process.execPath, ['-r', TS_REGISTER, 'apps/cli/src/main.ts', 'serve', '--port', String(port), '--json'], {
-      cwd: REPO_ROOT,
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, NODE_OPTIONS: '', ASSAY_HOME: home },
-    });
-    let stdout = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    const exited = new Promise<NodeJS.Signals | null>((r) => child.on('exit', (_c, sig) => r(sig)));
-    const deadline = Date.now() + 60_000;
-    while (!stdout.includes('\n') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    const { child, exited } = await serveOn(port, ['--json']);
     expect((await fetch(`http://127.0.0.1:${port}/health/live`)).status).toBe(200);
     child.kill('SIGKILL');
-    expect(await exited).toBe('SIGKILL');
+    expect((await exited).signal).toBe('SIGKILL');
     let up = true;
     for (let i = 0; i < 100 && up; i++) {
       await new Promise((r) => setTimeout(r, 100));

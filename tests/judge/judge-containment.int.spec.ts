@@ -66,7 +66,8 @@ describeDocker('Judge containment against hostile candidates (Docker)', () => {
     for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
   });
 
-  async function judge(taskDir: string, files: Record<string, string>): Promise<JudgeResult> {
+  /** Judges a workspace of `files` with the task, by runtime `by` (default: the suite's); nothing is left behind. */
+  async function judge(taskDir: string, files: Record<string, string>, by: JudgeRuntime = rt): Promise<JudgeResult> {
     let t = tasks.get(taskDir);
     if (!t) {
       t = await rt.loadTask(taskDir);
@@ -75,11 +76,21 @@ describeDocker('Judge containment against hostile candidates (Docker)', () => {
     const ws = tmp('assay-judge-contain-ws-');
     dirs.push(ws);
     for (const [p, c] of Object.entries(files)) fs.writeFileSync(join(ws, p), c);
-    const cid = await rt.snapshots.snapshotDirectory(ws);
-    const r = await rt.runner.judge(t.prepared, cid);
-    expect(await rt.containers.listContainers({ 'org.assay.judge': r.judge })).toEqual([]);
-    expect(await rt.containers.listVolumes({ 'org.assay.judge': r.judge })).toEqual([]);
+    const cid = await by.snapshots.snapshotDirectory(ws);
+    const r = await by.runner.judge(t.prepared, cid);
+    expect(await by.containers.listContainers({ 'org.assay.judge': r.judge })).toEqual([]);
+    expect(await by.containers.listVolumes({ 'org.assay.judge': r.judge })).toEqual([]);
     return r;
+  }
+
+  /** The same, by a runtime of an operator who chose ASSAY_JUDGE_PROC=visible (no setup step). */
+  async function judgeVisible(taskDir: string, files: Record<string, string>): Promise<JudgeResult> {
+    const visible = await JudgeRuntime.open({ home, procVisibility: 'visible' });
+    try {
+      return await judge(taskDir, files, visible);
+    } finally {
+      await visible.close();
+    }
   }
 
   const log = (r: JudgeResult) => fs.readFileSync(r.output.path, 'utf8');
@@ -288,20 +299,13 @@ print("own environ:", dict(os.environ))
   }, 180_000);
 
   it('with ASSAY_JUDGE_PROC=visible (a host that forbids the remount) /proc is not hidden, no setup capability is given, and the launch says so', async () => {
-    const t = await rt.loadTask(join(FIXTURES, 'proc-snoop'));
-    const visibleRt = await JudgeRuntime.open({ home, procVisibility: 'visible' });
-    try {
-      const ws = tmp('assay-judge-contain-ws-');
-      dirs.push(ws);
-      fs.writeFileSync(join(ws, 'main.py'), 'import os\nprint("pids", sorted(int(x) for x in os.listdir("/proc") if x.isdigit()))\n');
-      const r = await visibleRt.runner.judge(t.prepared, await visibleRt.snapshots.snapshotDirectory(ws));
-      expect(r).toMatchObject({ status: 'completed', rewards: { reward: 1 } });
-      expect(log(r)).toMatch(/^pids \[1, /m);
-      expect(log(r)).toMatch(/^verifier CapBnd 0+c0$/m);
-      expect(r.limits).toMatchObject({ procHidden: false, setupCapabilities: [], capAdd: ['SETGID', 'SETUID'] });
-    } finally {
-      await visibleRt.close();
-    }
+    const r = await judgeVisible(join(FIXTURES, 'proc-snoop'), {
+      'main.py': 'import os\nprint("pids", sorted(int(x) for x in os.listdir("/proc") if x.isdigit()))\n',
+    });
+    expect(r).toMatchObject({ status: 'completed', rewards: { reward: 1 } });
+    expect(log(r)).toMatch(/^pids \[1, /m);
+    expect(log(r)).toMatch(/^verifier CapBnd 0+c0$/m);
+    expect(r.limits).toMatchObject({ procHidden: false, setupCapabilities: [], capAdd: ['SETGID', 'SETUID'] });
   }, 180_000);
 
   it('writable_rootfs: test.sh and candidate code may write the image, but only up to the bound (storage_mb), never onto the host disk unbounded', async () => {
@@ -335,19 +339,10 @@ print("candidate fill: %d MiB" % n)
   }, 180_000);
 
   it("writable_rootfs without the setup step (ASSAY_JUDGE_PROC=visible) writes into Docker's own layer, unbounded, and the launch says so", async () => {
-    const t = await rt.loadTask(join(FIXTURES, 'writable-rootfs'));
-    const visibleRt = await JudgeRuntime.open({ home, procVisibility: 'visible' });
-    try {
-      const ws = tmp('assay-judge-contain-ws-');
-      dirs.push(ws);
-      fs.writeFileSync(join(ws, 'main.py'), 'print("candidate fill: 0 MiB")\n');
-      const r = await visibleRt.runner.judge(t.prepared, await visibleRt.snapshots.snapshotDirectory(ws));
-      expect(r).toMatchObject({ status: 'completed', rewards: { reward: 1 } });
-      expect(log(r)).toMatch(/root fill: exit 0 size 96 MiB/);
-      expect(r.limits).toMatchObject({ readOnlyRootfs: false, rootfsWrites: 'unbounded', rootfsWriteBytes: null });
-    } finally {
-      await visibleRt.close();
-    }
+    const r = await judgeVisible(join(FIXTURES, 'writable-rootfs'), { 'main.py': 'print("candidate fill: 0 MiB")\n' });
+    expect(r).toMatchObject({ status: 'completed', rewards: { reward: 1 } });
+    expect(log(r)).toMatch(/root fill: exit 0 size 96 MiB/);
+    expect(r.limits).toMatchObject({ readOnlyRootfs: false, rootfsWrites: 'unbounded', rootfsWriteBytes: null });
   }, 180_000);
 
   it('leaves nothing behind, and the ledger verifies', async () => {

@@ -38,6 +38,18 @@ class MemoryWitness implements CheckpointWitness {
   }
 }
 
+/** An inclusion proof as the Ledger hands it out verifies against the root its own signed checkpoint names. */
+function provesAgainstItsCheckpoint(p: { checkpoint: string; treeSize: number; leafHash: string; proof: string[] }, position: number): boolean {
+  const root = parseCheckpointBody(parseNote(p.checkpoint).body).rootHash;
+  return verifyInclusion(
+    position,
+    p.treeSize,
+    Buffer.from(p.leafHash, 'base64'),
+    p.proof.map((h) => Buffer.from(h, 'base64')),
+    root,
+  );
+}
+
 function setup(keys: SigningKey[] = [controller, runtime]) {
   const store = new MemoryEventStore();
   const merkle = new MemoryMerkleNodeStore();
@@ -120,16 +132,7 @@ describe('Ledger checkpoints', () => {
     // A covered position is proved against the latest signed checkpoint, and the proof verifies.
     const p = await t.ledger.inclusionProof(1);
     expect(p.treeSize).toBe(2);
-    const root = parseCheckpointBody(parseNote(p.checkpoint).body).rootHash;
-    expect(
-      verifyInclusion(
-        1,
-        2,
-        Buffer.from(p.leafHash, 'base64'),
-        p.proof.map((h) => Buffer.from(h, 'base64')),
-        root,
-      ),
-    ).toBe(true);
+    expect(provesAgainstItsCheckpoint(p, 1)).toBe(true);
     // Consistency proofs and roots over events not yet indexed are computed in memory, not stored.
     const c = await t.ledger.consistencyProof(2);
     expect(c.size2).toBe(5);
@@ -192,16 +195,7 @@ describe('Ledger checkpoints', () => {
     const reader = t.make([]);
     const p = await reader.inclusionProof(1);
     expect(p.treeSize).toBe(2);
-    const root = parseCheckpointBody(parseNote(p.checkpoint).body).rootHash;
-    expect(
-      verifyInclusion(
-        1,
-        2,
-        Buffer.from(p.leafHash, 'base64'),
-        p.proof.map((h) => Buffer.from(h, 'base64')),
-        root,
-      ),
-    ).toBe(true);
+    expect(provesAgainstItsCheckpoint(p, 1)).toBe(true);
     await expect(reader.inclusionProof(3)).rejects.toMatchObject({ code: 'LEDGER_NOT_CHECKPOINTED' });
     await expect(reader.consistencyProof(1, 4)).resolves.toMatchObject({ size1: 1, size2: 4 });
   });

@@ -1,6 +1,20 @@
 import { DEFAULT_JUDGE_SETTINGS } from './judge-settings';
 import { launchedLimits } from './judge-events';
-import { judgeContainerSpec, judgeLimits, MiB } from './judge-plan';
+import { judgeContainerSpec, judgeLimits, MiB, type JudgeLimits } from './judge-plan';
+
+/** A Judge container's input with these limits, the setup step left to each case. */
+const containerInput = (l: JudgeLimits) => ({
+  judgeId: 'j1',
+  imageId: 'i',
+  workdir: '/w',
+  snapshotHostDir: '/h',
+  verifierVolume: 'v',
+  command: [],
+  env: {},
+  network: 'none' as const,
+  limits: l,
+  labels: {},
+});
 
 describe('judge container plan', () => {
   const limits = judgeLimits({
@@ -49,18 +63,7 @@ describe('judge container plan', () => {
   });
 
   it("hides /proc only for the task author's image: setup-only SYS_ADMIN and SETPCAP, asked for by environment, recorded as such", () => {
-    const base = {
-      judgeId: 'j1',
-      imageId: 'i',
-      workdir: '/w',
-      snapshotHostDir: '/h',
-      verifierVolume: 'v',
-      command: [],
-      env: {},
-      network: 'none' as const,
-      limits,
-      labels: {},
-    };
+    const base = containerInput(limits);
     const hidden = judgeContainerSpec({ ...base, setup: true });
     expect(hidden.capAdd).toEqual(['SETUID', 'SETGID', 'SETPCAP', 'SYS_ADMIN']);
     expect(hidden.capDrop).toEqual(['ALL']);
@@ -111,18 +114,7 @@ describe('judge container plan', () => {
         testsBytes: 0,
       }).rootfsWriteBytes,
     ).toBe(256 * MiB);
-    const base = {
-      judgeId: 'j1',
-      imageId: 'i',
-      workdir: '/w',
-      snapshotHostDir: '/h',
-      verifierVolume: 'v',
-      command: [],
-      env: {},
-      network: 'none' as const,
-      limits: writable,
-      labels: {},
-    };
+    const base = containerInput(writable);
     const bounded = judgeContainerSpec({ ...base, setup: true });
     expect(bounded.readOnlyRootfs).toBe(true);
     expect(bounded.env).toMatchObject({ ASSAY_JUDGE_SETUP: 'hide-proc,rootfs-overlay' });
