@@ -64,7 +64,6 @@ export class AccessGuard implements CanActivate {
     const access = this.reflector.getAllAndOverride<Access | undefined>(ACCESS_KEY, [ctx.getHandler(), ctx.getClass()]) ?? DEFAULT_ACCESS;
     if (access.kind === 'open') return true;
     const req = ctx.switchToHttp().getRequest<WithPrincipal>();
-    const what = `${req.method} ${req.path}`;
     const header = req.headers.authorization;
 
     if (header === undefined) {
@@ -78,7 +77,7 @@ export class AccessGuard implements CanActivate {
       throw new AssayError(
         'API_UNAUTHENTICATED',
         'unauthenticated',
-        `${what} needs a token${access.kind === 'roles' ? ` with the role ${rolesText(access.roles)}` : ''}: send it as "Authorization: Bearer <token>"`,
+        `${req.method} ${req.path} needs a token${access.kind === 'roles' ? ` with the role ${rolesText(access.roles)}` : ''}: send it as "Authorization: Bearer <token>"`,
       );
     }
     if (access.kind === 'roles' && !this.anyTokenConfigured())
@@ -88,7 +87,7 @@ export class AccessGuard implements CanActivate {
         'this API serves reads only: no API token is configured, so every write is refused (`assay tokens create --role operator`; send the token as "Authorization: Bearer <token>")',
       );
     const m = typeof header === 'string' ? BEARER.exec(header) : null;
-    if (!m) throw new AssayError('API_UNAUTHENTICATED', 'unauthenticated', `${what}: send the token as "Authorization: Bearer <token>"`);
+    if (!m) throw new AssayError('API_UNAUTHENTICATED', 'unauthenticated', `${req.method} ${req.path}: send the token as "Authorization: Bearer <token>"`);
     const principal = resolveApiToken(this.home, m[1] as string, { store: this.tokens(), env: this.env });
     if (!principal) throw new AssayError('API_UNAUTHENTICATED', 'unauthenticated', 'the token is wrong or revoked');
     req.principal = principal;
@@ -96,7 +95,7 @@ export class AccessGuard implements CanActivate {
     throw new AssayError(
       'API_FORBIDDEN_ROLE',
       'refused',
-      `${what} needs the role ${rolesText(access.roles)}; this token (${principal.id}) has the role ${principal.role}`,
+      `${req.method} ${req.path} needs the role ${rolesText(access.roles)}; this token (${principal.id}) has the role ${principal.role}`,
       {
         details: { role: principal.role, needs: [...new Set([...access.roles, 'admin'])] },
       },

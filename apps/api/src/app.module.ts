@@ -2,7 +2,8 @@ import { Controller, Get, Module, Redirect, type DynamicModule } from '@nestjs/c
 import { APP_GUARD, Reflector } from '@nestjs/core';
 import { ApiExcludeController } from '@nestjs/swagger';
 import { TerminusModule } from '@nestjs/terminus';
-import { ThrottlerGuard, ThrottlerModule } from '@nestjs/throttler';
+import { ThrottlerModule } from '@nestjs/throttler';
+import { ApiThrottlerGuard, SlidingWindowRateLimitStorage } from './rate-limit-storage';
 import { LedgerModule } from '@assay/ledger';
 import { ProjectionsModule } from '@assay/projections';
 import { AccessGuard, Open } from './access';
@@ -40,6 +41,8 @@ export class AppModule {
         ThrottlerModule.forRoot({
           throttlers: [{ name: 'default', ttl: 60_000, limit: config.rateLimitPerMinute }],
           errorMessage: 'too many requests from this address',
+          // O(1) per request whatever the limit (the library's own storage scans every hit of the window).
+          storage: new SlidingWindowRateLimitStorage(),
         }),
       ],
       controllers: [
@@ -60,7 +63,7 @@ export class AppModule {
         { provide: API_CONFIG, useValue: config },
         ApiMetrics,
         // Rate limits before authentication: a flood of wrong tokens is throttled too.
-        { provide: APP_GUARD, useClass: ThrottlerGuard },
+        { provide: APP_GUARD, useClass: ApiThrottlerGuard },
         { provide: APP_GUARD, useFactory: (r: Reflector) => new AccessGuard(r, config.home, config.reads, config.env), inject: [Reflector] },
       ],
     };

@@ -1,7 +1,7 @@
-import { Body, Controller, Get, Header, HttpStatus, Inject, Param, Post, Query, Res, Sse, type MessageEvent } from '@nestjs/common';
+import { Body, Controller, Get, Header, HttpStatus, Inject, Param, Post, Query, Req, Res, Sse, type MessageEvent } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { distinctUntilChanged, from, interval, map, startWith, switchMap, type Observable } from 'rxjs';
-import type { Response } from 'express';
+import type { Request, Response } from 'express';
 import { CommandBus, QueryBus } from '@nestjs/cqrs';
 import { Type } from 'class-transformer';
 import { ArrayMaxSize, ArrayMinSize, IsArray, IsIn, IsObject, IsOptional, IsString, Length, Matches, ValidateNested } from 'class-validator';
@@ -36,7 +36,7 @@ import { API_CONFIG, type ApiConfig } from './app.tokens';
 import { StrictIntPipe } from './http-edge';
 import { Open, PublicRead, Roles } from './access';
 import { ApiMetrics } from './metrics';
-import { AnswerCache } from './answer-cache';
+import { AnswerCache, answerOf, sendAnswer } from './answer-cache';
 import { SharedFeeds } from './shared-feeds';
 
 /** Most events one GET /ledger/events answers. */
@@ -115,7 +115,7 @@ export class LedgerController {
   /** One cosignature merge at a time in this server: each reads, merges and rewrites checkpoint.cosigned. */
   private cosigning: Promise<unknown> = Promise.resolve();
 
-  /** Full pages of GET /ledger/events, as JSON text (they never change). */
+  /** Full pages of GET /ledger/events, as JSON bytes (they never change). */
   private readonly fullPages = new AnswerCache(256, 32 * 1024 * 1024);
 
   @Post('events')
@@ -139,32 +139,29 @@ export class LedgerController {
   @PublicRead()
   @ApiOperation({ summary: 'stored events, paged: the whole log from a position, or one stream from a revision; each with its hash and stored envelope bytes' })
   async events(
-    @Res({ passthrough: true }) res: Response,
+    @Req() req: Request,
+    @Res() res: Response,
     @Query('from', new StrictIntPipe('from', { optional: true })) fromAt?: number,
     @Query('limit', new StrictIntPipe('limit', { optional: true, min: 1, max: EVENTS_PAGE_MAX })) limit?: number,
     @Query('stream') stream?: string,
-  ) {
+  ): Promise<void> {
     if (stream !== undefined && !STREAM_RE.test(stream))
       throw new AssayError('API_BAD_STREAM', 'invalid_input', `stream must be 1-200 characters [A-Za-z0-9._:-] starting with a letter or digit`, {
         details: { parameter: 'stream' },
       });
     const n = limit ?? 100;
     const from = fromAt ?? 0;
-    // The ledger is append-only: a full page never changes, so it is kept as its JSON text (a short one can still grow).
+    // The ledger is append-only: a full page never changes, so it is kept as its JSON bytes (a short one can still grow).
     const key = `${stream ?? ''}\n${from}\n${n}`;
-    const kept = await this.fullPages.get(key, 'full', async () => null);
-    if (kept) {
-      res.setHeader('content-type', 'application/json; charset=utf-8');
-      res.setHeader('etag', kept.etag);
-      return kept.text;
-    }
+    const kept = this.fullPages.peek(key, 'full');
+    if (kept) return sendAnswer(req, res, kept);
     const rows = await this.queries.execute(new ReadEventsQuery({ from, limit: n, bytes: true, ...(stream !== undefined ? { stream } : {}) }));
     const events = rows.map((r) => ({ ...r.envelope, position: r.position, hash: r.hash, envelope: r.bytes }));
     // The next page: by position for the log, by revision for a stream; null when this page was not full.
     const next = rows.length < n ? null : stream !== undefined ? (rows[rows.length - 1]!.envelope.revision as number) + 1 : rows[rows.length - 1]!.position + 1;
-    const page = { events, next };
-    if (rows.length === n) await this.fullPages.get(key, 'full', async () => page);
-    return page;
+    const page = answerOf({ events, next });
+    if (rows.length === n) this.fullPages.put(key, 'full', page);
+    sendAnswer(req, res, page);
   }
 
   @Get('checkpoints/latest')

@@ -15,7 +15,7 @@ import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import { defer, distinctUntilChanged, interval, map, startWith, switchMap, takeWhile, type Observable } from 'rxjs';
 import { AssayError } from '@assay/core';
 import { LeaderboardQuery, ListTasksQuery, ReadModelsProvider, RunReportQuery, TaskBudgetQuery, TrajectoryQuery } from '@assay/projections';
-import { AnswerCache } from './answer-cache';
+import { AnswerCache, sendAnswer } from './answer-cache';
 import { SharedFeeds } from './shared-feeds';
 import { RUN_ID_RE } from '@assay/run';
 import { PublicRead } from './access';
@@ -60,32 +60,27 @@ export class ResultsController {
   private readonly feeds = new SharedFeeds();
 
   /**
-   * Sends the answer for `key`: kept JSON text when the read models have not moved since it was made, else made by
-   * `make` (null: `missing` is thrown). Answers 304 to a matching If-None-Match.
+   * Sends the answer for `key`: the kept JSON bytes when the read models have not moved since they were made, else
+   * made by `make` (null: `missing` is thrown). Answers 304 to a matching If-None-Match. The routes take `@Res()`
+   * without passthrough: this writes the whole response.
    */
-  private async answer(req: Request, res: Response, key: string, make: () => Promise<unknown>, missing?: () => AssayError): Promise<string | undefined> {
+  private async answer(req: Request, res: Response, key: string, make: () => Promise<unknown>, missing?: () => AssayError): Promise<void> {
     const a = await this.cache.get(key, await this.readModels.version(), make);
     if (!a) throw (missing ?? (() => new AssayError('NOT_FOUND', 'not_found', 'not found')))();
-    res.setHeader('content-type', 'application/json; charset=utf-8');
-    res.setHeader('etag', a.etag);
-    if (req.headers['if-none-match'] === a.etag) {
-      res.status(304);
-      return undefined;
-    }
-    return a.text;
+    sendAnswer(req, res, a);
   }
 
   @Get('tasks')
   @PublicRead()
   @ApiOperation({ summary: 'every task with at least one run, and its number of runs' })
-  async tasks(@Req() req: Request, @Res({ passthrough: true }) res: Response) {
+  async tasks(@Req() req: Request, @Res() res: Response) {
     return this.answer(req, res, 'tasks', async () => ({ tasks: await this.queries.execute(new ListTasksQuery()) }));
   }
 
   @Get('leaderboards/:task')
   @PublicRead()
   @ApiOperation({ summary: "a task's leaderboard: one ranked group per protocol (task digest and fingerprint), with baselines and re-judges" })
-  async leaderboard(@Param('task') task: string, @Req() req: Request, @Res({ passthrough: true }) res: Response) {
+  async leaderboard(@Param('task') task: string, @Req() req: Request, @Res() res: Response) {
     taskId(task);
     return this.answer(req, res, `leaderboard\n${task}`, async () => ({ task, groups: await this.queries.execute(new LeaderboardQuery(task)) }));
   }
@@ -93,7 +88,7 @@ export class ResultsController {
   @Get('tasks/:task/budget')
   @PublicRead()
   @ApiOperation({ summary: "a task's budget report: what its runs allowed and used, summed" })
-  budget(@Param('task') task: string, @Req() req: Request, @Res({ passthrough: true }) res: Response) {
+  budget(@Param('task') task: string, @Req() req: Request, @Res() res: Response) {
     taskId(task);
     return this.answer(req, res, `budget\n${task}`, () => this.queries.execute(new TaskBudgetQuery(task)));
   }
@@ -101,7 +96,7 @@ export class ResultsController {
   @Get('runs/:id/trajectory')
   @PublicRead()
   @ApiOperation({ summary: "a run's trajectory: every round's time, status and score, and the best so far" })
-  async trajectory(@Param('id') id: string, @Req() req: Request, @Res({ passthrough: true }) res: Response) {
+  async trajectory(@Param('id') id: string, @Req() req: Request, @Res() res: Response) {
     runId(id);
     return this.answer(
       req,
@@ -115,7 +110,7 @@ export class ResultsController {
   @Get('runs/:id/report')
   @PublicRead()
   @ApiOperation({ summary: "a run's reproducibility report (its re-judges against the recorded best) and budget report" })
-  async report(@Param('id') id: string, @Req() req: Request, @Res({ passthrough: true }) res: Response) {
+  async report(@Param('id') id: string, @Req() req: Request, @Res() res: Response) {
     runId(id);
     return this.answer(
       req,

@@ -26,7 +26,19 @@ export const canonical = (v: unknown): string => canonicalJson(JSON.parse(JSON.s
 export const readModelsPath = (home: string): string => join(home, 'projections', 'read-models.db');
 
 export class SqliteReadModelStore implements ReadModelStore {
+  /** Statements prepared once per SQL text: preparing is most of a small read's cost (a read per API request). */
+  private readonly statements = new Map<string, Database.Statement>();
+
   private constructor(private readonly db: Database.Database) {}
+
+  private sql(text: string): Database.Statement {
+    let s = this.statements.get(text);
+    if (!s) {
+      s = this.db.prepare(text);
+      this.statements.set(text, s);
+    }
+    return s;
+  }
 
   static open(path: string, migrationsDir: string = findProjectionMigrationsDir()): SqliteReadModelStore {
     mkdirSync(dirname(path), { recursive: true });
@@ -50,22 +62,22 @@ export class SqliteReadModelStore implements ReadModelStore {
   }
 
   checkpoint(): ProjectionCheckpoint {
-    const r = this.db.prepare('SELECT position, last_hash AS lastHash FROM projection_checkpoint WHERE id = 1').get() as ProjectionCheckpoint;
+    const r = this.sql('SELECT position, last_hash AS lastHash FROM projection_checkpoint WHERE id = 1').get() as ProjectionCheckpoint;
     return { position: r.position, lastHash: r.lastHash };
   }
 
   slot(run: string): RunSlot | null {
-    const t = this.db.prepare('SELECT slot FROM run_slots WHERE run = ?').pluck().get(run) as string | undefined;
+    const t = this.sql('SELECT slot FROM run_slots WHERE run = ?').pluck().get(run) as string | undefined;
     return t === undefined ? null : (JSON.parse(t) as RunSlot);
   }
 
   apply(batch: ProjectionBatch, expectedFrom: number): void {
-    const putSlot = this.db.prepare('INSERT OR REPLACE INTO run_slots (run, slot) VALUES (?, ?)');
-    const putRow = this.db.prepare('INSERT OR REPLACE INTO leaderboard_rows (run, task, group_key, row) VALUES (?, ?, ?, ?)');
-    const putTraj = this.db.prepare('INSERT OR REPLACE INTO trajectories (run, trajectory) VALUES (?, ?)');
-    const putBaseline = this.db.prepare('INSERT OR REPLACE INTO baselines (position, task, baseline) VALUES (?, ?, ?)');
-    const putRejudge = this.db.prepare('INSERT OR REPLACE INTO rejudges (position, run, rejudge) VALUES (?, ?, ?)');
-    const move = this.db.prepare('UPDATE projection_checkpoint SET position = ?, last_hash = ? WHERE id = 1 AND position = ?');
+    const putSlot = this.sql('INSERT OR REPLACE INTO run_slots (run, slot) VALUES (?, ?)');
+    const putRow = this.sql('INSERT OR REPLACE INTO leaderboard_rows (run, task, group_key, row) VALUES (?, ?, ?, ?)');
+    const putTraj = this.sql('INSERT OR REPLACE INTO trajectories (run, trajectory) VALUES (?, ?)');
+    const putBaseline = this.sql('INSERT OR REPLACE INTO baselines (position, task, baseline) VALUES (?, ?, ?)');
+    const putRejudge = this.sql('INSERT OR REPLACE INTO rejudges (position, run, rejudge) VALUES (?, ?, ?)');
+    const move = this.sql('UPDATE projection_checkpoint SET position = ?, last_hash = ? WHERE id = 1 AND position = ?');
     this.db
       .transaction(() => {
         for (const s of batch.slots) putSlot.run(s.run, canonical(s));
@@ -81,39 +93,30 @@ export class SqliteReadModelStore implements ReadModelStore {
   }
 
   rowsOfTask(task: string): LeaderboardRow[] {
-    return (this.db.prepare('SELECT row FROM leaderboard_rows WHERE task = ? ORDER BY run').pluck().all(task) as string[]).map(
-      (t) => JSON.parse(t) as LeaderboardRow,
-    );
+    return (this.sql('SELECT row FROM leaderboard_rows WHERE task = ? ORDER BY run').pluck().all(task) as string[]).map((t) => JSON.parse(t) as LeaderboardRow);
   }
 
   trajectory(run: string): Trajectory | null {
-    const t = this.db.prepare('SELECT trajectory FROM trajectories WHERE run = ?').pluck().get(run) as string | undefined;
+    const t = this.sql('SELECT trajectory FROM trajectories WHERE run = ?').pluck().get(run) as string | undefined;
     return t === undefined ? null : (JSON.parse(t) as Trajectory);
   }
 
   baselinesOfTask(task: string): Baseline[] {
-    return (this.db.prepare('SELECT baseline FROM baselines WHERE task = ? ORDER BY position').pluck().all(task) as string[]).map(
-      (t) => JSON.parse(t) as Baseline,
-    );
+    return (this.sql('SELECT baseline FROM baselines WHERE task = ? ORDER BY position').pluck().all(task) as string[]).map((t) => JSON.parse(t) as Baseline);
   }
 
   rejudgesOfRun(run: string): RejudgeView[] {
-    return (this.db.prepare('SELECT rejudge FROM rejudges WHERE run = ? ORDER BY position').pluck().all(run) as string[]).map(
-      (t) => JSON.parse(t) as RejudgeView,
-    );
+    return (this.sql('SELECT rejudge FROM rejudges WHERE run = ? ORDER BY position').pluck().all(run) as string[]).map((t) => JSON.parse(t) as RejudgeView);
   }
 
   rejudgesOfTask(task: string): RejudgeView[] {
     return (
-      this.db
-        .prepare('SELECT rejudge FROM rejudges WHERE run IN (SELECT run FROM leaderboard_rows WHERE task = ?) ORDER BY position')
-        .pluck()
-        .all(task) as string[]
+      this.sql('SELECT rejudge FROM rejudges WHERE run IN (SELECT run FROM leaderboard_rows WHERE task = ?) ORDER BY position').pluck().all(task) as string[]
     ).map((t) => JSON.parse(t) as RejudgeView);
   }
 
   tasks(): Array<{ task: string; runs: number }> {
-    return this.db.prepare('SELECT task, COUNT(*) AS runs FROM leaderboard_rows GROUP BY task ORDER BY task').all() as Array<{ task: string; runs: number }>;
+    return this.sql('SELECT task, COUNT(*) AS runs FROM leaderboard_rows GROUP BY task ORDER BY task').all() as Array<{ task: string; runs: number }>;
   }
 
   dump(): string {
@@ -127,7 +130,7 @@ export class SqliteReadModelStore implements ReadModelStore {
       ['baselines', 'position', 'baseline'],
       ['rejudges', 'position', 'rejudge'],
     ] as const)
-      for (const r of this.db.prepare(`SELECT ${key} AS k, ${col} AS v FROM ${table} ORDER BY ${key}`).all() as Array<{ k: string; v: string }>)
+      for (const r of this.sql(`SELECT ${key} AS k, ${col} AS v FROM ${table} ORDER BY ${key}`).all() as Array<{ k: string; v: string }>)
         lines.push(`${table} ${r.k} ${r.v}`);
     return `${lines.join('\n')}\n`;
   }

@@ -28,17 +28,31 @@ export class ReadModelsProvider implements OnModuleDestroy {
 
   constructor(private readonly ledger: LedgerHomeProvider) {}
 
+  /**
+   * The position the read models were last seen at, with the ledger's checkpoint size then. Read models only move up
+   * to the latest signed checkpoint, so while that size is unchanged they are still where they were seen: a read then
+   * costs one indexed query of the ledger, not a second one of the read models.
+   */
+  private seen: { treeSize: number; position: number } | null = null;
+
   /** The read models, caught up with the ledger's latest signed checkpoint. */
   async fresh(): Promise<ReadModelStore> {
     const home = await this.ledger.reader();
     const store = this.open();
-    // Nothing signed since the last catch-up: no work at all (one indexed read of the latest checkpoint).
-    if (!this.running && (home.db.checkpoints.latest()?.treeSize ?? 0) === store.checkpoint().position) return store;
+    const treeSize = home.db.checkpoints.latest()?.treeSize ?? 0;
+    if (!this.running && this.seen?.treeSize === treeSize && this.seen.position === treeSize) return store;
+    // Nothing signed since the last catch-up (another projector may have caught up meanwhile): no work at all.
+    if (!this.running && treeSize === store.checkpoint().position) {
+      this.seen = { treeSize, position: treeSize };
+      return store;
+    }
     // Another projector (a CLI `assay leaderboard`) may commit first: catchUpRetrying starts again from there.
     this.running ??= catchUpRetrying(home, store, { workers: 1 }).finally(() => {
       this.running = null;
     });
     this.last = await this.running;
+    const position = store.checkpoint().position;
+    this.seen = { treeSize: Math.max(treeSize, position), position };
     return store;
   }
 
@@ -47,8 +61,8 @@ export class ReadModelsProvider implements OnModuleDestroy {
    * versions give equal answers, so answers can be kept by version (the API's results cache).
    */
   async version(): Promise<string> {
-    const store = await this.fresh();
-    return `${store.checkpoint().position}.${this.imports()?.count() ?? 0}`;
+    await this.fresh();
+    return `${this.seen!.position}.${this.imports()?.count() ?? 0}`;
   }
 
   /** The imported bundles' rows, once `assay bundle import` has made their table (a read never creates it). */
