@@ -87,7 +87,7 @@ const CLAIM = {
   budgets: {},
 };
 // `...EXTRA`: fields of BundleVerdict that rejudge does not read (witnesses, with a witness policy)
-const EXTRA = { witnesses: null, kind: 'run' as const, rejudge: null };
+const EXTRA = { witnesses: null, kind: 'run' as const, rejudge: null, times: null };
 const valid = (claim: JsonObject = CLAIM as unknown as JsonObject): BundleVerdict => ({
   ...EXTRA,
   verdict: 'valid',

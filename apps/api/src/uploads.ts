@@ -2,7 +2,7 @@
  * Bundle files sent as a request body (POST /bundles, POST /rejudges): `application/octet-stream` only, streamed to a
  * private file and cut off past ASSAY_API_BUNDLE_MAX_BYTES (413 API_BODY_TOO_LARGE) before the rest is read.
  */
-import { createWriteStream } from 'node:fs';
+import { createWriteStream, openSync } from 'node:fs';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Request } from 'express';
@@ -35,7 +35,11 @@ export function requireOctetStream(req: Request, what: string): void {
     );
 }
 
-/** Streams the body into `dest` (mode 0600), failing with API_BODY_TOO_LARGE once it passes `limit` bytes. */
+/**
+ * Streams the body into `dest` (created here, exclusively, mode 0600), failing with API_BODY_TOO_LARGE once it passes
+ * `limit` bytes. The file is opened before anything is read: a stream that opened it itself could still be opening
+ * it when an early failure lets the caller remove `dest`, and would then leave the file behind.
+ */
 export async function receiveBody(req: Request, dest: string, limit: number, what: string): Promise<void> {
   let seen = 0;
   const cap = new Transform({
@@ -50,7 +54,8 @@ export async function receiveBody(req: Request, dest: string, limit: number, wha
       else done(null, chunk);
     },
   });
-  await pipeline(req, cap, createWriteStream(dest, { mode: 0o600 }));
+  const fd = openSync(dest, 'wx', 0o600);
+  await pipeline(req, cap, createWriteStream('', { fd }));
 }
 
 /**

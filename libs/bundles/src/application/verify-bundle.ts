@@ -100,6 +100,11 @@ export interface BundleVerdict {
   readonly run: string | null;
   /** A report bundle's re-judging id; null for a run's bundle. */
   readonly rejudge: string | null;
+  /**
+   * A valid run bundle's run times, from its signed events: the envelope time of RunStarted and of the run stream's
+   * RunCompleted. Null otherwise (a report's bundle, or a bundle that did not verify).
+   */
+  readonly times: { readonly startedAt: string; readonly completedAt: string } | null;
   readonly events: number;
 }
 
@@ -179,6 +184,13 @@ interface BundleEvent {
   readonly proof: Buffer[];
 }
 
+/** RunStarted's and the run stream's RunCompleted's envelope times (the claim is only recomputed when both exist). */
+function runTimes(run: string, runEvents: readonly RunEventRecord[]): BundleVerdict['times'] {
+  const started = runEvents.find((e) => e.type === 'RunStarted');
+  const completed = runEvents.find((e) => e.stream === `run-${run}` && e.type === 'RunCompleted');
+  return started && completed ? { startedAt: started.time, completedAt: completed.time } : null;
+}
+
 export async function verifyBundle(source: AsyncIterable<Uint8Array>, o: VerifyBundleOptions): Promise<BundleVerdict> {
   const checked = new Map<BundleStep, number>();
   let step: BundleStep = 'format';
@@ -192,6 +204,7 @@ export async function verifyBundle(source: AsyncIterable<Uint8Array>, o: VerifyB
   let rejudgeId: string | null = null;
   let events: BundleEvent[] = [];
   let claim: JsonObject | null = null;
+  let times: BundleVerdict['times'] = null;
   let checks: SignatureChecks | null = null;
   let witnesses: WitnessPolicyResult | null = null;
   try {
@@ -468,6 +481,7 @@ export async function verifyBundle(source: AsyncIterable<Uint8Array>, o: VerifyB
     const content = contentDigest(read.contentLines);
     checkStatement(statement, content, recomputed);
     claim = statement.predicate as JsonObject;
+    times = runTimes(manifest.subject, runEvents);
     count();
     o.progress?.(events.length, events.length);
     return verdict('valid', null);
@@ -494,6 +508,7 @@ export async function verifyBundle(source: AsyncIterable<Uint8Array>, o: VerifyB
       claim,
       run,
       rejudge: rejudgeId,
+      times: v === 'valid' ? times : null,
       events: events.length,
     };
   }

@@ -19,6 +19,8 @@ export interface BundleCheck {
   readonly kind: 'run' | 'rejudge' | null;
   readonly claim: unknown;
   readonly failure: { readonly step: string; readonly code: string; readonly message: string } | null;
+  /** The run's start and end, from its signed RunStarted and RunCompleted (the envelope times). */
+  readonly times?: { readonly startedAt: string; readonly completedAt: string } | null;
 }
 
 export interface ImportBundleOptions {
@@ -64,7 +66,7 @@ export async function importBundle(o: ImportBundleOptions): Promise<ImportBundle
         'invalid_input',
         `${o.label} is a re-judge report's bundle; only a run's result bundle makes a leaderboard row`,
       );
-    const row = importedRow(v.claim, { bundleDigest: `sha256:${hex}`, publisherKey: o.publisherKey, importedAt: o.now().toISOString() });
+    const row = importedRow(v.claim, { bundleDigest: `sha256:${hex}`, publisherKey: o.publisherKey, importedAt: o.now().toISOString() }, v.times ?? null);
     renameSync(tmp, join(o.dir, `${hex}.bundle`));
     return { added: o.store.put(row), row };
   } finally {

@@ -25,8 +25,20 @@ function count(o: Record<string, unknown>, k: string, where: string): number {
   return v;
 }
 
-/** The leaderboard row an imported bundle's verified claim supports. */
-export function importedRow(claim: unknown, provenance: ImportProvenance): LeaderboardRow {
+const RFC3339_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z$/;
+
+/** The run's times as the verification read them from its signed events; null when absent or not UTC RFC 3339. */
+function runTimes(times: { startedAt: string; completedAt: string } | null): Pick<LeaderboardRow, 'startedAt' | 'completedAt' | 'wallTimeMs'> {
+  if (!times || !RFC3339_UTC.test(times.startedAt) || !RFC3339_UTC.test(times.completedAt)) return { startedAt: null, completedAt: null, wallTimeMs: null };
+  const wall = Date.parse(times.completedAt) - Date.parse(times.startedAt);
+  return { startedAt: times.startedAt, completedAt: times.completedAt, wallTimeMs: Number.isFinite(wall) ? Math.max(0, wall) : null };
+}
+
+/**
+ * The leaderboard row an imported bundle's verified claim supports, with the run's start and end when the
+ * verification gives them (the envelope times of its signed RunStarted and RunCompleted; the claim itself has none).
+ */
+export function importedRow(claim: unknown, provenance: ImportProvenance, times: { startedAt: string; completedAt: string } | null = null): LeaderboardRow {
   if (!isObj(claim)) throw bad('claim', 'an object');
   const direction = claim.direction === 'maximize' || claim.direction === 'minimize' ? (claim.direction as Direction) : null;
   if (direction === null) throw bad('direction', '"maximize" or "minimize"');
@@ -63,9 +75,7 @@ export function importedRow(claim: unknown, provenance: ImportProvenance): Leade
       violating: count(counts, 'violating', 'counts'),
       refunded: count(counts, 'refunded', 'counts'),
     },
-    startedAt: null,
-    completedAt: null,
-    wallTimeMs: null,
+    ...runTimes(times),
     source: 'imported',
     imported: provenance,
   };
