@@ -54,7 +54,13 @@ describe('assay bundle import', () => {
     ]);
     const imported = groups[0]!.rows[0]!;
     expect(imported.imported!.publisherKey).toBe(readFileSync(KEY, 'utf8').trim());
-    expect(imported).toMatchObject({ best: { score: 0.433, round: 5 }, rejudge: null, startedAt: '2026-12-01T10:00:03.000Z', completedAt: '2026-12-01T10:00:42.000Z', wallTimeMs: 39_000 });
+    expect(imported).toMatchObject({
+      best: { score: 0.433, round: 5 },
+      rejudge: null,
+      startedAt: '2026-12-01T10:00:03.000Z',
+      completedAt: '2026-12-01T10:00:42.000Z',
+      wallTimeMs: 39_000,
+    });
     const text = await assay(['leaderboard', 'tiny-optimizer'], home);
     expect(text.stdout).toMatch(/r-20261202-0001 .* imported from \S+/);
     expect(readFileSync(homePaths(home).db).equals(ledgerBefore)).toBe(true);
