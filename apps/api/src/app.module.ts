@@ -31,7 +31,7 @@ class RootController {
 @Module({})
 export class AppModule {
   static forConfig(config: ApiConfig): DynamicModule {
-    const ledger = LedgerModule.forHome(config.home);
+    const ledger = LedgerModule.forHome(config.home, { ...(config.clock ? { clock: config.clock } : {}), ...(config.ids ? { ids: config.ids } : {}) });
     return {
       module: AppModule,
       imports: [

@@ -1,3 +1,4 @@
+import type { Clock, IdGenerator } from '@assay/core';
 import type { ReadPolicy } from './access';
 
 /** Injection tokens of the API's own configuration. */
@@ -12,4 +13,7 @@ export interface ApiConfig {
   /** Requests per minute per client address (ASSAY_API_RATE_LIMIT). */
   readonly rateLimitPerMinute: number;
   readonly env: NodeJS.ProcessEnv;
+  /** The time and ids of everything the API stamps (the system's unless a test binds its own). */
+  readonly clock?: Clock;
+  readonly ids?: IdGenerator;
 }

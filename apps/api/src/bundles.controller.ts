@@ -14,7 +14,7 @@ import type { Response } from 'express';
 import { ApiBearerAuth, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
 import type { Request } from 'express';
 import { LedgerHomeProvider } from '@assay/ledger';
-import { AssayError } from '@assay/core';
+import { AssayError, CLOCK, type Clock } from '@assay/core';
 import { importBundle, ReadModelsProvider, SqliteImportStore, importsDbPath, importsDir } from '@assay/projections';
 import { exportRunBundleFromHome, verifyBundle } from '@assay/bundles';
 import { RUN_ID_RE, runClaimRules } from '@assay/run';
@@ -87,6 +87,7 @@ export class BundlesController {
   constructor(
     @Inject(API_CONFIG) private readonly config: ApiConfig,
     private readonly readModels: ReadModelsProvider,
+    @Inject(CLOCK) private readonly clock: Clock,
   ) {}
 
   @Post()
@@ -111,7 +112,7 @@ export class BundlesController {
           label: 'the request body',
           publisherKey: key,
           store,
-          now: () => new Date(),
+          now: () => this.clock.now(),
           verify: (path) => verifyBundle(createReadStream(path), { trustedKeys: [key], claims: runClaimRules() }),
         });
         return { imported: r.added, row: r.row };

@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { AssayError, EXIT_CODES } from '@assay/core';
+import { AssayError, EXIT_CODES, type Clock, type IdGenerator } from '@assay/core';
 import { ApiTokenStore, loadOperatorTokenHash } from '@assay/ledger';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import { securityHeaders } from './security-headers';
@@ -18,6 +18,9 @@ import { API_LIMITS, BodyValidationPipe, bodyParserErrorHandler, requestIdMiddle
 export interface CreateApiOptions {
   /** One JSON line per request on stderr (pino); `assay serve` and main() turn it on. */
   accessLog?: boolean;
+  /** The Clock and IdGenerator the application's providers bind (the system's by default; tests bind their own). */
+  clock?: Clock;
+  ids?: IdGenerator;
 }
 
 /** ASSAY_API_RATE_LIMIT: requests per minute per client address, decimal 1-1000000 (default 600). */
@@ -48,7 +51,14 @@ export function findWebDir(start: string = __dirname): string | null {
  * reads of public results are open unless ASSAY_API_READS=token.
  */
 export async function createApi(home: string, env: NodeJS.ProcessEnv = process.env, o: CreateApiOptions = {}): Promise<INestApplication> {
-  const config: ApiConfig = { home, reads: parseReadPolicy(env.ASSAY_API_READS), rateLimitPerMinute: parseRateLimit(env.ASSAY_API_RATE_LIMIT), env };
+  const config: ApiConfig = {
+    home,
+    reads: parseReadPolicy(env.ASSAY_API_READS),
+    rateLimitPerMinute: parseRateLimit(env.ASSAY_API_RATE_LIMIT),
+    env,
+    ...(o.clock ? { clock: o.clock } : {}),
+    ...(o.ids ? { ids: o.ids } : {}),
+  };
   const app = await NestFactory.create<NestExpressApplication>(AppModule.forConfig(config), { logger: ['error', 'warn'], bodyParser: false });
   // Order matters: the request id first (so every answer has one), security headers, the access log, then the
   // bounded JSON parser, its errors in the API's shape (413, 400). The depth and key checks (422) run in

@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { Controller, Get, HttpCode, Inject, Param, Post, Query, Req } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
 import type { Request } from 'express';
-import { AssayError } from '@assay/core';
+import { AssayError, CLOCK, type Clock } from '@assay/core';
 import { Roles } from './access';
 import { API_CONFIG, type ApiConfig } from './app.tokens';
 import { serverTaskDir, startCli } from './cli-process';
@@ -42,7 +42,10 @@ function rejudgesDir(home: string): string {
 @ApiBearerAuth()
 @Controller('rejudges')
 export class RejudgesController {
-  constructor(@Inject(API_CONFIG) private readonly config: ApiConfig) {}
+  constructor(
+    @Inject(API_CONFIG) private readonly config: ApiConfig,
+    @Inject(CLOCK) private readonly clock: Clock,
+  ) {}
 
   @Post()
   @Roles('auditor')
@@ -62,7 +65,7 @@ export class RejudgesController {
     if (!(n >= 1 && n <= MAX_REPEAT))
       throw new AssayError('API_BAD_QUERY', 'invalid_input', `repeat (query) must be an integer from 1 to ${MAX_REPEAT}`, { details: { parameter: 'repeat' } });
     requireOctetStream(req, 'the bundle file');
-    const id = `rj-${new Date().toISOString().slice(0, 10).replace(/-/g, '')}-${randomBytes(4).toString('hex')}`;
+    const id = `rj-${this.clock.now().toISOString().slice(0, 10).replace(/-/g, '')}-${randomBytes(4).toString('hex')}`;
     const dir = join(rejudgesDir(this.config.home), id);
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     const bundle = join(dir, 'bundle');

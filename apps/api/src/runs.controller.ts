@@ -16,7 +16,7 @@ import { Body, Controller, HttpCode, Inject, Param, Post, Req } from '@nestjs/co
 import { ApiBearerAuth, ApiOperation, ApiProperty, ApiPropertyOptional, ApiTags } from '@nestjs/swagger';
 import { IsBoolean, IsInt, IsOptional, IsString, Length, Matches, Max, Min } from 'class-validator';
 import { randomBytes } from 'node:crypto';
-import { AssayError, writeFileAtomic } from '@assay/core';
+import { AssayError, CLOCK, writeFileAtomic, type Clock } from '@assay/core';
 import { RUN_CANCEL_REQUEST, RUN_CONTROLLER_LOCK } from '@assay/run';
 import { Roles, type WithPrincipal } from './access';
 import { API_CONFIG, type ApiConfig } from './app.tokens';
@@ -59,7 +59,10 @@ class StartRunDto {
 @ApiBearerAuth()
 @Controller('runs')
 export class RunsController {
-  constructor(@Inject(API_CONFIG) private readonly config: ApiConfig) {}
+  constructor(
+    @Inject(API_CONFIG) private readonly config: ApiConfig,
+    @Inject(CLOCK) private readonly clock: Clock,
+  ) {}
 
   @Post()
   @Roles('operator')
@@ -67,7 +70,7 @@ export class RunsController {
   @ApiOperation({ summary: "start `assay run` for a task of the server's ASSAY_API_TASKS_DIR (operator); answers once it is launched" })
   start(@Body() body: StartRunDto) {
     const taskDir = serverTaskDir(this.config, body.task, 'API_RUNS_DISABLED', 'starts no runs', 'POST /runs');
-    const run = body.runId ?? `r-${new Date().toISOString().slice(0, 10).replace(/-/g, '')}-${randomBytes(4).toString('hex')}`;
+    const run = body.runId ?? `r-${this.clock.now().toISOString().slice(0, 10).replace(/-/g, '')}-${randomBytes(4).toString('hex')}`;
     if (existsSync(join(this.config.home, 'runs', run)))
       throw new AssayError('RUN_EXISTS', 'conflict', `run ${run} exists already (POST /runs/${run}/cancel, or \`assay run --resume ${run}\` on the server)`);
     const logs = join(this.config.home, 'api', 'runs');
@@ -96,7 +99,7 @@ export class RunsController {
     }
     if (!isDir || !existsSync(join(dir, RUN_CONTROLLER_LOCK)))
       throw new AssayError('RUN_NOT_RUNNING', 'conflict', `no controller of run ${id} is running on this server`, { details: { run: id } });
-    const requestedAt = new Date().toISOString();
+    const requestedAt = this.clock.now().toISOString();
     writeFileAtomic(join(dir, RUN_CANCEL_REQUEST), `${JSON.stringify({ requestedAt, by: req.principal?.id ?? null })}\n`, { mode: 0o600 });
     return { run: id, cancelRequested: true, requestedAt };
   }

@@ -1,7 +1,7 @@
 import { Body, Controller, Delete, Get, Param, Post } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiProperty, ApiTags } from '@nestjs/swagger';
 import { IsIn, IsString, Length } from 'class-validator';
-import { systemClock } from '@assay/core';
+import { CLOCK, type Clock } from '@assay/core';
 import { API_ROLES, ApiTokenStore, type ApiRole } from '@assay/ledger';
 import { Roles } from './access';
 import { ASSAY_HOME_TOKEN } from './app.tokens';
@@ -23,7 +23,10 @@ class CreateTokenDto {
 @ApiBearerAuth()
 @Controller('tokens')
 export class TokensController {
-  constructor(@Inject(ASSAY_HOME_TOKEN) private readonly home: string) {}
+  constructor(
+    @Inject(ASSAY_HOME_TOKEN) private readonly home: string,
+    @Inject(CLOCK) private readonly clock: Clock,
+  ) {}
 
   private with<T>(fn: (s: ApiTokenStore) => T, create = false): T {
     const s = ApiTokenStore.open(this.home, { create });
@@ -45,7 +48,7 @@ export class TokensController {
   @Roles('admin')
   @ApiOperation({ summary: 'create a token of a role; the token is in this answer only' })
   create(@Body() body: CreateTokenDto) {
-    const { path: _path, ...created } = this.with((s) => s.create({ role: body.role, name: body.name, clock: systemClock }), true);
+    const { path: _path, ...created } = this.with((s) => s.create({ role: body.role, name: body.name, clock: this.clock }), true);
     return created;
   }
 
@@ -53,6 +56,6 @@ export class TokensController {
   @Roles('admin')
   @ApiOperation({ summary: 'revoke a token: it stops working at the next request' })
   revoke(@Param('id') id: string) {
-    return this.with((s) => s.revoke(id, systemClock));
+    return this.with((s) => s.revoke(id, this.clock));
   }
 }

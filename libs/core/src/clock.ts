@@ -7,6 +7,13 @@ export interface Clock {
 
 export const systemClock: Clock = { now: () => new Date() };
 
+/**
+ * Injection tokens for the Clock and the IdGenerator where a composition root binds them (the NestJS modules of the
+ * libs provide them; tests bind a ManualClock and SequentialIds).
+ */
+export const CLOCK = Symbol.for('assay.Clock');
+export const ID_GENERATOR = Symbol.for('assay.IdGenerator');
+
 /** A clock that only moves when told to. */
 export class ManualClock implements Clock {
   private t: number;

@@ -1,6 +1,6 @@
 import { Inject, Injectable, type OnModuleDestroy } from '@nestjs/common';
 import { CommandHandler, QueryHandler, type ICommandHandler, type IQueryHandler } from '@nestjs/cqrs';
-import { systemClock, randomIds } from '@assay/core';
+import { CLOCK, ID_GENERATOR, type Clock, type IdGenerator } from '@assay/core';
 import { LedgerHome, verifyLedgerFile, verifyLedgerHome } from '../home/ledger-home';
 import { Ledger } from '../application/ledger';
 import {
@@ -29,16 +29,21 @@ export class LedgerHomeProvider implements OnModuleDestroy {
   private opened: Promise<LedgerHome> | null = null;
   private openedReadOnly: Promise<LedgerHome> | null = null;
 
-  constructor(@Inject(ASSAY_HOME) readonly home: string) {}
+  constructor(
+    @Inject(ASSAY_HOME) readonly home: string,
+    /** The time and the ids events are stamped with (LedgerModule.forHome binds them; systemClock and randomIds by default). */
+    @Inject(CLOCK) readonly clock: Clock,
+    @Inject(ID_GENERATOR) readonly ids: IdGenerator,
+  ) {}
 
   get(): Promise<LedgerHome> {
-    this.opened ??= LedgerHome.open(this.home, { clock: systemClock, ids: randomIds });
+    this.opened ??= LedgerHome.open(this.home, { clock: this.clock, ids: this.ids });
     return this.opened;
   }
 
   reader(): Promise<LedgerHome> {
     // A failed open is not kept: the next query tries again (e.g. once a writer has migrated the database).
-    this.openedReadOnly ??= LedgerHome.open(this.home, { clock: systemClock, ids: randomIds, readOnly: true }).catch((e: unknown) => {
+    this.openedReadOnly ??= LedgerHome.open(this.home, { clock: this.clock, ids: this.ids, readOnly: true }).catch((e: unknown) => {
       this.openedReadOnly = null;
       throw e;
     });
@@ -56,7 +61,7 @@ export class LedgerHomeProvider implements OnModuleDestroy {
 export class InitLedgerHandler implements ICommandHandler<InitLedgerCommand> {
   constructor(private readonly p: LedgerHomeProvider) {}
   execute(c: InitLedgerCommand) {
-    return LedgerHome.init(this.p.home, { clock: systemClock, ids: randomIds, origin: c.origin });
+    return LedgerHome.init(this.p.home, { clock: this.p.clock, ids: this.p.ids, origin: c.origin });
   }
 }
 
