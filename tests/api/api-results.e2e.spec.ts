@@ -178,11 +178,15 @@ describe('HTTP API: results', () => {
     expect([again.headers.get('etag'), await again.text()]).toEqual([etag, body]);
     const notModified = await fetch(`${base}/leaderboards/tiny-optimizer`, { headers: { 'if-none-match': etag } });
     expect([notModified.status, await notModified.text()]).toEqual([304, '']);
+    const runsCompleted = async () => /^assay_runs\{status="completed"\} (\d+)$/m.exec(await (await fetch(`${base}/metrics`)).text())?.[1];
+    expect(await runsCompleted()).toBe('2');
     await appendTo(home, sampleVariant({ run: 'r-c', scores: [0.5, 0.5, 0.5] }), { checkpoint: false });
     expect((await fetch(`${base}/leaderboards/tiny-optimizer`)).headers.get('etag')).toBe(etag); // nothing signed yet
+    expect(await runsCompleted()).toBe('2');
     expect((await json<ErrorBody>('/runs/r-c/trajectory', 404)).error.code).toBe('RUN_NOT_FOUND');
     await appendTo(home, [], { checkpoint: true });
     expect((await json<Trajectory>('/runs/r-c/trajectory')).run).toBe('r-c');
+    expect(await runsCompleted()).toBe('3'); // the metrics' read-model figures are counted again once they move
     const moved = await fetch(`${base}/leaderboards/tiny-optimizer`, { headers: { 'if-none-match': etag } });
     expect(moved.status).toBe(200);
     expect(moved.headers.get('etag')).not.toBe(etag);

@@ -7,7 +7,7 @@ import { Controller, Get, Header, Injectable } from '@nestjs/common';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { LedgerHomeProvider } from '@assay/ledger';
-import { ReadModelsProvider } from '@assay/projections';
+import { ReadModelsProvider, type ReadModelStore } from '@assay/projections';
 import { PublicRead } from './access';
 
 @Injectable()
@@ -75,6 +75,13 @@ export class ApiMetrics {
   }
 }
 
+/** What a scrape counts over the read models. */
+interface ReadModelFigures {
+  totals: { scored: number; invalid: number; failed: number; violating: number; refunded: number };
+  judges: Map<string, { n: number; ms: number }>;
+  runs: Map<string, number>;
+}
+
 @ApiTags('metrics')
 @Controller()
 export class MetricsController {
@@ -84,22 +91,20 @@ export class MetricsController {
     private readonly readModels: ReadModelsProvider,
   ) {}
 
-  @Get('metrics')
-  @PublicRead()
-  @Header('content-type', 'text/plain; version=0.0.4; charset=utf-8')
-  @ApiOperation({ summary: 'Prometheus metrics (text exposition format)' })
-  async scrape(): Promise<string> {
-    const m = this.metrics;
-    const home = await this.ledger.reader();
-    m.ledgerEvents.set(await home.db.events.size());
-    const cp = home.db.checkpoints.latest();
-    m.checkpointSize.set(cp?.treeSize ?? 0);
-    const store = await this.readModels.fresh();
-    m.projectionLag.set(Math.max(0, (cp?.treeSize ?? 0) - store.checkpoint().position));
+  /** The read-model figures of the last scrape and the read-model position they were counted at. */
+  private figures: (ReadModelFigures & { position: number }) | null = null;
+
+  /**
+   * Rounds, Judges and runs counted over the read models: one pass over every run's row and slot (proportional to the
+   * rounds in the read models), done again only when the read models have moved (a new signed checkpoint). Scrapes
+   * between two checkpoints reuse the last count.
+   */
+  private readModelFigures(store: ReadModelStore): ReadModelFigures {
+    const position = store.checkpoint().position;
+    if (this.figures?.position === position) return this.figures;
     const totals = { scored: 0, invalid: 0, failed: 0, violating: 0, refunded: 0 };
     const judges = new Map<string, { n: number; ms: number }>();
     const runs = new Map<string, number>();
-    // One pass over every run's row and slot: proportional to the rounds in the read models, at each scrape.
     for (const t of store.tasks())
       for (const r of store.rowsOfTask(t.task)) {
         runs.set(r.status, (runs.get(r.status) ?? 0) + 1);
@@ -116,6 +121,23 @@ export class MetricsController {
         totals.refunded += r.rounds.refunded;
         totals.scored += r.rounds.total - r.rounds.invalid - r.rounds.failed - r.rounds.violating - r.rounds.refunded;
       }
+    this.figures = { position, totals, judges, runs };
+    return this.figures;
+  }
+
+  @Get('metrics')
+  @PublicRead()
+  @Header('content-type', 'text/plain; version=0.0.4; charset=utf-8')
+  @ApiOperation({ summary: 'Prometheus metrics (text exposition format)' })
+  async scrape(): Promise<string> {
+    const m = this.metrics;
+    const home = await this.ledger.reader();
+    m.ledgerEvents.set(await home.db.events.size());
+    const cp = home.db.checkpoints.latest();
+    m.checkpointSize.set(cp?.treeSize ?? 0);
+    const store = await this.readModels.fresh();
+    m.projectionLag.set(Math.max(0, (cp?.treeSize ?? 0) - store.checkpoint().position));
+    const { totals, judges, runs } = this.readModelFigures(store);
     for (const [outcome, n] of Object.entries(totals)) m.rounds.set({ outcome }, n);
     m.judges.reset();
     m.judgeSeconds.reset();
