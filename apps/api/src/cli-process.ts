@@ -6,7 +6,8 @@
 import { spawn } from 'node:child_process';
 import { closeSync, lstatSync, openSync } from 'node:fs';
 import { extname, join, resolve } from 'node:path';
-import { AssayError } from '@assay/core';
+import { randomBytes } from 'node:crypto';
+import { AssayError, type Clock } from '@assay/core';
 import type { ApiConfig } from './app.tokens';
 
 /** Task directory names the API takes: one component, never a path. */
@@ -34,6 +35,14 @@ export function serverTaskDir(config: ApiConfig, task: string, disabledCode: str
   if (!st.isDirectory())
     throw new AssayError('TASK_NOT_FOUND', 'not_found', `${task} in the server's task directory is not a directory`, { details: { task } });
   return dir;
+}
+
+/**
+ * An id for something the API starts (a run, a re-judging): `<prefix>-<YYYYMMDD of the clock's today>-<8 random hex>`,
+ * as `assay run` and `assay rejudge` name theirs.
+ */
+export function datedId(prefix: string, clock: Clock): string {
+  return `${prefix}-${clock.now().toISOString().slice(0, 10).replace(/-/g, '')}-${randomBytes(4).toString('hex')}`;
 }
 
 /** The CLI's entry point next to this app (main.ts under ts-node and jest, main.js when built). */

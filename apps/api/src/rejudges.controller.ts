@@ -10,7 +10,6 @@
  * `exit` (its status, written when it ended).
  */
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
-import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { Controller, Get, HttpCode, Inject, Param, Post, Query, Req } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
@@ -18,7 +17,7 @@ import type { Request } from 'express';
 import { AssayError, CLOCK, type Clock } from '@assay/core';
 import { Roles } from './access';
 import { API_CONFIG, type ApiConfig } from './app.tokens';
-import { serverTaskDir, startCli } from './cli-process';
+import { datedId, serverTaskDir, startCli } from './cli-process';
 import { bundleMaxBytes, receiveBody, requireOctetStream, verifierKeyParam } from './uploads';
 
 const REJUDGE_ID = /^rj-[0-9]{8}-[0-9a-f]{8}$/;
@@ -65,7 +64,7 @@ export class RejudgesController {
     if (!(n >= 1 && n <= MAX_REPEAT))
       throw new AssayError('API_BAD_QUERY', 'invalid_input', `repeat (query) must be an integer from 1 to ${MAX_REPEAT}`, { details: { parameter: 'repeat' } });
     requireOctetStream(req, 'the bundle file');
-    const id = `rj-${this.clock.now().toISOString().slice(0, 10).replace(/-/g, '')}-${randomBytes(4).toString('hex')}`;
+    const id = datedId('rj', this.clock);
     const dir = join(rejudgesDir(this.config.home), id);
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     const bundle = join(dir, 'bundle');

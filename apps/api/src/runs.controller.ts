@@ -15,12 +15,11 @@ import { join } from 'node:path';
 import { Body, Controller, HttpCode, Inject, Param, Post, Req } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiProperty, ApiPropertyOptional, ApiTags } from '@nestjs/swagger';
 import { IsBoolean, IsInt, IsOptional, IsString, Length, Matches, Max, Min } from 'class-validator';
-import { randomBytes } from 'node:crypto';
 import { AssayError, CLOCK, writeFileAtomic, type Clock } from '@assay/core';
 import { RUN_CANCEL_REQUEST, RUN_CONTROLLER_LOCK } from '@assay/run';
 import { Roles, type WithPrincipal } from './access';
 import { API_CONFIG, type ApiConfig } from './app.tokens';
-import { serverTaskDir, startCli } from './cli-process';
+import { datedId, serverTaskDir, startCli } from './cli-process';
 
 const RUN_ID = /^[a-z0-9][a-z0-9-]{0,62}$/;
 
@@ -70,7 +69,7 @@ export class RunsController {
   @ApiOperation({ summary: "start `assay run` for a task of the server's ASSAY_API_TASKS_DIR (operator); answers once it is launched" })
   start(@Body() body: StartRunDto) {
     const taskDir = serverTaskDir(this.config, body.task, 'API_RUNS_DISABLED', 'starts no runs', 'POST /runs');
-    const run = body.runId ?? `r-${this.clock.now().toISOString().slice(0, 10).replace(/-/g, '')}-${randomBytes(4).toString('hex')}`;
+    const run = body.runId ?? datedId('r', this.clock);
     if (existsSync(join(this.config.home, 'runs', run)))
       throw new AssayError('RUN_EXISTS', 'conflict', `run ${run} exists already (POST /runs/${run}/cancel, or \`assay run --resume ${run}\` on the server)`);
     const logs = join(this.config.home, 'api', 'runs');

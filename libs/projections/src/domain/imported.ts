@@ -5,6 +5,7 @@
  * is never mixed into this ledger's streams.
  */
 import { AssayError } from '@assay/core';
+import { TIME_RE } from '@assay/ledger';
 import type { Direction, ImportProvenance, LeaderboardRow } from './leaderboard';
 
 const bad = (field: string, expected: string): AssayError =>
@@ -25,11 +26,9 @@ function count(o: Record<string, unknown>, k: string, where: string): number {
   return v;
 }
 
-const RFC3339_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z$/;
-
-/** The run's times as the verification read them from its signed events; null when absent or not UTC RFC 3339. */
+/** The run's times as the verification read them from its signed events; null when absent or not envelope times. */
 function runTimes(times: { startedAt: string; completedAt: string } | null): Pick<LeaderboardRow, 'startedAt' | 'completedAt' | 'wallTimeMs'> {
-  if (!times || !RFC3339_UTC.test(times.startedAt) || !RFC3339_UTC.test(times.completedAt)) return { startedAt: null, completedAt: null, wallTimeMs: null };
+  if (!times || !TIME_RE.test(times.startedAt) || !TIME_RE.test(times.completedAt)) return { startedAt: null, completedAt: null, wallTimeMs: null };
   const wall = Date.parse(times.completedAt) - Date.parse(times.startedAt);
   return { startedAt: times.startedAt, completedAt: times.completedAt, wallTimeMs: Number.isFinite(wall) ? Math.max(0, wall) : null };
 }
