@@ -334,6 +334,27 @@ describe('JudgeRunner (fake runtime)', () => {
     expect(link).toMatchObject({ status: 'verifier_error', detail: expect.stringContaining('reward.txt: is a symbolic link') });
   });
 
+  it('infrastructure_error when test.sh reports an infrastructure fault and writes no reward; both written is a verifier_error', async () => {
+    const w = await world();
+    const infra = await w.runner.judge(
+      await prepared(w, { files: { 'infrastructure-error.txt': 'no usable GPU:\n  CUDA driver version is insufficient\n' }, exit: 4 }),
+      await snapshot(w),
+    );
+    expect(infra).toMatchObject({
+      status: 'infrastructure_error',
+      rewards: null,
+      primaryScore: null,
+      exitCode: 4,
+      detail: 'the verifier reported an infrastructure fault: no usable GPU: CUDA driver version is insufficient; test.sh exited with status 4',
+    });
+    expect((await w.ml.stream(infra.stream)).map((e) => e.type)).toEqual(['JudgeLaunched', 'JudgeCompleted']);
+    const both = await w.runner.judge(
+      await prepared(w, { files: { 'reward.json': '{"reward": 9}', 'infrastructure-error.txt': 'driver error' } }),
+      await snapshot(w),
+    );
+    expect(both).toMatchObject({ status: 'verifier_error', rewards: null, detail: expect.stringContaining('both reward.json and infrastructure-error.txt (driver error)') });
+  });
+
   it('verifier_timeout: killed, reward files never read', async () => {
     const w = await world();
     const t = await prepared(w, { files: { 'reward.txt': '1' }, sleepMs: 30_000 });

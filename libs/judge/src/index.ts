@@ -20,7 +20,7 @@ export { ProcessOwnerRegistry } from './adapters/process-owner.adapter';
 
 // application
 export { OutputCapture, type CapturedOutput } from './application/output-capture';
-export { readRewardFiles, MAX_VERIFIER_ARCHIVE_BYTES } from './application/reward-files';
+export { readVerifierFiles, MAX_VERIFIER_ARCHIVE_BYTES, type VerifierFiles } from './application/reward-files';
 export { dirTar, dirTarBuffer, type DirTarLimits, type DirTarStats } from './application/dir-tar';
 export * from './application/task-images';
 export * from './application/judge-runner';

@@ -3,7 +3,8 @@ import { join } from 'node:path';
 import { escapeTerminalText, isAssayError } from '@assay/core';
 import type { ContainerInfo } from '@assay/containers';
 import { judgeCompletedData, launchedLimits, rewardRecordedData, ruleViolationData, type LaunchedLimits, type RunRef } from '../domain/judge-events';
-import type { RewardParse, Rewards } from '../domain/reward';
+import type { Rewards } from '../domain/reward';
+import type { VerifierFiles } from './reward-files';
 import { decideVerdict, type JudgeRun, type JudgeStatus } from '../domain/verdict';
 import { judgeError } from '../judge.errors';
 import type { JudgeRecorder, RecordedPosition } from '../ports/judge-recorder.port';
@@ -168,12 +169,18 @@ export async function finishVerdict(
   t: PreparedTask,
   c: JudgeContext,
   run: JudgeRun,
-  rewards: RewardParse | null,
+  files: VerifierFiles | null,
   notes: readonly string[],
   applied: ContainerInfo | null,
 ): Promise<JudgeResult> {
   const out = c.capture.finish();
-  const verdict = decideVerdict({ run, rewards, requestedMetric: t.requestedMetric, memoryLimitBytes: t.limits.memoryBytes });
+  const verdict = decideVerdict({
+    run,
+    rewards: files?.rewards ?? null,
+    infrastructureReport: files?.infrastructureReport ?? null,
+    requestedMetric: t.requestedMetric,
+    memoryLimitBytes: t.limits.memoryBytes,
+  });
   const detailParts = [verdict.detail, out.truncated ? `output truncated: kept the first ${out.keptBytes} of ${out.totalBytes} bytes` : null, ...notes].filter(
     (x): x is string => !!x,
   );

@@ -32,7 +32,6 @@ import {
   type JudgeLimits,
 } from '../domain/judge-plan';
 import { SnapshotRuleChecker, type RuleFinding, type SnapshotRules } from '../domain/judge-settings';
-import type { RewardParse } from '../domain/reward';
 import { median, type JudgeRun } from '../domain/verdict';
 import { judgeError } from '../judge.errors';
 import type { JudgeRecorder } from '../ports/judge-recorder.port';
@@ -42,7 +41,7 @@ import { prepareTask, type PrepareOptions, type PreparedTask } from './judge-pre
 import { finishInfra, finishRule, finishVerdict, message, type JudgeContext, type JudgeResult } from './judge-results';
 import { LABELS, sweepJudges, type SweepReport } from './judge-sweep';
 import { OutputCapture } from './output-capture';
-import { readRewardFiles } from './reward-files';
+import { readVerifierFiles, type VerifierFiles } from './reward-files';
 import type { TaskImages } from './task-images';
 import { importRootfsImage } from './rootfs-image';
 
@@ -126,7 +125,8 @@ interface JudgeContainer {
 interface ContainerPhase {
   readonly container: JudgeContainer;
   readonly run: JudgeRun;
-  readonly rewards: RewardParse | null;
+  /** What the verifier left in /logs/verifier; null unless test.sh exited. */
+  readonly files: VerifierFiles | null;
 }
 
 export class JudgeRunner {
@@ -226,7 +226,7 @@ export class JudgeRunner {
     if ('result' in staged) return staged.result;
 
     // 3..5. create, launch, run, collect
-    const { container, run, rewards } = await this.runContainer(t, c, staged, gpus);
+    const { container, run, files } = await this.runContainer(t, c, staged, gpus);
 
     // 6. tear down
     await this.teardown(container, staged);
@@ -235,7 +235,7 @@ export class JudgeRunner {
     if (run.kind === 'infrastructure' && !container.launched) {
       return finishInfra(this.d.recorder, t, c, [run.detail, ...container.notes].join('; '), container.applied);
     }
-    return finishVerdict(this.d.recorder, t, c, run, rewards, container.notes, container.applied);
+    return finishVerdict(this.d.recorder, t, c, run, files, container.notes, container.applied);
   }
 
   /** Refuses a Judge that cannot run: judging cancelled, the wrong number of GPUs, a snapshot not in the store. */
@@ -366,7 +366,7 @@ export class JudgeRunner {
         c.capture.finish();
         throw e;
       }
-      return { container, run: { kind: 'infrastructure', detail: message(e) }, rewards: null };
+      return { container, run: { kind: 'infrastructure', detail: message(e) }, files: null };
     }
   }
 
@@ -431,7 +431,7 @@ export class JudgeRunner {
    * 4..5. Starts the container with the hidden tests on its stdin, kills it past the verifier timeout, drains its
    * output, and tells how the run ended; the reward files are read when the verifier exited.
    */
-  private async runVerifier(t: PreparedTask, c: JudgeContext, containerId: string): Promise<{ run: JudgeRun; rewards: RewardParse | null }> {
+  private async runVerifier(t: PreparedTask, c: JudgeContext, containerId: string): Promise<{ run: JudgeRun; files: VerifierFiles | null }> {
     const { runtime } = this.d;
     let entrypointErr: Buffer = Buffer.alloc(0);
     // The container's stderr is the entrypoint's own channel: it points the verifier's stderr at stdout before
@@ -447,7 +447,7 @@ export class JudgeRunner {
     const after = await runtime.inspectContainer(containerId);
     const oomKilled = after?.oomKilled === true;
     let run: JudgeRun;
-    let rewards: RewardParse | null = null;
+    let files: VerifierFiles | null = null;
     if (this.cancelled !== null) {
       run = { kind: 'infrastructure', detail: `cancelled (${this.cancelled}); the Judge was killed` };
     } else if (!w.exited) {
@@ -456,9 +456,9 @@ export class JudgeRunner {
       run = { kind: 'infrastructure', detail: `the Judge entrypoint could not set up: ${entrypointErr.toString('utf8').split('\n')[0] ?? ''}` };
     } else {
       run = { kind: 'exited', exitCode: w.exitCode, oomKilled };
-      rewards = await readRewardFiles(runtime, containerId);
+      files = await readVerifierFiles(runtime, containerId);
     }
-    return { run, rewards };
+    return { run, files };
   }
 
   /** N fresh Judges one after the other, and the median of the completed ones' primary scores. */

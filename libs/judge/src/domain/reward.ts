@@ -14,6 +14,13 @@ import { jsonKindName, parseStrictJson } from './strict-json';
 
 export const REWARD_JSON = 'reward.json';
 export const REWARD_TXT = 'reward.txt';
+/**
+ * The verifier's report of an infrastructure fault (no GPU, a driver error, its own runner out of memory): with no
+ * reward beside it, the Judge's status is `infrastructure_error` and the controller refunds the round. Only test.sh
+ * (root) can write it: /logs/verifier is 0700 root and candidate code runs unprivileged.
+ */
+export const INFRASTRUCTURE_REPORT = 'infrastructure-error.txt';
+export const MAX_INFRASTRUCTURE_REPORT_CHARS = 1000;
 export const MAX_REWARD_FILE_BYTES = 64 * 1024;
 export const MAX_REWARD_KEYS = 64;
 export const REWARD_KEY_RE = /^[A-Za-z0-9_.:-]{1,64}$/;
@@ -96,6 +103,18 @@ export function parseRewardFiles(files: { readonly json: RewardFile; readonly tx
   if (files.json.state !== 'absent') return unreadable(REWARD_JSON, files.json) ?? parseRewardJson((files.json as { bytes: Uint8Array }).bytes);
   if (files.txt.state !== 'absent') return unreadable(REWARD_TXT, files.txt) ?? parseRewardTxt((files.txt as { bytes: Uint8Array }).bytes);
   return { ok: false, source: null, reason: 'the verifier wrote neither /logs/verifier/reward.json nor /logs/verifier/reward.txt' };
+}
+
+/** The reason in /logs/verifier/infrastructure-error.txt, one line, bounded; null when the verifier wrote none. */
+export function parseInfrastructureReport(f: RewardFile): string | null {
+  if (f.state === 'absent') return null;
+  if (f.state === 'not_regular') return `${INFRASTRUCTURE_REPORT} is ${f.what}, not a regular file`;
+  if (f.state === 'too_large') return `${INFRASTRUCTURE_REPORT} is ${f.size} bytes (its reason not read)`;
+  const text = decode(f.bytes);
+  if (text === null) return `${INFRASTRUCTURE_REPORT} is not UTF-8`;
+  const t = text.replace(/^\uFEFF/, '').replace(/\s+/g, ' ').trim();
+  if (t === '') return 'no reason given';
+  return t.length > MAX_INFRASTRUCTURE_REPORT_CHARS ? `${t.slice(0, MAX_INFRASTRUCTURE_REPORT_CHARS)}...` : t;
 }
 
 export interface PrimaryMetric {

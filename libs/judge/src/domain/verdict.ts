@@ -1,14 +1,15 @@
 /**
  * From what happened in a Judge to its status: pure decisions, no Docker.
  *
- *   infrastructure_error  the harness or Docker failed; no score (the submission is refunded by the controller)
+ *   infrastructure_error  the harness or Docker failed, or test.sh reported an infrastructure fault
+ *                         (/logs/verifier/infrastructure-error.txt, no reward); no score (the controller refunds)
  *   submission_error      the snapshot broke a rule the harness checks before running anything (RuleViolation, 0)
  *   verifier_timeout      test.sh ran past the verifier timeout; the container was killed, reward files discarded
  *   verifier_error        test.sh finished but left no valid reward (see reward.ts), whatever its exit code
  *   completed             a valid reward was read; test.sh's exit code is recorded but does not change the status
  */
 import { JUDGE_STATUSES } from '@assay/ledger';
-import { choosePrimaryMetric, type PrimaryMetric, type RewardParse, type Rewards } from './reward';
+import { choosePrimaryMetric, INFRASTRUCTURE_REPORT, type PrimaryMetric, type RewardParse, type Rewards } from './reward';
 
 /** The Judge's statuses are the ledger catalogue's (JudgeCompleted.status): one definition. */
 export { JUDGE_STATUSES };
@@ -23,6 +24,8 @@ export interface VerdictInput {
   readonly run: JudgeRun;
   /** The parsed reward files; ignored unless the run exited. */
   readonly rewards: RewardParse | null;
+  /** test.sh's report of an infrastructure fault (parseInfrastructureReport); ignored unless the run exited. */
+  readonly infrastructureReport?: string | null;
   readonly requestedMetric: string | null;
   readonly memoryLimitBytes: number | null;
 }
@@ -63,6 +66,19 @@ export function decideVerdict(i: VerdictInput): Verdict {
   }
   const exit = r.exitCode === 0 ? null : `test.sh exited with status ${r.exitCode}`;
   const oom = oomNote(r.oomKilled, i.memoryLimitBytes);
+  const report = i.infrastructureReport ?? null;
+  if (report !== null) {
+    // a reward beside the report contradicts it: neither is trusted, and the round is not refunded
+    if (i.rewards?.ok)
+      return {
+        status: 'verifier_error',
+        rewards: null,
+        primary: null,
+        exitCode: r.exitCode,
+        detail: join(`the verifier wrote both ${i.rewards.source} and ${INFRASTRUCTURE_REPORT} (${report})`, exit, oom),
+      };
+    return { status: 'infrastructure_error', rewards: null, primary: null, exitCode: r.exitCode, detail: join(`the verifier reported an infrastructure fault: ${report}`, exit, oom) };
+  }
   if (!i.rewards) return { status: 'verifier_error', rewards: null, primary: null, exitCode: r.exitCode, detail: join('no reward was read', exit, oom) };
   if (!i.rewards.ok) return { status: 'verifier_error', rewards: null, primary: null, exitCode: r.exitCode, detail: join(i.rewards.reason, exit, oom) };
   const primary = choosePrimaryMetric(i.rewards.rewards, i.requestedMetric);

@@ -1,3 +1,4 @@
+import { parseInfrastructureReport } from './reward';
 import { decideVerdict, median } from './verdict';
 
 const ok = { ok: true as const, source: 'reward.json' as const, rewards: { reward: 0.5, loss: 2 } };
@@ -46,6 +47,46 @@ describe('decideVerdict', () => {
       exitCode: null,
       detail: 'docker died',
     });
+  });
+});
+
+describe('decideVerdict with an infrastructure report', () => {
+  const exited = { kind: 'exited' as const, exitCode: 4, oomKilled: false };
+  const none = { ok: false as const, source: null, reason: 'no reward file' };
+  it('no reward and a report: infrastructure_error with the reason', () => {
+    expect(decideVerdict({ run: exited, rewards: none, infrastructureReport: 'no GPU', requestedMetric: null, memoryLimitBytes: MiB })).toEqual({
+      status: 'infrastructure_error',
+      rewards: null,
+      primary: null,
+      exitCode: 4,
+      detail: 'the verifier reported an infrastructure fault: no GPU; test.sh exited with status 4',
+    });
+    // a broken reward file beside the report: still the report
+    expect(decideVerdict({ run: exited, rewards: bad, infrastructureReport: 'no GPU', requestedMetric: null, memoryLimitBytes: MiB }).status).toBe('infrastructure_error');
+  });
+  it('a valid reward beside a report: verifier_error, neither trusted; a timeout still wins', () => {
+    expect(decideVerdict({ run: exited, rewards: ok, infrastructureReport: 'no GPU', requestedMetric: null, memoryLimitBytes: MiB })).toMatchObject({
+      status: 'verifier_error',
+      rewards: null,
+      detail: expect.stringContaining('both reward.json and infrastructure-error.txt (no GPU)'),
+    });
+    expect(
+      decideVerdict({ run: { kind: 'timed_out', timeoutSec: 5, oomKilled: false }, rewards: null, infrastructureReport: 'x', requestedMetric: null, memoryLimitBytes: MiB })
+        .status,
+    ).toBe('verifier_timeout');
+  });
+});
+
+describe('parseInfrastructureReport', () => {
+  const file = (t: string) => ({ state: 'file' as const, bytes: new TextEncoder().encode(t) });
+  it('one line, bounded; absent is null; odd entries still count as a report', () => {
+    expect(parseInfrastructureReport({ state: 'absent' })).toBeNull();
+    expect(parseInfrastructureReport(file('\uFEFFdriver\n\terror  \n'))).toBe('driver error');
+    expect(parseInfrastructureReport(file(''))).toBe('no reason given');
+    expect(parseInfrastructureReport(file('x'.repeat(5000)))).toHaveLength(1003);
+    expect(parseInfrastructureReport({ state: 'file', bytes: new Uint8Array([0xff, 0xfe]) })).toBe('infrastructure-error.txt is not UTF-8');
+    expect(parseInfrastructureReport({ state: 'not_regular', what: 'a directory' })).toBe('infrastructure-error.txt is a directory, not a regular file');
+    expect(parseInfrastructureReport({ state: 'too_large', size: 70000 })).toContain('70000 bytes');
   });
 });
 
