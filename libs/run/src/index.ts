@@ -13,6 +13,7 @@ export * from './domain/feedback';
 export * from './domain/egress-policy';
 export * from './domain/run-claims';
 export * from './domain/baseline';
+export * from './domain/gpu-host';
 
 // ports
 export * from './ports/run-ledger.port';
@@ -20,11 +21,13 @@ export * from './ports/snapshotter.port';
 export * from './ports/judge.port';
 export * from './ports/work-control.port';
 export * from './ports/submission-gateway.port';
+export * from './ports/gpu-host.port';
 
 // adapters
 export { MemoryRunLedger, type Expected, type ForeignEvent } from './adapters/memory-run-ledger.adapter';
 export { LedgerRunLedger, recordOf } from './adapters/ledger-run-ledger.adapter';
 export { FakeSnapshotter } from './adapters/fake-snapshotter.adapter';
+export { FakeGpuProbe, FakeGpuRuntimeCheck } from './adapters/fake-gpu-host.adapter';
 export { FakeJudge, EMPTY_OUTPUT_DIGEST, type FakeJudgeBehaviour, type EventWriter } from './adapters/fake-judge.adapter';
 export { SubmitEndpoint, type SubmitEndpointOptions } from './adapters/http-submit-endpoint.adapter';
 export {

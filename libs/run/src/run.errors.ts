@@ -22,6 +22,14 @@ export const RUN_ERROR_CODES = {
   GPUS_INVALID: 'RUN_GPUS_INVALID',
   /** The task needs more GPUs (Work, Judge) than `--gpus` gives the run, even with a hand-over. */
   GPUS_INSUFFICIENT: 'RUN_GPUS_INSUFFICIENT',
+  /** A `--gpus` id names a GPU this host does not have (by nvidia-smi), or two ids name the same GPU. */
+  GPUS_UNKNOWN: 'RUN_GPUS_UNKNOWN',
+  /** The Docker daemon cannot give containers NVIDIA GPUs: no `nvidia` runtime, no NVIDIA CDI spec (NVIDIA Container Toolkit). */
+  GPU_RUNTIME_MISSING: 'RUN_GPU_RUNTIME_MISSING',
+  /** `nvidia-smi` is missing or fails on this host (no NVIDIA driver, or it is not loaded). */
+  GPU_DRIVER_MISSING: 'RUN_GPU_DRIVER_MISSING',
+  /** `nvidia-smi` answered with output the probe cannot read (the message names the line). */
+  GPU_PROBE_INVALID: 'RUN_GPU_PROBE_INVALID',
 } as const;
 
 /** Codes of the rejections the submission endpoint answers with (also recorded in SubmissionRejected.reason). */
