@@ -77,6 +77,8 @@ const TEMPLATES: Array<(n: number) => string> = [
   (n) => `${'k'.repeat(Math.max(0, n - 54))}+0123abcd+${'A'.repeat(44)}`,
   (n) => `sha256:${'0'.repeat(Math.max(0, n - 7))}`,
   (n) => `judge/round-${'1'.repeat(Math.max(0, n - 12))}`,
+  (n) => `GPU-${'0'.repeat(Math.max(0, n - 4))}`,
+  (n) => `${'1'.repeat(Math.ceil((n - 1) / 2))}.${'1'.repeat(Math.max(0, Math.floor((n - 1) / 2)))}`,
 ];
 
 function sample(spec: StringSpec, n: number): string | null {

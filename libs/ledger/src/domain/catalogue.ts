@@ -121,6 +121,48 @@ const specs: EventTypeSpec[] = [
     },
   },
   {
+    type: 'GpusProbed',
+    roles: ['controller'],
+    onlyWrittenBy: 'the run controller (`assay run`)',
+    summary:
+      'The host GPUs behind a GPU run\'s `--gpus`, as nvidia-smi reported them when a controller session started: right after RunStarted, and again after a resume (`resumed`), before WorkStarted (docs/run.md, "GPUs").',
+    maxDataBytes: DEFAULT_MAX_DATA,
+    schema: {
+      run: id(),
+      /** The controller host's name (os.hostname()). */
+      node: text(256),
+      gpus: {
+        kind: 'array',
+        max: 64,
+        of: {
+          kind: 'object',
+          fields: {
+            /** The `--gpus` id as given. */
+            device: { kind: 'string', max: 124, min: 1, pattern: /^(?:[0-9]{1,4}|(?:GPU|MIG)-[A-Za-z0-9-]{1,120})$/ },
+            index: { kind: 'integer', min: 0, max: 9999 },
+            uuid: { kind: 'string', max: 136, min: 5, pattern: /^(?:GPU|MIG)-[A-Za-z0-9-]{1,120}(?:\/[0-9]{1,4}\/[0-9]{1,4})?$/ },
+            model: text(256),
+            /** Total memory of the physical GPU in MiB; null for a MIG device. */
+            memoryMiB: { kind: 'integer', min: 0, nullable: true },
+            driver: { kind: 'string', max: 64, min: 1, pattern: /^[0-9][0-9A-Za-z.-]{0,63}$/ },
+            /** The CUDA driver API version (nvidia-smi's header), null when it says N/A. */
+            cuda: { kind: 'string', max: 7, min: 3, pattern: /^[0-9]{1,3}\.[0-9]{1,3}$/, nullable: true },
+            mig: {
+              kind: 'object',
+              optional: true,
+              fields: {
+                parent: { kind: 'string', max: 124, min: 5, pattern: /^GPU-[A-Za-z0-9-]{1,120}$/ },
+                profile: { kind: 'string', max: 32, min: 1, pattern: /^[A-Za-z0-9.+-]{1,32}$/ },
+              },
+            },
+          },
+        },
+      },
+      /** Recorded by a resumed controller session. */
+      resumed: { kind: 'boolean', optional: true },
+    },
+  },
+  {
     type: 'WorkStarted',
     roles: ['runtime'],
     onlyWrittenBy: 'the run controller (`assay run`)',
@@ -407,6 +449,8 @@ const specs: EventTypeSpec[] = [
  */
 export const CLAIM_EVENT_TYPES: readonly string[] = [
   'RunStarted',
+  // no claim of its own, but part of the run stream: folded so the stream's events stay dense (and it must sit in one)
+  'GpusProbed',
   'WorkStarted',
   'WorkspaceEdited',
   'SubmissionReceived',

@@ -22,6 +22,7 @@ import { changesOutside, notEditableDetail, type PathChange } from '../domain/ed
 import { decide, type Decision, type GpuHolding, type Rejection, type RunCommand, type RunStartInput, type WorkspaceEditFacts } from '../domain/decide';
 import { formatHistory, historyJson, rejectionFooter, roundFooter } from '../domain/feedback';
 import { RUN_RULES, type BudgetKind, type JsonObject } from '../domain/run-events';
+import type { ProbedGpu } from '../domain/gpu-host';
 import { foldRun, initialRunState, openRound, type RunState } from '../domain/run-state';
 import { RUN_ERROR_CODES, runError } from '../run.errors';
 import type { JudgePort } from '../ports/judge.port';
@@ -390,6 +391,14 @@ export class SubmissionService implements SubmissionGateway {
       const r = this.state.rounds[open.round - 1];
       return { round: open.round, outcome: r?.outcome === 'counted' ? 'counted' : 'refunded' };
     });
+  }
+
+  /**
+   * Records the host's GPUs behind the run's `--gpus` (GpusProbed, controller): once per controller session of a GPU
+   * run, before WorkStarted; `resumed` on a resume (the node or its GPUs may have changed since).
+   */
+  async gpusProbed(node: string, gpus: readonly ProbedGpu[], resumed = false): Promise<void> {
+    await this.apply({ kind: 'gpus_probed', node, gpus, resumed });
   }
 
   /** Records the Work container (runtime). */

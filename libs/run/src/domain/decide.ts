@@ -12,6 +12,7 @@
  *   consume   BudgetConsumed; going over a limit adds a RuleViolation `budget.<kind>` (score 0) and closes submissions.
  *   recover   after a restart: a round with a recorded Judge result is settled with it, any other is refunded.
  *   complete  refunds an open round, selects the best round and records RunCompleted.
+ *   gpus_probed  GpusProbed: the host's GPUs behind `--gpus` at a controller session's start (GPU runs only).
  */
 import { RUN_ERROR_CODES, SUBMIT_REJECTION_CODES as S } from '../run.errors';
 import {
@@ -31,6 +32,7 @@ import {
 } from './run-events';
 import { protocolJson, runProtocolProblem, selectionJson, selectionRuleProblem, type RunProtocol, type SelectionRule } from './run-protocol';
 import { bestRound, openRound, roundOf, type RoundState, type RunState } from './run-state';
+import type { ProbedGpu } from './gpu-host';
 
 /** How the request's bearer token compared with the run's (computed by the application in constant time). */
 export type AuthVerdict = 'ok' | 'missing' | 'malformed' | 'wrong';
@@ -141,7 +143,8 @@ export type RunCommand =
     }
   | { readonly kind: 'tick' }
   | { readonly kind: 'recover' }
-  | { readonly kind: 'complete'; readonly status?: 'cancelled' | 'failed'; readonly reason?: string };
+  | { readonly kind: 'complete'; readonly status?: 'cancelled' | 'failed'; readonly reason?: string }
+  | { readonly kind: 'gpus_probed'; readonly node: string; readonly gpus: readonly ProbedGpu[]; readonly resumed: boolean };
 
 /**
  * Most rounds a run refunds (SubmissionRejected {round, status: 503}). A refund is for infrastructure failures only,
@@ -542,5 +545,28 @@ export function decide(s: RunState, c: RunCommand, now: Date): Decision {
     }
     case 'complete':
       return decideComplete(s, c);
+    case 'gpus_probed':
+      return decideGpusProbed(s, c);
   }
+}
+
+/** Most GPUs one GpusProbed lists (the `--gpus` limit). */
+export const MAX_PROBED_GPUS = 64;
+
+function decideGpusProbed(s: RunState, c: Extract<RunCommand, { kind: 'gpus_probed' }>): Decision {
+  if (!s.started) return misuse(RUN_ERROR_CODES.NOT_STARTED, 'the run has not started');
+  if (s.completed) return misuse(RUN_ERROR_CODES.CONFLICT, 'the run already completed');
+  if (c.gpus.length === 0 || c.gpus.length > MAX_PROBED_GPUS)
+    return misuse(RUN_ERROR_CODES.INVALID_INPUT, `GpusProbed lists 1 to ${MAX_PROBED_GPUS} GPUs, not ${c.gpus.length}`);
+  const gpus = c.gpus.map((g) => ({
+    device: g.device,
+    index: g.index,
+    uuid: g.uuid,
+    model: clipText(g.model, 256),
+    memoryMiB: g.memoryMiB,
+    driver: g.driver,
+    cuda: g.cuda,
+    ...(g.mig ? { mig: { parent: g.mig.parent, profile: g.mig.profile } } : {}),
+  }));
+  return ok([{ type: 'GpusProbed', data: { run: s.run, node: clipText(c.node, 256) || 'unknown', gpus, ...(c.resumed ? { resumed: true } : {}) } }]);
 }

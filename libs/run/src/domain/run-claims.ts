@@ -97,7 +97,7 @@ export const CLAIM_RULES = {
 export type ClaimRuleName = keyof typeof CLAIM_RULES;
 
 /** Types only a run stream holds. */
-const RUN_ONLY = new Set(['RunStarted', 'WorkStarted', 'SubmissionReceived', 'SubmissionRejected', 'BudgetConsumed', 'RunCompleted']);
+const RUN_ONLY = new Set(['RunStarted', 'WorkStarted', 'SubmissionReceived', 'SubmissionRejected', 'BudgetConsumed', 'RunCompleted', 'GpusProbed']);
 /** Types only a Judge stream holds. */
 const JUDGE_ONLY = new Set(['JudgeLaunched', 'JudgeCompleted', 'RewardRecorded']);
 /** Statuses a Judge can report without having launched a container (its rules or its set-up failed first). */

@@ -3,7 +3,8 @@
  * authority). A run's history is:
  *
  *   - every event of its own stream `run-<id>` (controller and runtime keys): RunStarted, WorkStarted, SnapshotTaken,
- *     WorkspaceEdited, SubmissionReceived, SubmissionRejected, BudgetConsumed, RuleViolation, RunCompleted;
+ *     WorkspaceEdited, SubmissionReceived, SubmissionRejected, BudgetConsumed, RuleViolation, RunCompleted, and, in a
+ *     GPU run, GpusProbed (what the host said its GPUs are; the fold records nothing of it);
  *   - the Judge's events about it, in `judge-<judge id>` streams, with `data.run` = the run (judge and runtime keys):
  *     JudgeLaunched, JudgeCompleted, RewardRecorded, RuleViolation.
  *
@@ -46,6 +47,7 @@ export const RUN_EVENT_TYPES = {
   BudgetConsumed: 'BudgetConsumed',
   RuleViolation: 'RuleViolation',
   RunCompleted: 'RunCompleted',
+  GpusProbed: 'GpusProbed',
 } as const;
 export type RunEventType = (typeof RUN_EVENT_TYPES)[keyof typeof RUN_EVENT_TYPES];
 
