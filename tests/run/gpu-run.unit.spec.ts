@@ -1,15 +1,29 @@
 /**
  * GPUs in a run, end to end without a GPU: the GPU pool hands out fake device ids, Work and the Judge get them as
  * nvidia device requests through the fake container runtime, the real JudgeRunner judges, every event goes through
- * a real signing Ledger (catalogue schemas checked), and the run records GPU-seconds as BudgetConsumed.
+ * a real signing Ledger (catalogue schemas checked), and the run records GPU-seconds as BudgetConsumed. The host's
+ * GPUs come from FakeGpuProbe / FakeGpuRuntimeCheck: GpusProbed after RunStarted, through the run's own stream, and a
+ * run that has it still folds, verifies (claims) and exports as a bundle that verifies.
  */
 import * as fs from 'node:fs';
 import { join } from 'node:path';
 import { loadTaskPlan } from '@assay/task-format';
 import { JudgeRunner, TaskImageBuilder } from '@assay/judge';
 import { FakeContainerRuntime } from '../../libs/containers/src/testing';
-import { LedgerRunLedger, SubmissionService, type Snapshotter, type WorkControl, type WorkspaceChange } from '@assay/run';
-import { GpuPool, PooledJudge, planGpus, planTaskGpus, recordWorkGpuUse, workGpuSpec, type GpuPlan } from '../../apps/runtime/src/gpu-pool';
+import {
+  FakeGpuProbe,
+  FakeGpuRuntimeCheck,
+  LedgerRunLedger,
+  runClaimRules,
+  SubmissionService,
+  type RunEventRecord,
+  type Snapshotter,
+  type WorkControl,
+  type WorkspaceChange,
+} from '@assay/run';
+import { CLAIM_EVENT_TYPES, eventDataProblem, parseVerifierKey, verifyLedger, type JsonObject } from '@assay/ledger';
+import { supportedClaim } from '@assay/bundles';
+import { GpuPool, PooledJudge, planGpus, planTaskGpus, planUsesGpus, recordWorkGpuUse, workGpuSpec, type GpuPlan } from '../../apps/runtime/src/gpu-pool';
 import { RunnerJudge, runResearch } from '../../apps/runtime/src/run-runtime';
 import { DirSnapshots, TestOwners, installFakeEntrypoint, memoryLedger, removeFakeSnapshots, tmp, writeTask } from '../judge/judge-fakes';
 import { BEARER, startInput, submitReq } from './support/run-fixtures';
@@ -146,6 +160,8 @@ async function gpuWorld(taskDir: string, available: string[], settings: { gpuBud
     options: { keepWorkPausedDuringJudge: gpuPlan.pauseWorkDuringJudge },
   };
   const svc = await SubmissionService.start(deps, startInput('r1', { settings }));
+  // as run-runtime does right after RunStarted: what the host says its --gpus are
+  if (planUsesGpus(gpuPlan)) await svc.gpusProbed('gpu-node-1', await FakeGpuProbe.withGpus(4).probe(gpuPlan.available));
   pool.startWork();
   return { runtime, ml, pool, gpuPlan, workId, work, seen, svc, deps, ledger };
 }
@@ -226,6 +242,104 @@ describe('a run with GPUs (fake devices, fake container runtime, real Judge and 
   });
 });
 
+describe('GpusProbed: the host GPUs behind --gpus, recorded at the start of a GPU run', () => {
+  it('follows RunStarted in the run stream, signed by the controller, schema-checked by the signing ledger; the run still folds', async () => {
+    const w = await gpuWorld(gpuTask(1, 1), ['1', 'GPU-00000000-0000-0000-0000-000000000003']);
+    const runEvents = await w.ml.stream('run-r1');
+    expect(runEvents.slice(0, 2).map((e) => [e.type, e.revision, e.signer])).toEqual([
+      ['RunStarted', 0, 'controller'],
+      ['GpusProbed', 1, 'controller'],
+    ]);
+    const data = runEvents[1]!.data;
+    expect(data).toEqual({
+      run: 'r1',
+      node: 'gpu-node-1',
+      gpus: [
+        { device: '1', index: 1, uuid: 'GPU-00000000-0000-0000-0000-000000000001', model: 'NVIDIA H200', memoryMiB: 143771, driver: '550.54.15', cuda: '12.4' },
+        {
+          device: 'GPU-00000000-0000-0000-0000-000000000003',
+          index: 3,
+          uuid: 'GPU-00000000-0000-0000-0000-000000000003',
+          model: 'NVIDIA H200',
+          memoryMiB: 143771,
+          driver: '550.54.15',
+          cuda: '12.4',
+        },
+      ],
+    });
+    expect(eventDataProblem('GpusProbed', data as never)).toBeNull();
+    // the catalogue refuses what the probe never writes
+    expect(eventDataProblem('GpusProbed', { ...data, gpus: [{ ...(data.gpus as object[])[0], uuid: '--privileged' }] } as never)).toMatchObject({
+      code: 'LEDGER_EVENT_INVALID',
+      message: expect.stringContaining('data.gpus[0].uuid'),
+    });
+    expect(eventDataProblem('GpusProbed', { ...data, extra: 1 } as never)?.code).toBe('LEDGER_EVENT_INVALID');
+
+    // the run goes on as before: a round, GPU-seconds; a fresh fold from the ledger alone agrees
+    expect((await w.svc.submit(submitReq(BEARER))).status).toBe('completed');
+    const fresh = await SubmissionService.open(w.deps);
+    expect(fresh.current.revision).toBe(w.svc.current.revision);
+    expect(fresh.current.rounds).toHaveLength(1);
+
+    // a resumed controller session records it again (resumed: true); never after RunCompleted
+    await w.svc.gpusProbed('gpu-node-2', await FakeGpuProbe.withGpus(2).probe(['1']), true);
+    expect((await w.ml.stream('run-r1')).at(-1)).toMatchObject({ type: 'GpusProbed', data: { node: 'gpu-node-2', resumed: true } });
+    await w.svc.complete();
+    await expect(w.svc.gpusProbed('gpu-node-2', await FakeGpuProbe.withGpus(2).probe(['1']))).rejects.toMatchObject({ code: 'RUN_CONFLICT' });
+  });
+
+  it("a run with GpusProbed verifies: the ledger verifier's claims step folds it, and so does a bundle's claim", async () => {
+    const w = await gpuWorld(gpuTask(1, 0), ['0']);
+    expect((await w.ml.stream('run-r1')).map((e) => e.type)).toContain('GpusProbed');
+    await w.svc.submit(submitReq(BEARER));
+    await recordWorkGpuUse(w.pool, w.svc);
+    await w.svc.complete();
+    await w.ml.ledger.checkpoint();
+    const report = await verifyLedger({
+      store: w.ml.ledger.store,
+      checkpoints: [],
+      decodeKey: (t: string) => ({ keyId: parseVerifierKey(t).signer, publicKey: parseVerifierKey(t).publicKey }),
+      claims: runClaimRules(),
+      workers: 0,
+    });
+    expect(report.failure).toBeNull();
+    expect(report.steps.find((s) => s.name === 'claims')).toMatchObject({ status: 'ok' });
+
+    // a bundle's claims step hands the claim types, in position order, to the checker and then folds the run's
+    // (verify-bundle.ts): GpusProbed is one of them, so the run stream stays dense and the claim is the same
+    const all: RunEventRecord[] = await new LedgerRunLedger(w.ml.ledger).read('r1');
+    const claimEvents = all.filter((e) => CLAIM_EVENT_TYPES.includes(e.type));
+    expect(claimEvents.map((e) => e.type)).toContain('GpusProbed');
+    const checker = runClaimRules().start();
+    for (const e of claimEvents) expect(checker.event({ ...e, signer: 'c', data: e.data as JsonObject })).toBeNull();
+    expect(checker.end()).toBeNull();
+    expect(supportedClaim('r1', claimEvents, claimEvents, false)).toEqual(supportedClaim('r1', all, all, false));
+    expect(supportedClaim('r1', claimEvents, claimEvents, false)).toMatchObject({ run: 'r1', status: 'completed' });
+
+    // and the claims step refuses it where it does not belong: before RunStarted, in another stream
+    const ev = (position: number, stream: string, type: string, data: JsonObject) => ({ position, stream, revision: 0, type, signer: 'c', data });
+    expect(
+      runClaimRules()
+        .start()
+        .event(ev(1, 'run-x', 'GpusProbed', { run: 'x', node: 'n', gpus: [] })),
+    ).toMatchObject({ rule: 'run.started_first' });
+    expect(
+      runClaimRules()
+        .start()
+        .event(ev(1, 'note-x', 'GpusProbed', { run: 'x', node: 'n', gpus: [] })),
+    ).toMatchObject({ rule: 'claims.stream' });
+  });
+
+  it('the fakes decide as the real adapters do: which plans probe, a daemon without the toolkit, an unknown device', async () => {
+    expect(planUsesGpus(planGpus({ available: ['0'], workGpus: 1, judgeGpus: 0 }))).toBe(true);
+    expect(planUsesGpus(planGpus({ available: ['0'], workGpus: 0, judgeGpus: 1 }))).toBe(true);
+    expect(planUsesGpus(planGpus({ available: ['0', '1'], workGpus: 0, judgeGpus: 0 }))).toBe(false); // --gpus on a CPU task
+    expect(planUsesGpus(planGpus({ available: [], workGpus: 0, judgeGpus: 0 }))).toBe(false);
+    await expect(new FakeGpuRuntimeCheck({ Runtimes: { runc: {} } }).check(['0'])).rejects.toMatchObject({ code: 'RUN_GPU_RUNTIME_MISSING' });
+    await expect(FakeGpuProbe.withGpus(2).probe(['2'])).rejects.toMatchObject({ code: 'RUN_GPUS_UNKNOWN' });
+  });
+});
+
 describe('JudgeRunner and GPUs', () => {
   it('a GPU verifier is refused without a pool (assay judge), and a Judge handed the wrong number of GPUs is a bad request', async () => {
     const { snapshots, runner, images } = await judgeParts({ homeTag: 'h' });
@@ -261,6 +375,43 @@ describe('assay run refuses a GPU task it cannot give GPUs, before anything star
     });
     expect(fs.readdirSync(home)).toEqual([]); // no ledger, no run directory, no container
     expect(planGpus({ available: ['0'], workGpus: 1, judgeGpus: 1 })).toMatchObject({ handOver: true }); // one GPU is enough with a hand-over
+  });
+
+  it('a daemon without the NVIDIA Container Toolkit: RUN_GPU_RUNTIME_MISSING with how to fix it, nothing probed or started', async () => {
+    const home = dir('gpu-run-home-');
+    const probe = FakeGpuProbe.withGpus(2);
+    const check = new FakeGpuRuntimeCheck({ Runtimes: { runc: { path: 'runc' } }, CDISpecDirs: ['/etc/cdi'] });
+    await expect(runResearch({ home, taskDir: gpuTask(1, 1), agent: 'reference', gpus: ['0'], gpuRuntimeCheck: check, gpuProbe: probe })).rejects.toMatchObject(
+      {
+        code: 'RUN_GPU_RUNTIME_MISSING',
+        kind: 'unavailable',
+        message: expect.stringMatching(
+          /the NVIDIA Container Toolkit is not set up on this Docker daemon.*nvidia-ctk runtime configure --runtime=docker.*restart dockerd/,
+        ),
+      },
+    );
+    expect(check.calls).toEqual([['0']]);
+    expect(probe.calls).toEqual([]);
+    expect(fs.readdirSync(home)).toEqual([]); // no ledger, no run directory, no container
+  });
+
+  it('a --gpus id the host does not have: RUN_GPUS_UNKNOWN naming it and what the host has, nothing started', async () => {
+    const home = dir('gpu-run-home-');
+    await expect(
+      runResearch({
+        home,
+        taskDir: gpuTask(1, 0),
+        agent: 'reference',
+        gpus: ['0', '5'],
+        gpuRuntimeCheck: new FakeGpuRuntimeCheck({ CDISpecDirs: ['/var/run/cdi'] }, new Map([['/var/run/cdi', ['nvidia.yaml']]])),
+        gpuProbe: FakeGpuProbe.withGpus(2),
+      }),
+    ).rejects.toMatchObject({
+      code: 'RUN_GPUS_UNKNOWN',
+      kind: 'invalid_input',
+      message: expect.stringMatching(/--gpus names "5", which this host does not have \(nvidia-smi lists: 0 \(GPU-0+-0+-0+-0+-0+, NVIDIA H200\), 1 /),
+    });
+    expect(fs.readdirSync(home)).toEqual([]);
   });
 
   it('more GPUs than given: the numbers are named', async () => {

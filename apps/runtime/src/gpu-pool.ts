@@ -58,6 +58,11 @@ export interface GpuPlan {
   readonly pauseWorkDuringJudge: boolean;
 }
 
+/** Whether a plan gives Work or a Judge any GPU (then the run checks and probes the host's GPUs at start). */
+export function planUsesGpus(plan: GpuPlan): boolean {
+  return plan.available.length > 0 && (plan.work.length > 0 || plan.judge.length > 0);
+}
+
 /** Decides who gets which GPUs, or refuses with RUN_GPUS_INSUFFICIENT naming the numbers. Pure. */
 export function planGpus(i: { available: readonly string[]; workGpus: number; judgeGpus: number; pauseWorkDuringJudge?: boolean; task?: string }): GpuPlan {
   const { available, workGpus, judgeGpus } = i;

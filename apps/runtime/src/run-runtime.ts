@@ -36,6 +36,7 @@ import {
   chownSync,
 } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { hostname } from 'node:os';
 import { createHash } from 'node:crypto';
 import Docker from 'dockerode';
 import { AssayError, escapeTerminalText, MarkedLineStream, randomIds, systemClock } from '@assay/core';
@@ -77,6 +78,9 @@ import {
   recordTranscripts,
   type TranscriptFacts,
   RUN_CANCEL_REQUEST,
+  type GpuProbe,
+  type GpuRuntimeCheck,
+  type ProbedGpu,
 } from '@assay/run';
 import { type RunSettingsOverrides } from '@assay/task-format';
 import { runFingerprint } from './run-fingerprint';
@@ -85,7 +89,8 @@ import { assayRoot } from './repo-paths';
 import { acquireControllerLock } from './controller-lock';
 import { carryOverRootfsWork, removeCarriedImages } from './rootfs-carry-over';
 import { ContainerSnapshotter } from './rootfs-snapshotter';
-import { GpuPool, PooledJudge, planTaskGpus, recordWorkGpuUse, workGpuSpec } from './gpu-pool';
+import { GpuPool, PooledJudge, planTaskGpus, planUsesGpus, recordWorkGpuUse, workGpuSpec } from './gpu-pool';
+import { DockerGpuRuntimeCheck, NvidiaSmiGpuProbe } from './gpu-host';
 import { checkAgentBinary, planWorkEgress, startEgressProxy, stopEgressProxy } from './work-egress';
 import {
   agentIdentity,
@@ -173,6 +178,13 @@ export interface RunStartOptions {
    * refused before anything starts (RUN_ROOT_AGENT_REFUSED).
    */
   readonly allowRootAgent?: boolean;
+  /**
+   * A GPU run's check that the Docker daemon can give containers NVIDIA GPUs (docs/run.md, "GPUs"), before anything
+   * starts; default DockerGpuRuntimeCheck (`docker info`). Tests pass FakeGpuRuntimeCheck.
+   */
+  readonly gpuRuntimeCheck?: GpuRuntimeCheck;
+  /** A GPU run's probe of the host's GPUs behind `--gpus`, recorded as GpusProbed; default NvidiaSmiGpuProbe. */
+  readonly gpuProbe?: GpuProbe;
 }
 
 interface RunMeta {
@@ -501,6 +513,20 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
   }
   // GPUs: a task that needs more than --gpus gives is refused before anything starts (no image, no container, no event)
   const gpuPlan = await planTaskGpus(meta.taskDir, o.gpus ?? meta.gpus ?? []);
+  // A GPU run: the daemon must be able to give containers GPUs (NVIDIA Container Toolkit), and every --gpus id must be
+  // a GPU this host has (nvidia-smi); both before anything starts. The probe is recorded (GpusProbed) once the run
+  // stream is open, in every controller session: a resume may run on another node, or after the GPUs changed.
+  let probed: ProbedGpu[] | null = null;
+  const node = hostname();
+  if (planUsesGpus(gpuPlan)) {
+    const support = await (o.gpuRuntimeCheck ?? new DockerGpuRuntimeCheck(new Docker())).check(gpuPlan.available);
+    probed = await (o.gpuProbe ?? new NvidiaSmiGpuProbe()).probe(gpuPlan.available);
+    log(
+      `GPUs on ${node} (${support.via === 'runtime' ? 'Docker runtime "nvidia"' : `CDI spec ${join(support.dir, support.file)}`}): ${probed
+        .map((g) => `${g.device} = ${g.uuid} ${g.model}${g.memoryMiB !== null ? ` ${g.memoryMiB} MiB` : ''}`)
+        .join('; ')}; driver ${probed[0]?.driver ?? '?'}, CUDA ${probed[0]?.cuda ?? 'N/A'}`,
+    );
+  }
   // Run directories are private to the operator (0700): the workspace holds what the agent wrote, the sock/
   // directory its token. A group/other-accessible ASSAY_HOME is made private (logged); one owned by another user is
   // refused (RUN_HOME_UNSAFE).
@@ -725,6 +751,7 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
           selection,
         });
       }
+      if (probed && !svc.current.completed) await svc.gpusProbed(node, probed, o.resume === true);
       liveCheckpoints = startLiveCheckpoints(rt.ledgerHome, (o.checkpointIntervalSec ?? 10) * 1000, log);
       if (svc.current.completed) {
         log(`run ${run} had already completed`);
