@@ -352,7 +352,11 @@ describe('JudgeRunner (fake runtime)', () => {
       await prepared(w, { files: { 'reward.json': '{"reward": 9}', 'infrastructure-error.txt': 'driver error' } }),
       await snapshot(w),
     );
-    expect(both).toMatchObject({ status: 'verifier_error', rewards: null, detail: expect.stringContaining('both reward.json and infrastructure-error.txt (driver error)') });
+    expect(both).toMatchObject({
+      status: 'verifier_error',
+      rewards: null,
+      detail: expect.stringContaining('both reward.json and infrastructure-error.txt (driver error)'),
+    });
   });
 
   it('verifier_timeout: killed, reward files never read', async () => {

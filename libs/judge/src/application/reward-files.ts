@@ -38,7 +38,11 @@ const RESULT_NAMES = new Set([REWARD_JSON, REWARD_TXT, INFRASTRUCTURE_REPORT]);
 export async function readVerifierFiles(runtime: ContainerRuntime, containerId: string): Promise<VerifierFiles> {
   const archive = await runtime.readArchive(containerId, VERIFIER_PATH);
   if (!archive) return { rewards: { ok: false, source: null, reason: `${VERIFIER_PATH} is missing from the Judge` }, infrastructureReport: null };
-  const files: Record<string, RewardFile> = { [REWARD_JSON]: { state: 'absent' }, [REWARD_TXT]: { state: 'absent' }, [INFRASTRUCTURE_REPORT]: { state: 'absent' } };
+  const files: Record<string, RewardFile> = {
+    [REWARD_JSON]: { state: 'absent' },
+    [REWARD_TXT]: { state: 'absent' },
+    [INFRASTRUCTURE_REPORT]: { state: 'absent' },
+  };
   const nameOf = (p: string): string | null => {
     const m = /^(?:\.\/)?verifier\/([^/]+)\/?$/.exec(p);
     return m && RESULT_NAMES.has(m[1] as string) ? (m[1] as string) : null;

@@ -112,7 +112,10 @@ export function parseInfrastructureReport(f: RewardFile): string | null {
   if (f.state === 'too_large') return `${INFRASTRUCTURE_REPORT} is ${f.size} bytes (its reason not read)`;
   const text = decode(f.bytes);
   if (text === null) return `${INFRASTRUCTURE_REPORT} is not UTF-8`;
-  const t = text.replace(/^\uFEFF/, '').replace(/\s+/g, ' ').trim();
+  const t = text
+    .replace(/^\uFEFF/, '')
+    .replace(/\s+/g, ' ')
+    .trim();
   if (t === '') return 'no reason given';
   return t.length > MAX_INFRASTRUCTURE_REPORT_CHARS ? `${t.slice(0, MAX_INFRASTRUCTURE_REPORT_CHARS)}...` : t;
 }

@@ -77,7 +77,13 @@ export function decideVerdict(i: VerdictInput): Verdict {
         exitCode: r.exitCode,
         detail: join(`the verifier wrote both ${i.rewards.source} and ${INFRASTRUCTURE_REPORT} (${report})`, exit, oom),
       };
-    return { status: 'infrastructure_error', rewards: null, primary: null, exitCode: r.exitCode, detail: join(`the verifier reported an infrastructure fault: ${report}`, exit, oom) };
+    return {
+      status: 'infrastructure_error',
+      rewards: null,
+      primary: null,
+      exitCode: r.exitCode,
+      detail: join(`the verifier reported an infrastructure fault: ${report}`, exit, oom),
+    };
   }
   if (!i.rewards) return { status: 'verifier_error', rewards: null, primary: null, exitCode: r.exitCode, detail: join('no reward was read', exit, oom) };
   if (!i.rewards.ok) return { status: 'verifier_error', rewards: null, primary: null, exitCode: r.exitCode, detail: join(i.rewards.reason, exit, oom) };

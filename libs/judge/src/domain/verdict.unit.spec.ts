@@ -62,7 +62,9 @@ describe('decideVerdict with an infrastructure report', () => {
       detail: 'the verifier reported an infrastructure fault: no GPU; test.sh exited with status 4',
     });
     // a broken reward file beside the report: still the report
-    expect(decideVerdict({ run: exited, rewards: bad, infrastructureReport: 'no GPU', requestedMetric: null, memoryLimitBytes: MiB }).status).toBe('infrastructure_error');
+    expect(decideVerdict({ run: exited, rewards: bad, infrastructureReport: 'no GPU', requestedMetric: null, memoryLimitBytes: MiB }).status).toBe(
+      'infrastructure_error',
+    );
   });
   it('a valid reward beside a report: verifier_error, neither trusted; a timeout still wins', () => {
     expect(decideVerdict({ run: exited, rewards: ok, infrastructureReport: 'no GPU', requestedMetric: null, memoryLimitBytes: MiB })).toMatchObject({
@@ -71,8 +73,13 @@ describe('decideVerdict with an infrastructure report', () => {
       detail: expect.stringContaining('both reward.json and infrastructure-error.txt (no GPU)'),
     });
     expect(
-      decideVerdict({ run: { kind: 'timed_out', timeoutSec: 5, oomKilled: false }, rewards: null, infrastructureReport: 'x', requestedMetric: null, memoryLimitBytes: MiB })
-        .status,
+      decideVerdict({
+        run: { kind: 'timed_out', timeoutSec: 5, oomKilled: false },
+        rewards: null,
+        infrastructureReport: 'x',
+        requestedMetric: null,
+        memoryLimitBytes: MiB,
+      }).status,
     ).toBe('verifier_timeout');
   });
 });
