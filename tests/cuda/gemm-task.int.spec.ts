@@ -213,7 +213,7 @@ const marked = (mark: string) => submission({ 'k.cu': `// FAKE-GPU: ${mark}\n${T
 describe('the Judge (judge.py) with a fake GPU', () => {
   it('measured: five fresh runner processes, the median TFLOP/s is the reward; built by the Judge with sm_90a on Hopper', () => {
     const state = join(dir, 'seq-state');
-    const r = judge(submission({ 'tiled.cu': TILED, 'other.cu': 'this file is not compiled' }, { 'NOTES.md': 'x' }, 'tiled'), {
+    const r = judge(submission({ 'tiled.cu': TILED, 'other.cu': 'printf("an earlier attempt, never compiled");' }, { 'NOTES.md': 'x' }, 'tiled'), {
       env: { FAKE_GPU_SEQUENCE: '30,10,50,20,40', FAKE_GPU_STATE: state },
     });
     expect(r.status).toBe(0);
@@ -226,7 +226,7 @@ describe('the Judge (judge.py) with a fake GPU', () => {
     expect(r.nvcc).toHaveLength(1);
     expect(r.nvcc[0]?.argv).toEqual(['-O3', '-std=c++17', '-lineinfo', '--expt-relaxed-constexpr', '-arch=sm_90a', '-o', join(r.nvcc[0]?.cwd ?? '', 'gemm-runner'), 'assay_harness.cu', 'tiled.cu']);
     const built = readdirSync(r.nvcc[0]?.cwd ?? '').sort();
-    expect(built).toEqual(['assay_harness.cu', 'gemm-runner', 'gemm.h', 'other.cu', 'tiled.cu']);
+    expect(built).toEqual(['assay_harness.cu', 'gemm-runner', 'gemm.h', 'tiled.cu']); // other.cu: an earlier attempt, not copied
     expect(readFileSync(join(r.nvcc[0]?.cwd ?? '', 'gemm.h'), 'utf8')).toBe(readFileSync(join(RUNNER, 'gemm.h'), 'utf8'));
   });
 

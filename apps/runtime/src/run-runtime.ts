@@ -40,7 +40,7 @@ import { hostname } from 'node:os';
 import { createHash } from 'node:crypto';
 import Docker from 'dockerode';
 import { AssayError, escapeTerminalText, MarkedLineStream, randomIds, systemClock } from '@assay/core';
-import { StreamDemuxer } from '@assay/containers';
+import { StreamDemuxer, type ContainerRuntime } from '@assay/containers';
 import { parseCid } from '@assay/snapshots';
 import type { SnapshotHome } from '@assay/snapshots';
 import type { PreparedTask, JudgeRunner } from '@assay/judge';
@@ -185,6 +185,11 @@ export interface RunStartOptions {
   readonly gpuRuntimeCheck?: GpuRuntimeCheck;
   /** A GPU run's probe of the host's GPUs behind `--gpus`, recorded as GpusProbed; default NvidiaSmiGpuProbe. */
   readonly gpuProbe?: GpuProbe;
+  /**
+   * The container runtime for Work and the Judges; default DockerodeRuntime. Tests of GPU tasks on machines without
+   * a GPU pass SimulatedGpuDockerRuntime (@assay/containers' testing entry).
+   */
+  readonly containers?: ContainerRuntime;
 }
 
 interface RunMeta {
@@ -540,7 +545,7 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
   // A cancel asked of an earlier controller that ended before acting on it does not cancel this one.
   rmSync(join(p.dir, RUN_CANCEL_REQUEST), { force: true });
   try {
-    const rt = await JudgeRuntime.open({ home });
+    const rt = await JudgeRuntime.open({ home, ...(o.containers ? { containers: o.containers } : {}) });
     const docker = new Docker();
     let workId: string | null = null;
     let endpoint: SubmitEndpoint | null = null;

@@ -105,22 +105,24 @@ def arch_flags(args, gpu):
 
 
 def build(args, kernel, nvcc, flags):
-    """Compiles kernels/<kernel>.cu with the runner; the build directory holds the candidate's kernels/ files and
-    then the runner's own harness.cu and gemm.h (a candidate file cannot take their place: policy allows only
-    NAME.cu and NAME.cuh, and these are copied last)."""
+    """Compiles kernels/<kernel>.cu with the runner, as the candidate user; returns the runner binary.
+
+    The build directory holds copies of the selected kernel and the candidate's headers (NAME.cuh) and then the runner's own harness.cu and
+    gemm.h (a candidate file cannot take their place: policy allows only NAME.cu and NAME.cuh, and these are copied
+    last). The Judge's root has no CAP_CHOWN, so the directory is made writable for the compiler (0777) and the
+    binary is then copied into a directory only root can write (<build>-bin, 0755): what runs the five repeats is
+    never a file the candidate user could change between them."""
     d = args.build_dir
     shutil.rmtree(d, ignore_errors=True)
     os.makedirs(d)
     for name in sorted(os.listdir(os.path.join(args.workspace, "kernels"))):
         src = os.path.join(args.workspace, "kernels", name)
-        if policy.SOURCE_NAME_RE.match(name) and os.path.isfile(src) and not os.path.islink(src):
+        wanted = name == kernel + ".cu" or name.endswith(".cuh")  # what the policy checked
+        if wanted and policy.SOURCE_NAME_RE.match(name) and os.path.isfile(src) and not os.path.islink(src):
             shutil.copyfile(src, os.path.join(d, name))
     shutil.copyfile(os.path.join(HERE, "harness.cu"), os.path.join(d, "assay_harness.cu"))
     shutil.copyfile(os.path.join(HERE, "gemm.h"), os.path.join(d, "gemm.h"))
-    if args.as_candidate != "none":
-        for root, dirs, files in os.walk(d):
-            for n in dirs + files + [""]:
-                os.chown(os.path.join(root, n), 65534, 65534)
+    os.chmod(d, 0o777)
     out = os.path.join(d, "gemm-runner")
     cmd = [nvcc] + NVCC_FLAGS + flags + ["-o", out, "assay_harness.cu", kernel + ".cu"]
     try:
@@ -130,12 +132,19 @@ def build(args, kernel, nvcc, flags):
         raise CandidateFault("build_timeout", "the kernel did not compile within %d s" % args.build_timeout)
     if r.returncode == 127:
         raise InfrastructureFault("nvcc could not be started (status 127)")
-    if r.returncode != 0 or not os.path.isfile(out):
+    if r.returncode != 0 or not os.path.isfile(out) or os.path.islink(out):
         log = r.stdout.decode("utf-8", "replace")
         lines = [ln for ln in log.split("\n") if ln.strip()][:12]
         raise CandidateFault("build_failed", "kernels/%s.cu does not compile (nvcc status %d):\n  %s"
                              % (kernel, r.returncode, "\n  ".join(ln[:300] for ln in lines)))
-    return out
+    bin_dir = d.rstrip("/") + "-bin"
+    shutil.rmtree(bin_dir, ignore_errors=True)
+    os.makedirs(bin_dir)
+    os.chmod(bin_dir, 0o755)
+    runner = os.path.join(bin_dir, "gemm-runner")
+    shutil.copyfile(out, runner)
+    os.chmod(runner, 0o755)
+    return runner
 
 
 def parse_result(stdout, nonce):

@@ -6,7 +6,8 @@ conservative on purpose: a construct it cannot see through is refused, with the 
 
 Allowed surface of the submission (anything else, and every symlink, is refused):
   JUDGE_VERSION            one line: the name of the kernel to judge, [a-z0-9][a-z0-9_-]{0,63}
-  kernels/NAME.cu          kernel sources (the one JUDGE_VERSION names is compiled)
+  kernels/NAME.cu          kernel sources (the one JUDGE_VERSION names is checked and compiled; the others are
+                           earlier attempts, never compiled)
   kernels/NAME.cuh         headers they include with #include "NAME.cuh"
   NOTES.md                 the agent's notes (never compiled)
 
@@ -406,7 +407,10 @@ def check_submission(root):
     sources, version_path, breaches = walk_submission(root)
     version = read_version(version_path, sources, breaches)
     local_headers = {os.path.basename(r) for r in sources if r.endswith(".cuh")}
-    for rel in sorted(sources):
+    # what is compiled: the selected kernel and every header (any of them may be included); other NAME.cu files
+    # are earlier attempts, never compiled, never copied into the build
+    compiled = [r for r in sorted(sources) if r.endswith(".cuh") or (version and r == "kernels/%s.cu" % version)]
+    for rel in compiled:
         with open(sources[rel], "rb") as f:
             data = f.read(MAX_SOURCE_BYTES + 1)
         try:
