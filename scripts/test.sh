@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up everything the test suite needs on a fresh Linux machine with Node 20, then runs it:
 # npm dependencies, Docker (Debian's docker.io and a running dockerd, installed when missing; needs root), the
-# locally built base image, the build, 60 s of fuzzing the C envelope scanner (clang installed when missing), Chromium
+# locally built base image, the build, 60 s of fuzzing the C envelope scanner (clang installed when missing), the CUDA
+# compile (cuda/build.sh; skipped, saying so, where nvcc is absent), Chromium
 # for the browser tests (installed when missing), type checks, lint and import boundaries, then every jest tier.
 # The last line printed is jest's summary.
 set -euo pipefail
@@ -34,6 +35,11 @@ elif [ "${CI:-}" = "true" ]; then
 else
   echo "warning: clang not found; not fuzzing the envelope scanner (apt-get install clang)" >&2
 fi
+
+echo "== compile the CUDA sources (nvcc, -arch=sm_90a, warnings as errors)"
+# Every .cu of cuda/ (the GPU probe, the GEMM runner with each kernel, the cuBLAS vendor GEMM). There is no GPU here:
+# this proves they compile for Hopper. Where nvcc is absent, cuda/build.sh says it skipped the compile.
+bash cuda/build.sh
 
 echo "== chromium for the web pages' browser tests"
 # Debian's chromium, driven by playwright-core (tests/support/browser.ts), is installed when missing and this is root
