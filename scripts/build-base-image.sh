@@ -7,9 +7,11 @@
 # also tagged assay/base:recipe-<first 16 hex>; when an image with that label exists, nothing is rebuilt and the
 # tag assay/base:bookworm is pointed at it.
 #
-# Usage: scripts/build-base-image.sh [--force] [--no-verify]
+# Usage: scripts/build-base-image.sh [--force] [--no-verify] [--recipe DIR]
 #   --force      rebuild even when an image with the same recipe digest exists
 #   --no-verify  skip the final `python3 -c 'import numpy'` check inside the image (network off)
+#   --recipe DIR another recipe (recipe.conf + packages.txt) built the same way, e.g. cuda/image (assay/cuda-base:
+#                bookworm: the base packages plus the host compiler nvcc needs); default task-runtime/base-image
 # Environment (optional):
 #   ASSAY_DEBIAN_MIRROR  Debian mirror URL (default: the first `deb` source for the suite's main component found in
 #                        /etc/apt/sources.list and /etc/apt/sources.list.d/*.list|*.sources)
@@ -25,12 +27,19 @@ RECIPE_DIR="$REPO/task-runtime/base-image"
 SELF="$REPO/scripts/build-base-image.sh"
 FORCE=false
 VERIFY=true
-for arg in "$@"; do
+while [ $# -gt 0 ]; do
+  arg="$1"
+  shift
   case "$arg" in
     --force) FORCE=true ;;
     --no-verify) VERIFY=false ;;
+    --recipe)
+      [ $# -gt 0 ] || { echo "build-base-image: --recipe needs a directory" >&2; exit 2; }
+      RECIPE_DIR="$(cd "$1" && pwd)" || exit 2
+      shift
+      ;;
     -h | --help)
-      sed -n '2,22p' "$SELF"
+      sed -n '2,/^# Needs root/p' "$SELF"
       exit 0
       ;;
     *)
@@ -86,7 +95,7 @@ RECIPE_TAG="$REPOSITORY:recipe-${RECIPE_DIGEST#sha256:}"
 RECIPE_TAG="${RECIPE_TAG:0:$((${#REPOSITORY} + 8 + 16))}"
 LABEL_KEY="org.assay.base.recipe-digest"
 RECORD_DIR="${ASSAY_HOME:-$REPO/.assay}/images"
-RECORD="$RECORD_DIR/base-$SUITE.json"
+RECORD="$RECORD_DIR/$(basename "$REPOSITORY")-$SUITE.json"
 
 "$REPO/scripts/ensure-docker.sh"
 

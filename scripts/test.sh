@@ -17,6 +17,15 @@ echo "== docker and the base image"
 bash scripts/ensure-docker.sh
 bash scripts/build-base-image.sh
 
+echo "== the CUDA image (assay/cuda:bookworm) where the CUDA toolkit is installed"
+# The GEMM task's image: Debian packages with g++ (debootstrap, as the base image) and this machine's toolkit; its
+# tests compile a kernel with the real nvcc inside a Judge. Without /usr/local/cuda those tests are skipped.
+if [ -x "${CUDA_HOME:-/usr/local/cuda}/bin/nvcc" ]; then
+  bash cuda/build-cuda-image.sh
+else
+  echo "no CUDA toolkit at ${CUDA_HOME:-/usr/local/cuda}: not building assay/cuda:bookworm (the GEMM task's real-nvcc test is skipped)"
+fi
+
 echo "== build"
 npm run --silent build
 

@@ -7,7 +7,8 @@
  * its Dockerfile with `FROM assay/base:bookworm` for `FROM assay/cuda:bookworm`). With one GPU (`--gpus 0`) the
  * Judge borrows Work's GPU while Work stays paused.
  */
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SimulatedGpuDockerRuntime } from '../../libs/containers/src/testing';
@@ -118,5 +119,55 @@ describeDocker('the GEMM task through assay run, with a fake GPU', () => {
     const round3 = readFileSync(join(rep.dir, 'logs', 'round-3.log'), 'utf8');
     expect(round3).toMatch(/built for sm_90a/);
     expect(round3).toMatch(/median of 5 repeats: 25\.00 TFLOP\/s/);
+  });
+});
+
+/** With the CUDA toolkit on this machine: the task as shipped (FROM assay/cuda:bookworm, the real nvcc). */
+const HAS_NVCC = existsSync('/usr/local/cuda/bin/nvcc');
+(HAS_NVCC || process.env.ASSAY_REQUIRE_NVCC === '1' ? describeDocker : describe.skip)('the GEMM task as shipped, real nvcc, no GPU', () => {
+  let root: string;
+  let home: string;
+
+  beforeAll(async () => {
+    root = mkdtempSync(join(tmpdir(), 'assay-gemm-real-'));
+    home = join(root, 'home');
+    // assay/cuda:bookworm from this machine's toolkit (idempotent)
+    const b = spawnSync('bash', [join(REPO_ROOT, 'cuda/build-cuda-image.sh')], { encoding: 'utf8', timeout: 300_000 });
+    expect({ status: b.status, out: `${b.stdout}${b.stderr}`.slice(-2000) }).toMatchObject({ status: 0 });
+    const r = await assay(['ledger', 'init', '--origin', 'assay.test/gemm-real'], home);
+    expect(r.code).toBe(0);
+  }, 320_000);
+
+  afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+  it('the Judge compiles the kernel with nvcc for sm_90a as the candidate user, then finds no GPU: an infrastructure fault, refunded', async () => {
+    const task = join(root, 'gemm-fp16');
+    cpSync(join(REPO_ROOT, 'cuda/gemm-fp16'), task, { recursive: true });
+    const toml = join(task, 'task.toml');
+    writeFileSync(toml, readFileSync(toml, 'utf8').replace('cpus = 4', 'cpus = 1').replace('memory_mb = 16384', 'memory_mb = 2048'));
+    // no nvidia-smi without a driver: the Judge is told the GPU is a Hopper, so it builds for sm_90a as on an H100
+    writeFileSync(join(task, 'environment/nvidia-smi'), readFileSync(join(REPO_ROOT, 'tests/fixtures/fake-gpu/bin/nvidia-smi')), { mode: 0o755 });
+    const dockerfile = join(task, 'environment/Dockerfile');
+    writeFileSync(dockerfile, `${readFileSync(dockerfile, 'utf8')}COPY nvidia-smi /usr/local/bin/nvidia-smi\n`);
+    const rep = await runResearch({
+      home,
+      taskDir: task,
+      agent: 'command:rsi-submit > /dev/null; echo "submit=$?"',
+      runId: 'real1',
+      gpus: ['0'],
+      containers: new SimulatedGpuDockerRuntime(),
+      gpuRuntimeCheck: new FakeGpuRuntimeCheck(),
+      gpuProbe: FakeGpuProbe.withGpus(1),
+      snapshotIntervalSec: 0,
+    });
+    expect(rep.rounds.map((x) => [x.round, x.status])).toEqual([[1, 'refunded']]);
+    const completed = (await homeEvents(home)).filter((e) => e.type === 'JudgeCompleted');
+    expect(completed.map((e) => [e.data.status, e.data.detail])).toEqual([
+      ['infrastructure_error', expect.stringMatching(/^the verifier reported an infrastructure fault: repeat 1: gemm-runner: no usable GPU: /)],
+    ]);
+    const log = readFileSync(join(rep.dir, 'logs', 'round-1.log'), 'utf8');
+    expect(log).toMatch(/kernel tiled on NVIDIA H200 \(fake\) \(compute capability 9\.0\), built for sm_90a/);
+    expect(log).toMatch(/infrastructure fault \(no reward; the round is refunded\)/);
+    expect(log).not.toMatch(/does not compile/);
   });
 });
