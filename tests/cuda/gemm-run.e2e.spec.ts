@@ -101,6 +101,12 @@ describeDocker('the GEMM task through assay run, with a fake GPU', () => {
     expect(gpuSeconds.some((e) => e.data.holder === 'work')).toBe(true);
     for (const e of gpuSeconds) expect(e.data).toMatchObject({ gpus: ['0'], amount: expect.any(Number) });
     expect(types).toContain('RunCompleted');
+    // `assay run status` ties the figures to the hardware the run was given
+    const st = await assay(['run', 'status', 'gemm1'], home);
+    expect(st.code).toBe(0);
+    expect(st.stdout).toMatch(/^gpus {6}0 = NVIDIA H200 143771 MiB on \S+, driver 550\.54\.15, CUDA 12\.4 \(probed \d{4}-/m);
+    const stJson = await assay(['run', 'status', 'gemm1', '--json'], home);
+    expect((JSON.parse(stJson.stdout) as { gpus: unknown }).gpus).toMatchObject({ gpus: [{ device: '0', model: 'NVIDIA H200', memoryMiB: 143771, driver: '550.54.15', cuda: '12.4' }] });
 
     // the Judges' own words: the candidate fault's reason and the infrastructure fault's
     const judges = await homeEvents(home);

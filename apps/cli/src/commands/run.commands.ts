@@ -345,6 +345,12 @@ export function statusLines(v: import('@assay/run').RunStatusView, baseline?: im
   const lim = (x: { used: number; limit: number | null }) => `${Math.floor(x.used)}/${x.limit === null ? 'unlimited' : x.limit}`;
   lines.push(`budgets   submissions ${lim(b.submissions)}, wall ${lim(b.wall_time)} s, agent ${lim(b.agent_time)} s, gpu ${lim(b.gpu_seconds)} GPU-s`);
   lines.push(`best      ${v.best ? `round ${v.best.round}, score ${v.best.score} (${metric})` : 'none'}`);
+  if (v.gpus) {
+    const g = v.gpus;
+    const each = g.gpus.map((x) => `${one(x.device)} = ${one(x.model)}${x.memoryMiB !== null ? ` ${x.memoryMiB} MiB` : ''}`).join('; ');
+    const first = g.gpus[0];
+    lines.push(`gpus      ${each} on ${one(g.node)}${first ? `, driver ${one(first.driver)}, CUDA ${one(first.cuda)}` : ''} (probed ${g.at})`);
+  }
   if (baseline) lines.push(...baselineLines(baseline));
   if (v.state === 'interrupted') lines.push(`no controller is running this run (it was killed or crashed): \`assay run --resume ${v.run}\` goes on with it`);
   return lines;

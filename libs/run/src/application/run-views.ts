@@ -95,6 +95,39 @@ export interface RunStatusView extends RunSummary {
   readonly rounds: readonly RunRoundLine[];
   readonly refusedRequests: number;
   readonly violations: ReadonlyArray<{ readonly round: number | null; readonly rule: string }>;
+  /** The GPUs of the run's latest controller session (its last GpusProbed), or null for a CPU run. */
+  readonly gpus: { readonly node: string; readonly at: string; readonly gpus: readonly RunGpuLine[] } | null;
+}
+
+/** One GPU as GpusProbed recorded it (the fields a reader needs to tie a figure to hardware). */
+export interface RunGpuLine {
+  readonly device: string;
+  readonly model: string;
+  readonly memoryMiB: number | null;
+  readonly driver: string;
+  readonly cuda: string | null;
+}
+
+/** The last GpusProbed of a run's events, read defensively (the catalogue checked its schema when it was appended). */
+export function lastProbedGpus(events: readonly RunEventRecord[]): RunStatusView['gpus'] {
+  for (let i = events.length - 1; i >= 0; i--) {
+    const e = events[i] as RunEventRecord;
+    if (e.type !== 'GpusProbed') continue;
+    const text = (v: unknown): string => (typeof v === 'string' ? v : '');
+    const list = Array.isArray(e.data.gpus) ? (e.data.gpus as Array<Record<string, unknown>>) : [];
+    return {
+      node: text(e.data.node),
+      at: e.time,
+      gpus: list.map((g) => ({
+        device: text(g.device),
+        model: text(g.model),
+        memoryMiB: typeof g.memoryMiB === 'number' ? g.memoryMiB : null,
+        driver: text(g.driver),
+        cuda: typeof g.cuda === 'string' ? g.cuda : null,
+      })),
+    };
+  }
+  return null;
 }
 
 const KINDS: readonly BudgetKind[] = ['submissions', 'wall_time', 'agent_time', 'gpu_seconds'];
@@ -133,10 +166,11 @@ export function runStatusView(run: string, events: readonly RunEventRecord[]): R
     }),
     refusedRequests: s.rejections,
     violations: s.violations.map((v) => ({ round: v.round, rule: v.rule })),
+    gpus: lastProbedGpus(events),
   };
 }
 
 export function runSummary(v: RunStatusView): RunSummary {
-  const { rounds: _r, refusedRequests: _q, violations: _v, taskDigest: _d, fingerprint: _f, ...rest } = v;
+  const { rounds: _r, refusedRequests: _q, violations: _v, taskDigest: _d, fingerprint: _f, gpus: _g, ...rest } = v;
   return rest;
 }
