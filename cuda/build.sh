@@ -2,7 +2,8 @@
 # Compiles every CUDA source of Assay with nvcc, warnings as errors:
 #   probe/gpu_probe.cu                       -> gpu-probe
 #   gemm-fp16/environment/runner/harness.cu  -> linked with each kernel below into gemm-<name>
-#   gemm-fp16/environment/workspace/kernels/*.cu, check/*.cu (kernels and the cuBLAS vendor GEMM)
+#   gemm-fp16/environment/runner/selftest.cu, gemm-fp16/environment/workspace/kernels/*.cu, check/*.cu (the runner's
+#   self-test kernel, the starting kernel, the check kernels and the cuBLAS vendor GEMM)
 # Usage: bash cuda/build.sh [--out DIR] [--arch sm_90a|native|...]   (default: a temporary directory, sm_90a)
 # Where nvcc is absent it says so and exits 0: machines without the CUDA toolkit skip the compile, they do not fail.
 # A source that does not compile, or warns, fails the script (exit 1) naming it.
@@ -51,7 +52,7 @@ compile gpu-probe "$HERE/probe/gpu_probe.cu"
 link gpu-probe "$OUT/obj/gpu-probe.o"
 compile harness "$RUNNER/harness.cu"
 n=2
-for src in "$HERE"/gemm-fp16/environment/workspace/kernels/*.cu "$HERE"/check/*.cu; do
+for src in "$RUNNER/selftest.cu" "$HERE"/gemm-fp16/environment/workspace/kernels/*.cu "$HERE"/check/*.cu; do
   name="$(basename "$src" .cu)"
   compile "kernel-$name" "$src"
   link "gemm-$name" "$OUT/obj/harness.o" "$OUT/obj/kernel-$name.o" -ldl

@@ -115,7 +115,7 @@ describeDocker('the GEMM task through assay run, with a fake GPU', () => {
       ['completed', null],
       ['completed', null],
       ['completed', null],
-      ['infrastructure_error', expect.stringMatching(/^the verifier reported an infrastructure fault: repeat 1: gemm-runner: no usable GPU/)],
+      ['infrastructure_error', expect.stringMatching(/^the verifier reported an infrastructure fault: repeat 1: gemm-runner: no usable GPU.*; the runner's self-test failed too/)],
     ]);
     const launched = judges.filter((e) => e.type === 'JudgeLaunched').map((e) => (e.data.limits as { gpus?: unknown }).gpus);
     expect(launched).toEqual([['0'], ['0'], ['0'], ['0']]);
@@ -169,7 +169,7 @@ const HAS_NVCC = existsSync('/usr/local/cuda/bin/nvcc');
     expect(rep.rounds.map((x) => [x.round, x.status])).toEqual([[1, 'refunded']]);
     const completed = (await homeEvents(home)).filter((e) => e.type === 'JudgeCompleted');
     expect(completed.map((e) => [e.data.status, e.data.detail])).toEqual([
-      ['infrastructure_error', expect.stringMatching(/^the verifier reported an infrastructure fault: repeat 1: gemm-runner: no usable GPU: /)],
+      ['infrastructure_error', expect.stringMatching(/^the verifier reported an infrastructure fault: repeat 1: gemm-runner: no usable GPU: .*; the runner's self-test failed too; test.sh exited with status 4$/)],
     ]);
     const log = readFileSync(join(rep.dir, 'logs', 'round-1.log'), 'utf8');
     expect(log).toMatch(/kernel tiled on NVIDIA H200 \(fake\) \(compute capability 9\.0\), built for sm_90a/);

@@ -194,7 +194,7 @@ function judge(ws: string, opts: { env?: Record<string, string>; args?: string[]
   const r = spawnSync(
     'python3',
     ['-I', join(RUNNER, 'judge.py'), '--workspace', ws, '--out', out, '--build-dir', join(dir, `build${n}`), '--as-candidate', 'none', ...(opts.args ?? [])],
-    { encoding: 'utf8', env: { PATH: `${FAKE_BIN}:/usr/bin:/bin`, FAKE_NVCC_LOG: log, ...opts.env }, timeout: 100_000 },
+    { encoding: 'utf8', env: { PATH: `${FAKE_BIN}:/usr/bin:/bin`, FAKE_NVCC_LOG: log, FAKE_GPU_DIR: mkdtempSync(join(dir, 'gpu-')), ...opts.env }, timeout: 100_000 },
   );
   const read = (f: string) => (existsSync(join(out, f)) ? readFileSync(join(out, f), 'utf8') : null);
   const reward = read('reward.json');
@@ -249,6 +249,13 @@ describe('the Judge (judge.py) with a fake GPU', () => {
     ['a hang', () => marked('hang'), 'timeout', /repeat 1 ran past 2 s/, ['--repeat-timeout', '2']],
     ['a forged result line', () => marked('forge'), 'forged_result', /a result line the runner did not write/, []],
     ['no result line', () => marked('no-result'), 'no_result', /the runner wrote no result line/, []],
+    [
+      'a sticky CUDA error the kernel left (the runner exits 4, its self-test does not)',
+      () => marked('sticky-error'),
+      'kernel_error',
+      /repeat 1: gemm-runner: allocating A: an illegal memory access .*; the runner's self-test kernel ran fine \(status 0\), so this kernel caused it/,
+      [],
+    ],
   ];
   it.each(faults)('candidate fault, %s: reward 0 with the reason', (_what, make, kind, why, args) => {
     const r = judge(make(), { args });
@@ -263,7 +270,7 @@ describe('the Judge (judge.py) with a fake GPU', () => {
 
   const infra: Array<[string, () => string, Record<string, string>, string[], RegExp]> = [
     ['no GPU (nvidia-smi fails)', () => marked('tflops=10'), { FAKE_GPU_NONE: '1' }, [], /^no GPU: nvidia-smi exited with status 9 \(NVIDIA-SMI has failed/],
-    ['a driver error in the runner', () => marked('no-gpu'), {}, [], /^repeat 1: gemm-runner: no usable GPU: CUDA driver version is insufficient/],
+    ['a driver error in the runner', () => marked('no-gpu'), {}, [], /^repeat 1: gemm-runner: no usable GPU: CUDA driver version is insufficient .*; the runner's self-test failed too$/m],
     ['no nvcc in the image', () => marked('tflops=10'), {}, ['--nvcc', '/nonexistent/nvcc'], /^nvcc not found/],
   ];
   it.each(infra)('infrastructure fault, %s: no reward, the reason in infrastructure-error.txt, exit 4', (_what, make, env, args, why) => {

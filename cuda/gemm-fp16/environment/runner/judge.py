@@ -11,7 +11,8 @@ Outcomes:
   - measured: reward.json {"reward": median TFLOP/s, ...};
   - candidate fault (policy breach, does not compile, wrong result, kernel error, crash, timeout, forged or missing
     result line): reward.json {"reward": 0.0, "candidate_fault": 1, ...} and the reason on stdout;
-  - infrastructure fault (no GPU, driver error, no nvcc, the runner's own allocation failed): no reward,
+  - infrastructure fault (no GPU, driver error, no nvcc, the runner's own allocation failed, each confirmed by the
+    runner failing the same way with its own trusted self-test kernel): no reward,
     /logs/verifier/infrastructure-error.txt with the reason, exit status 4: the harness records
     infrastructure_error and the controller refunds the round.
 A details file, /logs/verifier/gemm-report.json, holds every repeat's figures, the GPU model, clocks and build target.
@@ -195,19 +196,67 @@ def gate(res):
     return tflops
 
 
-def repeat(args, runner, i):
+def build_selftest(args, nvcc, flags):
+    """The runner with its own trusted kernel (selftest.cu), compiled as root into a root-only directory."""
+    d = args.build_dir.rstrip("/") + "-selftest"
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    for name, target in (("harness.cu", "assay_harness.cu"), ("gemm.h", "gemm.h"), ("selftest.cu", "selftest.cu")):
+        shutil.copyfile(os.path.join(HERE, name), os.path.join(d, target))
+    out = os.path.join(d, "gemm-runner")
+    try:
+        r = subprocess.run([nvcc] + NVCC_FLAGS + flags + ["-o", out, "assay_harness.cu", "selftest.cu"], cwd=d,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=args.build_timeout)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise InfrastructureFault("the runner's self-test did not build (%s)" % e)
+    if r.returncode != 0:
+        raise InfrastructureFault("the runner's self-test did not build: %s"
+                                  % r.stdout.decode("utf-8", "replace").strip().split("\n")[0][:300])
+    os.chmod(d, 0o755)
+    return out
+
+
+def run_runner(args, runner, argv_tail, nonce):
+    argv = [runner] + argv_tail
+    return subprocess.run(candidate_cmd(args, args.repeat_timeout, argv), input=(nonce + "\n").encode(),
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          timeout=args.repeat_timeout + (30 if args.as_candidate != "none" else 0))
+
+
+def infrastructure_or_candidate(args, i, err, build_ctx):
+    """A repeat ended with the runner's infrastructure status (4). Kernel code ran in that process and could have
+    caused it (a kernel launched before main() leaves a sticky error that the runner's own first call reports), so
+    the runner is tried again with its trusted self-test kernel: the same failure is the infrastructure's, none is
+    the candidate's."""
+    reason = "repeat %d: %s" % (i, err or "the runner reported an infrastructure fault")
+    nvcc, flags = build_ctx
+    selftest = build_selftest(args, nvcc, flags)
+    tail = ["--seed", secrets.token_hex(8), "--m", str(args.size), "--n", str(args.size), "--k", str(args.size),
+            "--warmup", "0", "--calls", "1", "--samples", "16"]
+    try:
+        r = run_runner(args, selftest, tail, secrets.token_hex(16))
+    except subprocess.TimeoutExpired:
+        raise InfrastructureFault(reason + "; the runner's self-test timed out too")
+    if r.returncode == 4:
+        raise InfrastructureFault(reason + "; the runner's self-test failed too")
+    raise CandidateFault("kernel_error", reason + "; the runner's self-test kernel ran fine (status %d), so this "
+                         "kernel caused it" % r.returncode)
+
+
+def repeat(args, runner, i, build_ctx=None):
     nonce = secrets.token_hex(16)
     seed = secrets.token_hex(8)
     argv = [runner, "--seed", seed, "--m", str(args.size), "--n", str(args.size), "--k", str(args.size),
             "--warmup", str(args.warmup), "--calls", str(args.calls), "--samples", str(args.samples)]
     try:
-        r = subprocess.run(candidate_cmd(args, args.repeat_timeout, argv), input=(nonce + "\n").encode(),
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=args.repeat_timeout + (30 if args.as_candidate != "none" else 0))
+        r = run_runner(args, runner, argv[1:], nonce)
     except subprocess.TimeoutExpired:
         raise CandidateFault("timeout", "repeat %d ran past %d s" % (i, args.repeat_timeout))
     err = r.stderr.decode("utf-8", "replace").strip().split("\n")[-1][:400]
     if r.returncode == 4:
-        raise InfrastructureFault("repeat %d: %s" % (i, err or "the runner reported an infrastructure fault"))
+        if build_ctx is None:  # the runner's own trusted kernel (the vendor GEMM of check-on-gpu.sh)
+            raise InfrastructureFault("repeat %d: %s" % (i, err or "the runner reported an infrastructure fault"))
+        infrastructure_or_candidate(args, i, err, build_ctx)
     if r.returncode == 3:
         raise CandidateFault("kernel_error", "repeat %d: %s" % (i, err or "the kernel raised a CUDA error"))
     if r.returncode == 124:
@@ -243,7 +292,7 @@ def judge(args):
         print("kernel %s on %s (compute capability %s), built for %s" % (kernel, gpu["model"], gpu["cc"], target))
         runner = build(args, kernel, nvcc, flags)
         for i in range(1, args.repeats + 1):
-            res = repeat(args, runner, i)
+            res = repeat(args, runner, i, (nvcc, flags))
             report["repeats"].append(res)
             print("repeat %d: %.2f TFLOP/s (mean %.4f ms over %d calls; mean rel err %.2e, max %.2e)"
                   % (i, res["tflops_gated"], num(res, "mean_ms"), args.calls, num(res, "mean_rel_err"),
