@@ -230,6 +230,18 @@ describe('the Judge (judge.py) with a fake GPU', () => {
     expect(readFileSync(join(r.nvcc[0]?.cwd ?? '', 'gemm.h'), 'utf8')).toBe(readFileSync(join(RUNNER, 'gemm.h'), 'utf8'));
   });
 
+  it('runs in Work as instruction.md tells the agent: one repeat, an --out directory made for it', () => {
+    const out = join(dir, 'agent-out', 'judge');
+    const r = spawnSync(
+      'python3',
+      ['-I', join(RUNNER, 'judge.py'), '--workspace', join(TASK, 'environment/workspace'), '--out', out, '--build-dir', join(dir, 'agent-build'), '--as-candidate', 'none', '--repeats', '1'],
+      { encoding: 'utf8', env: { PATH: `${FAKE_BIN}:/usr/bin:/bin`, FAKE_GPU_DIR: mkdtempSync(join(dir, 'gpu-')) } },
+    );
+    expect(r.status).toBe(0);
+    expect(JSON.parse(readFileSync(join(out, 'reward.json'), 'utf8'))).toMatchObject({ reward: 10, candidate_fault: 0 });
+    expect(readFileSync(join(TASK, 'instruction.md'), 'utf8')).toContain('python3 /opt/assay-gemm/judge.py --workspace /workspace --out /tmp/judge --as-candidate none --repeats 1');
+  });
+
   it('a GPU other than Hopper gets the portable fallback target (compute_80 PTX)', () => {
     const r = judge(marked('tflops=12.5'), { env: { FAKE_GPU_CC: '8.9' } });
     expect(r.reward).toMatchObject({ reward: 12.5 });

@@ -278,6 +278,7 @@ def write_json(path, obj):
 
 
 def judge(args):
+    os.makedirs(args.out, exist_ok=True)  # /logs/verifier in the Judge; any directory when an agent runs it in Work
     report = {"size": args.size, "repeats": []}
     try:
         kernel, breaches = policy.check_submission(args.workspace)
