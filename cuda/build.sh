@@ -5,6 +5,7 @@
 #   gemm-fp16/environment/runner/selftest.cu, gemm-fp16/environment/workspace/kernels/*.cu, check/*.cu (the runner's
 #   self-test kernel, the starting kernel, the check kernels and the cuBLAS vendor GEMM)
 # Usage: bash cuda/build.sh [--out DIR] [--arch sm_90a|native|...]   (default: a temporary directory, sm_90a)
+# nvcc: the one on PATH, else $CUDA_HOME/bin/nvcc (CUDA_HOME defaults to /usr/local/cuda).
 # Where nvcc is absent it says so and exits 0: machines without the CUDA toolkit skip the compile, they do not fail.
 # A source that does not compile, or warns, fails the script (exit 1) naming it.
 set -euo pipefail
@@ -18,10 +19,11 @@ while [ $# -gt 0 ]; do
     *) echo "cuda/build.sh: unknown argument $1 (expected --out DIR, --arch ARCH)" >&2; exit 2 ;;
   esac
 done
+CUDA_HOME="${CUDA_HOME:-/usr/local/cuda}"
 NVCC="$(command -v nvcc || true)"
-[ -n "$NVCC" ] || { [ -x /usr/local/cuda/bin/nvcc ] && NVCC=/usr/local/cuda/bin/nvcc; } || true
+[ -n "$NVCC" ] || { [ -x "$CUDA_HOME/bin/nvcc" ] && NVCC="$CUDA_HOME/bin/nvcc"; } || true
 if [ -z "$NVCC" ]; then
-  echo "cuda/build.sh: skipped the CUDA compile: nvcc not found (install the CUDA toolkit at /usr/local/cuda to compile cuda/)"
+  echo "cuda/build.sh: skipped the CUDA compile: nvcc not found on PATH or in $CUDA_HOME/bin (install the CUDA toolkit to compile cuda/)"
   exit 0
 fi
 if [ -z "$OUT" ]; then

@@ -294,6 +294,14 @@ describe('the Judge (judge.py) with a fake GPU', () => {
   });
 });
 
+describe('cuda/build.sh without the CUDA toolkit', () => {
+  it('says that it skipped the compile and succeeds (machines without nvcc do not fail)', () => {
+    const r = spawnSync('bash', [join(REPO, 'cuda/build.sh')], { encoding: 'utf8', env: { PATH: '/usr/bin:/bin', CUDA_HOME: join(dir, 'no-cuda') } });
+    expect(r.status).toBe(0);
+    expect(r.stdout).toBe(`cuda/build.sh: skipped the CUDA compile: nvcc not found on PATH or in ${join(dir, 'no-cuda')}/bin (install the CUDA toolkit to compile cuda/)\n`);
+  });
+});
+
 const nvcc = ['/usr/local/cuda/bin/nvcc', ...(process.env.PATH ?? '').split(':').map((p) => join(p, 'nvcc'))].find((p) => existsSync(p));
 const describeNvcc = nvcc || process.env.ASSAY_REQUIRE_NVCC === '1' ? describe : describe.skip;
 describeNvcc('the runner compiles for Hopper (nvcc on this machine)', () => {
