@@ -149,6 +149,9 @@ __global__ void k(const __half* A, __half* C, int n) {
     ['an include that leaves kernels/', () => submission({ 'k.cu': `#include "../NOTES.md"\n${kernel('')}` }), /only "gemm.h" and headers in kernels/],
     ['an include through a macro', () => submission({ 'k.cu': `#define H <cstdio>\n#include H\n${kernel('')}` }), /must name a header literally/],
     ['the runner names', () => submission({ 'k.cu': kernel('', 'assay_result_fd = 1;') }), /names of the runner \(assay_result_fd\)/],
+    ['a universal character name', () => submission({ 'k.cu': kernel('', '\\u0070rintf("x");') }), /universal character names/],
+    ['a compiler builtin that prints', () => submission({ 'k.cu': kernel('', '__builtin_printf("x");') }), /compiler builtin __builtin_printf is refused/],
+    ['libc internals', () => submission({ 'k.cu': kernel('', '__libc_write(1, "x", 1);') }), /libc internals \(__libc_write\)/],
     ['non-ASCII (homoglyphs)', () => submission({ 'k.cu': kernel('// fine comment\nint \u0440rintf;') }), /non-ASCII characters are refused/],
     ['an unterminated comment', () => submission({ 'k.cu': `${kernel('')}/* never closed` }), /cannot read the source here/],
     ['a symlink', () => {

@@ -1,7 +1,9 @@
 // The Judge's runner of the FP16 GEMM task: one timed repeat in one fresh process (judge.py starts five).
 //
 //   gemm-runner --seed HEX [--m 4096 --n 4096 --k 4096] [--warmup 3] [--calls 10] [--samples 512]
-//   stdin: one line, the repeat's nonce (hex); it is read before any kernel code runs and never put in the environment
+//   stdin: one line, the repeat's nonce (hex). It stays in the pipe, outside this process's memory, while kernel code
+//   runs: the runner reads it only after the last call, writes the result line and leaves with _exit (no static
+//   destructor of the kernel's runs after it). Never in the environment or the arguments.
 //
 // Protocol of one repeat (docs in ../README.md, "Timing protocol"):
 //   1. fresh random A and B from --seed (uniform in [-1, 1), rounded to FP16), the reference C in FP32 by the
@@ -41,7 +43,8 @@ constexpr int EXIT_USAGE = 2;
 constexpr int EXIT_CANDIDATE = 3;
 constexpr int EXIT_INFRA = 4;
 
-int g_out = -1;  // the real stdout, kept aside while kernel code runs
+int g_in = -1;   // the real stdin (the nonce's pipe), kept aside while kernel code runs
+int g_out = -1;  // the real stdout
 int g_err = -1;  // the real stderr
 
 void say(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -213,11 +216,11 @@ bool parse_args(int argc, char** argv, Args* a) {
   return a->has_seed;
 }
 
-bool read_nonce(std::string* nonce) {
+bool read_nonce(int fd, std::string* nonce) {
   char buf[80];
   ssize_t got = 0;
   while (got < (ssize_t)sizeof buf) {
-    const ssize_t r = read(0, buf + got, sizeof buf - got);
+    const ssize_t r = read(fd, buf + got, sizeof buf - got);
     if (r <= 0) break;
     got += r;
     if (memchr(buf, '\n', got)) break;
@@ -233,13 +236,15 @@ bool read_nonce(std::string* nonce) {
 
 // Kernel code runs with fds 1 and 2 on /dev/null and stdin closed.
 void silence_kernel_output() {
+  g_in = dup(0);
   g_out = dup(1);
   g_err = dup(2);
   const int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
-  if (g_out < 0 || g_err < 0 || null_fd < 0) {
+  if (g_in < 0 || g_out < 0 || g_err < 0 || null_fd < 0) {
     fprintf(stderr, "gemm-runner: cannot set up its file descriptors\n");
     _exit(EXIT_INFRA);
   }
+  fcntl(g_in, F_SETFD, FD_CLOEXEC);
   fcntl(g_out, F_SETFD, FD_CLOEXEC);
   fcntl(g_err, F_SETFD, FD_CLOEXEC);
   dup2(null_fd, 0);
@@ -282,11 +287,6 @@ int main(int argc, char** argv) {
   Args a;
   if (!parse_args(argc, argv, &a)) {
     say("usage: gemm-runner --seed HEX [--m N --n N --k N --warmup N --calls N --samples N] < nonce\n");
-    return EXIT_USAGE;
-  }
-  std::string nonce;
-  if (!read_nonce(&nonce)) {
-    say("gemm-runner: stdin must hold a nonce of 16-64 lowercase hex digits\n");
     return EXIT_USAGE;
   }
   silence_kernel_output();
@@ -413,6 +413,11 @@ int main(int argc, char** argv) {
     j += buf;
   }
   j += "]}";
+  std::string nonce;
+  if (!read_nonce(g_in, &nonce)) {
+    say("gemm-runner: stdin must hold a nonce of 16-64 lowercase hex digits\n");
+    _exit(EXIT_USAGE);
+  }
   emit("ASSAY-GEMM-RESULT " + nonce + " " + j + "\n");
-  return EXIT_MEASURED;
+  _exit(EXIT_MEASURED);
 }

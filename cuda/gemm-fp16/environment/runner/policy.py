@@ -76,6 +76,11 @@ NAMESPACED_FORBIDDEN = {"thread": "process control", "jthread": "process control
 # words after which a name is a value, not a declaration
 NOT_A_TYPE = {"return", "throw", "case", "co_return", "co_yield", "sizeof", "decltype", "typeid", "alignof",
               "noexcept", "new", "delete", "goto", "else", "do", "using", "typedef", "operator", "template"}
+# compiler builtins a kernel may use; every other __builtin_* is refused (__builtin_printf, __builtin_frame_address)
+ALLOWED_BUILTINS = {"__builtin_expect", "__builtin_assume", "__builtin_assume_aligned", "__builtin_unreachable",
+                    "__builtin_trap", "__builtin_clz", "__builtin_ctz", "__builtin_popcount", "__builtin_ffs"}
+# libc internals reachable by name
+INTERNAL_PREFIXES = ("__libc", "_IO_", "__sys", "__GI_", "__x64_", "__open", "__read", "__write", "__close")
 LIBRARY_PREFIXES = ("cublas", "cutlass", "cute", "cudnn", "cusparse", "cusolver", "cufft", "curand", "nvrtc",
                     "nvjitlink", "nccl", "thrust", "triton", "torch", "at", "c10", "cub")
 LIBRARY_EXACT = {"cub", "cute", "thrust", "cutlass", "at", "c10", "torch", "triton"}
@@ -260,6 +265,9 @@ def check_tokens(toks, path, local_headers, breaches):
             if value in ("asm", "__asm__", "__asm"):
                 i = check_asm(toks, i, path, breaches)
                 continue
+        elif value == "\\":
+            _refuse(breaches, path, line, "a backslash outside a string (universal character names such as \\u0070 "
+                    "can spell any name) is refused")
         elif value == "(" and i + 2 < n and toks[i + 1][1] == "*" and toks[i + 2][1] == ")":
             _refuse(breaches, path, line, "function pointer types are refused: the kernel interface is the only call")
         i += 1
@@ -279,6 +287,12 @@ def check_identifier(toks, i, path, breaches):
         return  # dynamic shared memory: extern __shared__ T smem[];
     if value in FORBIDDEN and not member:
         _refuse(breaches, path, line, "%s: %s is refused" % (FORBIDDEN[value], value))
+        return
+    if value.startswith("__builtin_") and value not in ALLOWED_BUILTINS:
+        _refuse(breaches, path, line, "compiler builtin %s is refused" % value)
+        return
+    if value.startswith(INTERNAL_PREFIXES):
+        _refuse(breaches, path, line, "libc internals (%s) are refused" % value)
         return
     if value in NAMESPACED_FORBIDDEN and prev == "::":
         _refuse(breaches, path, line, "%s: ::%s is refused" % (NAMESPACED_FORBIDDEN[value], value))
@@ -357,6 +371,8 @@ def check_directive(toks, i, path, local_headers, breaches):
             _refuse(breaches, path, line, "a string that looks like the runner's result line")
         if toks[t][1] in ("#", "##", "%:"):
             _refuse(breaches, path, line, "preprocessor operator %r (stringizing or token pasting) is refused" % toks[t][1])
+        elif toks[t][1] == "\\":
+            _refuse(breaches, path, line, "a backslash outside a string is refused (universal character names)")
         elif toks[t][0] == "ident":
             check_identifier(toks, t, path, breaches)
             if toks[t][1] in ("asm", "__asm__", "__asm"):
