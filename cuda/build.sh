@@ -2,8 +2,9 @@
 # Compiles every CUDA source of Assay with nvcc, warnings as errors:
 #   probe/gpu_probe.cu                       -> gpu-probe
 #   gemm-fp16/environment/runner/harness.cu  -> linked with each kernel below into gemm-<name>
-#   gemm-fp16/environment/runner/selftest.cu, gemm-fp16/environment/workspace/kernels/*.cu, check/*.cu (the runner's
-#   self-test kernel, the starting kernel, the check kernels and the cuBLAS vendor GEMM)
+#   gemm-fp16/environment/runner/selftest.cu, gemm-fp16/environment/workspace/kernels/*.cu,
+#   gemm-fp16/solution/kernels/*.cu, check/*.cu (the runner's self-test kernel, the starting kernel, the solution, the
+#   check kernels and the cuBLAS vendor GEMM)
 # Usage: bash cuda/build.sh [--out DIR] [--arch sm_90a|native|...]   (default: a temporary directory, sm_90a)
 # nvcc: the one on PATH, else $CUDA_HOME/bin/nvcc (CUDA_HOME defaults to /usr/local/cuda).
 # Where nvcc is absent it says so and exits 0: machines without the CUDA toolkit skip the compile, they do not fail.
@@ -54,7 +55,7 @@ compile gpu-probe "$HERE/probe/gpu_probe.cu"
 link gpu-probe "$OUT/obj/gpu-probe.o"
 compile harness "$RUNNER/harness.cu"
 n=2
-for src in "$RUNNER/selftest.cu" "$HERE"/gemm-fp16/environment/workspace/kernels/*.cu "$HERE"/check/*.cu; do
+for src in "$RUNNER/selftest.cu" "$HERE"/gemm-fp16/environment/workspace/kernels/*.cu "$HERE"/gemm-fp16/solution/kernels/*.cu "$HERE"/check/*.cu; do
   name="$(basename "$src" .cu)"
   compile "kernel-$name" "$src"
   link "gemm-$name" "$OUT/obj/harness.o" "$OUT/obj/kernel-$name.o" -ldl

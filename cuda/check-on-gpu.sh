@@ -2,7 +2,8 @@
 # The GEMM task's GPU check, for a machine with one NVIDIA GPU and the CUDA toolkit (a few minutes on an H100/H200):
 #   1. builds every CUDA source (cuda/build.sh) and prints the GPU probe (model, clocks, driver, CUDA);
 #   2. judges, with the task's own Judge (judge.py: policy, build, five repeats in fresh processes, gates, median):
-#      the starting kernel (tiled), the WMMA tensor-core kernel, a deliberately wrong kernel and a policy-breaking one;
+#      the starting kernel (tiled), the task's solution (the WMMA tensor-core kernel), a deliberately wrong kernel and a
+#      policy-breaking one;
 #   3. times the vendor GEMM (cuBLAS cublasGemmEx through the same runner, harness.cu + check/vendor_cublas.cu) under
 #      the same protocol in the same run: five fresh processes, the median;
 #   4. prints TFLOP/s, each kernel's ratio to the vendor GEMM and the GPU model, and writes them to
@@ -39,7 +40,7 @@ judge() { # name, kernel source
     --as-candidate none --repeats "$REPEATS" --size "$SIZE" | tee "$OUT/judge-$name.log"
 }
 judge tiled "$HERE/gemm-fp16/environment/workspace/kernels/tiled.cu"
-judge wmma "$HERE/check/wmma.cu"
+judge wmma "$HERE/gemm-fp16/solution/kernels/wmma.cu"
 judge wrong "$HERE/check/wrong.cu"
 judge breach "$HERE/check/breach.cu"
 

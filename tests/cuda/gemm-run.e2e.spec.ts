@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { SimulatedGpuDockerRuntime } from '../../libs/containers/src/testing';
 import { FakeGpuProbe, FakeGpuRuntimeCheck } from '@assay/run';
 import { runResearch } from '../../apps/runtime/src/run-runtime';
+import { checkTask } from '../../apps/runtime/src/task-check';
 import { assay } from '../support/cli';
 import { REPO_ROOT } from '../support/child-process';
 import { describeDocker } from '../support/docker';
@@ -34,6 +35,53 @@ rsi-submit > /dev/null; echo "submit4=$?"
 echo fast > JUDGE_VERSION
 `;
 
+/** A copy of the task whose image has the fake toolchain in place of the CUDA toolkit, sized for this machine. */
+function fakeGpuTask(root: string): string {
+  const task = join(root, 'gemm-fp16');
+  cpSync(join(REPO_ROOT, 'cuda/gemm-fp16'), task, { recursive: true });
+  cpSync(join(REPO_ROOT, 'tests/fixtures/fake-gpu/bin'), join(task, 'environment/fake-gpu'), { recursive: true });
+  const dockerfile = join(task, 'environment/Dockerfile');
+  const original = readFileSync(dockerfile, 'utf8');
+  expect(original).toMatch(/^FROM assay\/cuda:bookworm$/m);
+  writeFileSync(dockerfile, original.replace(/^FROM assay\/cuda:bookworm$/m, 'FROM assay/base:bookworm\nCOPY fake-gpu/ /usr/local/bin/'));
+  // this machine's 2 cores: the task asks 4 CPUs and 16 GiB for Work
+  const toml = join(task, 'task.toml');
+  writeFileSync(toml, readFileSync(toml, 'utf8').replace('cpus = 4', 'cpus = 1').replace('memory_mb = 16384', 'memory_mb = 2048'));
+  return task;
+}
+
+describeDocker('assay task check of the GEMM task, with a fake GPU', () => {
+  let root: string;
+  beforeAll(() => {
+    root = mkdtempSync(join(tmpdir(), 'assay-gemm-check-'));
+  });
+  afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+  it('is sound with --gpus: the start and the WMMA oracle judged on the GPU, the oracle better; without GPUs the build check says what is missing', async () => {
+    const task = fakeGpuTask(root);
+    // the fake GPU's figure for the oracle: the solution's kernel, marked (a real GPU measures it)
+    const wmma = join(task, 'solution/kernels/wmma.cu');
+    writeFileSync(wmma, `// FAKE-GPU: tflops=120\n${readFileSync(wmma, 'utf8')}`);
+    const containers = new SimulatedGpuDockerRuntime();
+    const rep = await checkTask(task, { gpus: ['0'], containers, gpuRuntimeCheck: new FakeGpuRuntimeCheck(), repeat: 2 });
+    expect(rep.checks.filter((c) => c.status === 'failed')).toEqual([]);
+    expect(rep.sound).toBe(true);
+    expect(rep.judges.start.map((j) => j.score)).toEqual([10, 10]);
+    expect(rep.judges.oracle.map((j) => j.score)).toEqual([120, 120]);
+    expect(containers.requests.filter((r) => r.endsWith(' 0')).length).toBe(4);
+
+    const none = await checkTask(task, { containers: new SimulatedGpuDockerRuntime(), repeat: 1 });
+    expect(none.sound).toBe(false);
+    expect(none.checks.find((c) => c.name === 'build')).toEqual({
+      name: 'build',
+      status: 'failed',
+      detail: 'the verifier needs 1 GPU(s) (metadata.rsi_harness.verifier.gpus) and --gpus gives 0; pass --gpus LIST (e.g. --gpus 0) on a GPU host',
+    });
+    const noToolkit = await checkTask(task, { gpus: ['0'], gpuRuntimeCheck: new FakeGpuRuntimeCheck({ Runtimes: { runc: {} } }), repeat: 1 });
+    expect(noToolkit.checks.find((c) => c.name === 'build')).toMatchObject({ status: 'failed', detail: expect.stringMatching(/NVIDIA Container Toolkit/) });
+  });
+});
+
 describeDocker('the GEMM task through assay run, with a fake GPU', () => {
   let root: string;
   let home: string;
@@ -42,16 +90,7 @@ describeDocker('the GEMM task through assay run, with a fake GPU', () => {
   beforeAll(async () => {
     root = mkdtempSync(join(tmpdir(), 'assay-gemm-run-'));
     home = join(root, 'home');
-    task = join(root, 'gemm-fp16');
-    cpSync(join(REPO_ROOT, 'cuda/gemm-fp16'), task, { recursive: true });
-    cpSync(join(REPO_ROOT, 'tests/fixtures/fake-gpu/bin'), join(task, 'environment/fake-gpu'), { recursive: true });
-    const dockerfile = join(task, 'environment/Dockerfile');
-    const original = readFileSync(dockerfile, 'utf8');
-    expect(original).toMatch(/^FROM assay\/cuda:bookworm$/m);
-    writeFileSync(dockerfile, original.replace(/^FROM assay\/cuda:bookworm$/m, 'FROM assay/base:bookworm\nCOPY fake-gpu/ /usr/local/bin/'));
-    // this machine's 2 cores: the task asks 4 CPUs and 16 GiB for Work
-    const toml = join(task, 'task.toml');
-    writeFileSync(toml, readFileSync(toml, 'utf8').replace('cpus = 4', 'cpus = 1').replace('memory_mb = 16384', 'memory_mb = 2048'));
+    task = fakeGpuTask(root);
     const r = await assay(['ledger', 'init', '--origin', 'assay.test/gemm-run'], home);
     expect(r.code).toBe(0);
   }, 60_000);

@@ -98,7 +98,7 @@ __global__ void k(const __half* A, __half* C, int n) {
     );
     const cases: Array<[string, string]> = [
       ['starting kernel (tiled.cu)', submission({ 'tiled.cu': TILED })],
-      ['the WMMA kernel of cuda/check', submission({ 'wmma.cu': readFileSync(join(CHECK, 'wmma.cu'), 'utf8') }, { 'NOTES.md': '# tried wmma\n' })],
+      ['the WMMA solution', submission({ 'wmma.cu': readFileSync(join(REPO, 'cuda/gemm-fp16/solution/kernels/wmma.cu'), 'utf8') }, { 'NOTES.md': '# tried wmma\n' })],
       ['the wrong kernel (its fault is numbers, not source)', submission({ 'wrong.cu': readFileSync(join(CHECK, 'wrong.cu'), 'utf8') })],
       ['inline PTX, a local header, dynamic shared memory', submission({ 'ptx.cu': ptx, 'frag.cuh': 'struct Frag { int read; int write; };\n' })],
       ['libcu++ pipeline, cooperative groups, macros, several versions', submission({ 'v2.cu': pipeline, 'tiled.cu': TILED }, {}, 'v2')],

@@ -31,7 +31,10 @@ import {
   type TaskPlan,
 } from '@assay/task-format';
 import { judgeError, type JudgeResult } from '@assay/judge';
+import Docker from 'dockerode';
+import type { GpuRuntimeCheck } from '@assay/run';
 import { JudgeRuntime, type LoadedTask } from './judge-runtime';
+import { DockerGpuRuntimeCheck } from './gpu-host';
 
 export interface TaskCheckOptions {
   /** Judges of the start and of the oracle, each (1 to 20; default 2). */
@@ -42,6 +45,13 @@ export interface TaskCheckOptions {
   readonly containers?: ContainerRuntime;
   /** Aborting kills the running Judge (recorded in the scratch ledger), starts no other and ends with JUDGE_CANCELLED. */
   readonly signal?: AbortSignal;
+  /**
+   * `--gpus LIST`: host GPUs for a task whose verifier needs them; each Judge gets the first `verifier.gpus` of the
+   * list (one Judge at a time). Checked first as `assay run --gpus` checks it (the Docker daemon can give GPUs).
+   */
+  readonly gpus?: readonly string[];
+  /** Default DockerGpuRuntimeCheck (`docker info`); tests pass FakeGpuRuntimeCheck. */
+  readonly gpuRuntimeCheck?: GpuRuntimeCheck;
 }
 
 export interface TaskCheckReport {
@@ -113,16 +123,37 @@ export async function checkTask(taskDir: string, o: TaskCheckOptions = {}): Prom
     };
     await runtime.ping();
 
+    // GPUs: the verifier's, from --gpus (the Work image's oracle and probe containers get none)
+    const needed = plan.verifier.gpus;
+    const judgeGpus = (o.gpus ?? []).slice(0, needed);
+    if (needed > 0) {
+      if (judgeGpus.length < needed) {
+        set(
+          'build',
+          'failed',
+          `the verifier needs ${needed} GPU(s) (metadata.rsi_harness.verifier.gpus) and --gpus gives ${judgeGpus.length}; pass --gpus LIST (e.g. --gpus 0) on a GPU host`,
+        );
+        return finish();
+      }
+      try {
+        await (o.gpuRuntimeCheck ?? new DockerGpuRuntimeCheck(new Docker())).check(judgeGpus);
+      } catch (e) {
+        set('build', 'failed', (e as Error).message.split('\n')[0] as string);
+        return finish();
+      }
+    }
+
     log('building images');
     let task: LoadedTask;
     const buildStarted = Date.now();
     try {
-      task = await rt.loadTask(dir, { hostEnv: process.env });
+      task = await rt.loadTask(dir, { hostEnv: process.env, ...(needed > 0 ? { gpusFromPool: true } : {}) });
     } catch (e) {
       set('build', 'failed', (e as Error).message.split('\n')[0] as string);
       return finish();
     }
     const p = task.prepared;
+    const judgeOptions = needed > 0 ? { gpus: judgeGpus } : {};
     images = { work: task.images.work.id, judge: task.images.judge.id };
     set(
       'build',
@@ -161,7 +192,7 @@ export async function checkTask(taskDir: string, o: TaskCheckOptions = {}): Prom
       for (let i = 0; i < repeat; i++) {
         stopIfCancelled();
         log(`judging the ${what} (${i + 1}/${repeat})`);
-        out.push(outcome(await (rt as JudgeRuntime).runner.judge(p, cid)));
+        out.push(outcome(await (rt as JudgeRuntime).runner.judge(p, cid, {}, judgeOptions)));
       }
       return out;
     };
@@ -184,7 +215,7 @@ export async function checkTask(taskDir: string, o: TaskCheckOptions = {}): Prom
     } else {
       stopIfCancelled();
       log('judging a hostile workspace');
-      const r = await rt.runner.judge(p, await rt.snapshots.snapshotDirectory(hostileDir));
+      const r = await rt.runner.judge(p, await rt.snapshots.snapshotDirectory(hostileDir), {}, judgeOptions);
       judges.hostile = outcome(r);
       const h = hostileVerdict({ rewards: r.rewards, output: readHead(r.output.path, 1 << 20) });
       set(

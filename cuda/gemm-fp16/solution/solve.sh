@@ -1,5 +1,6 @@
 #!/bin/bash
-# Reference solution: the starting tiled kernel, judged as it is (the task's README gives its TFLOP/s on an H100/H200).
-# A stronger reference (tensor cores through mma.h) is kernels/wmma.cu in cuda/check/.
+# Reference solution (the oracle `assay task check` judges): the WMMA tensor-core kernel of solution/kernels/, which
+# should beat the starting kernel's CUDA cores by a wide margin on any tensor-core GPU.
 set -euo pipefail
-echo tiled > /workspace/JUDGE_VERSION
+cp /solution/kernels/wmma.cu /workspace/kernels/wmma.cu
+echo wmma > /workspace/JUDGE_VERSION

@@ -14,7 +14,7 @@ import { onStopSignals } from './stop-signals';
  * `assay task show DIR [--json]`: the validated plan (JSON with --json), or the same error as validate.
  * `assay task init DIR [--from-template optimizer|dataset|kernel] [--name ORG/NAME] [--json]`: a new task that
  * validates and passes `assay task check` as created; DIR must be absent or empty (else exit 4, TASK_DIR_NOT_EMPTY).
- * `assay task check DIR [--repeat N] [--json]`: validates, builds, judges the start and the oracle N times each and a
+ * `assay task check DIR [--repeat N] [--gpus LIST] [--json]`: validates, builds, judges the start and the oracle N times each and a
  * hostile workspace once, prints one line per check; exit 0 when sound, 5 (TASK_UNSOUND) naming the first failed
  * check (docs/task-format.md, "Authoring a task").
  */
@@ -95,12 +95,14 @@ export function register(program: Command, ctx: CliContext): void {
     .description('judge the oracle and the starting workspace and report whether the task is sound')
     .argument('<dir>', 'task directory')
     .option('--repeat <n>', 'Judges of the start and of the oracle, each (1 to 20)', '2')
+    .option('--gpus <list>', "host GPUs for a task whose verifier needs them (each Judge gets the verifier's number of them), e.g. 0")
     .option('--json', 'print the report as JSON')
-    .action(async (dir: string, opts: { repeat: string; json?: boolean }) => {
+    .action(async (dir: string, opts: { repeat: string; gpus?: string; json?: boolean }) => {
       const { TASK_ERROR_CODES } = libs.taskFormat();
       if (!/^\d{1,2}$/.test(opts.repeat) || Number(opts.repeat) < 1 || Number(opts.repeat) > 20) {
         throw new AssayError(TASK_ERROR_CODES.BAD_ARGUMENT, 'invalid_input', `--repeat must be an integer from 1 to 20, got "${opts.repeat}"`);
       }
+      const gpus = opts.gpus !== undefined ? libs.gpuPool().parseGpuList(opts.gpus) : [];
       const { checkTask } = require('../../../runtime/src/task-check') as typeof import('../../../runtime/src/task-check');
       const tty = process.stderr.isTTY === true;
       // Ctrl-C / SIGTERM: kill the running Judge, start no other, remove what the check started (exit 7,
@@ -111,6 +113,7 @@ export function register(program: Command, ctx: CliContext): void {
       try {
         report = await checkTask(dir, {
           repeat: Number(opts.repeat),
+          ...(gpus.length ? { gpus } : {}),
           progress: ctx.progress(),
           signal: abort.signal,
           ...(tty && !opts.json ? { log: (l: string) => ctx.err(`assay: ${l}`) } : {}),

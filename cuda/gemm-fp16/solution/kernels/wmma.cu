@@ -1,7 +1,7 @@
-// A tensor-core kernel through the WMMA API (mma.h): 128 x 128 tiles of C per block of 8 warps, each warp a 32 x 64
-// sub-tile (2 x 4 fragments of 16 x 16), K staged in shared memory 32 at a time, FP32 accumulation. A reference for
-// cuda/check-on-gpu.sh (how far the straightforward tensor-core route gets) and an accepted source in the policy
-// tests. Requires M and N multiples of 128 and K of 32 (the task's 4096 x 4096 x 4096).
+// The task's reference solution (solve.sh copies it in): a tensor-core kernel through the WMMA API (mma.h), 128 x 128
+// tiles of C per block of 8 warps, each warp a 32 x 64 sub-tile (2 x 4 fragments of 16 x 16), K staged in shared
+// memory 32 at a time, FP32 accumulation. The oracle `assay task check` judges, a figure of cuda/check-on-gpu.sh (how
+// far the straightforward tensor-core route gets) and an accepted source in the policy tests. Requires M and N multiples of 128 and K of 32 (the task's 4096 x 4096 x 4096).
 #include <mma.h>
 
 #include "gemm.h"
