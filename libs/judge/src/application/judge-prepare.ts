@@ -60,7 +60,9 @@ export async function prepareTask(d: PrepareDeps, taskDir: string, plan: TaskPla
     );
   }
   if (v.gpus > 0 && o.gpusFromPool !== true)
-    throw unsupported(`the verifier needs ${v.gpus} GPU(s) (metadata.rsi_harness.verifier.gpus); only \`assay run --gpus LIST\` hands Judges GPUs`);
+    throw unsupported(
+      `the verifier needs ${v.gpus} GPU(s) (metadata.rsi_harness.verifier.gpus); only \`assay run --gpus LIST\` and \`assay task check --gpus LIST\` hand Judges GPUs`,
+    );
   if (v.user !== null && !['root', '0', '0:0'].includes(v.user)) {
     throw unsupported(
       `verifier.user = ${JSON.stringify(v.user)}: the Judge runs test.sh as root so that /tests and /logs/verifier stay out of reach of candidate code, which test.sh runs with run-as-candidate`,
