@@ -105,25 +105,39 @@ def arch_flags(args, gpu):
     return choice, (HOPPER_ARCH if choice == "sm_90a" else FALLBACK_ARCH)
 
 
+def fresh_dir(path, mode):
+    shutil.rmtree(path, ignore_errors=True)
+    os.makedirs(path)
+    os.chmod(path, mode)
+    return path
+
+
+def copy_runner(d):
+    """The runner's own sources into a build directory: harness.cu (as assay_harness.cu) and gemm.h."""
+    shutil.copyfile(os.path.join(HERE, "harness.cu"), os.path.join(d, "assay_harness.cu"))
+    shutil.copyfile(os.path.join(HERE, "gemm.h"), os.path.join(d, "gemm.h"))
+
+
+def runner_args(args, seed, warmup, calls, samples):
+    return ["--seed", seed, "--m", str(args.size), "--n", str(args.size), "--k", str(args.size),
+            "--warmup", str(warmup), "--calls", str(calls), "--samples", str(samples)]
+
+
 def build(args, kernel, nvcc, flags):
     """Compiles kernels/<kernel>.cu with the runner, as the candidate user; returns the runner binary.
 
-    The build directory holds copies of the selected kernel and the candidate's headers (NAME.cuh) and then the runner's own harness.cu and
-    gemm.h (a candidate file cannot take their place: policy allows only NAME.cu and NAME.cuh, and these are copied
-    last). The Judge's root has no CAP_CHOWN, so the directory is made writable for the compiler (0777) and the
+    The build directory holds copies of the selected kernel and the candidate's headers (NAME.cuh) and then the
+    runner's own harness.cu and gemm.h (a candidate file cannot take their place: policy allows only NAME.cu and
+    NAME.cuh, and these are copied last). The Judge's root has no CAP_CHOWN, so the directory is made writable for the compiler (0777) and the
     binary is then copied into a directory only root can write (<build>-bin, 0755): what runs the five repeats is
     never a file the candidate user could change between them."""
-    d = args.build_dir
-    shutil.rmtree(d, ignore_errors=True)
-    os.makedirs(d)
+    d = fresh_dir(args.build_dir, 0o777)
     for name in sorted(os.listdir(os.path.join(args.workspace, "kernels"))):
         src = os.path.join(args.workspace, "kernels", name)
         wanted = name == kernel + ".cu" or name.endswith(".cuh")  # what the policy checked
         if wanted and policy.SOURCE_NAME_RE.match(name) and os.path.isfile(src) and not os.path.islink(src):
             shutil.copyfile(src, os.path.join(d, name))
-    shutil.copyfile(os.path.join(HERE, "harness.cu"), os.path.join(d, "assay_harness.cu"))
-    shutil.copyfile(os.path.join(HERE, "gemm.h"), os.path.join(d, "gemm.h"))
-    os.chmod(d, 0o777)
+    copy_runner(d)
     out = os.path.join(d, "gemm-runner")
     cmd = [nvcc] + NVCC_FLAGS + flags + ["-o", out, "assay_harness.cu", kernel + ".cu"]
     try:
@@ -138,11 +152,7 @@ def build(args, kernel, nvcc, flags):
         lines = [ln for ln in log.split("\n") if ln.strip()][:12]
         raise CandidateFault("build_failed", "kernels/%s.cu does not compile (nvcc status %d):\n  %s"
                              % (kernel, r.returncode, "\n  ".join(ln[:300] for ln in lines)))
-    bin_dir = d.rstrip("/") + "-bin"
-    shutil.rmtree(bin_dir, ignore_errors=True)
-    os.makedirs(bin_dir)
-    os.chmod(bin_dir, 0o755)
-    runner = os.path.join(bin_dir, "gemm-runner")
+    runner = os.path.join(fresh_dir(d.rstrip("/") + "-bin", 0o755), "gemm-runner")
     shutil.copyfile(out, runner)
     os.chmod(runner, 0o755)
     return runner
@@ -198,11 +208,9 @@ def gate(res):
 
 def build_selftest(args, nvcc, flags):
     """The runner with its own trusted kernel (selftest.cu), compiled as root into a root-only directory."""
-    d = args.build_dir.rstrip("/") + "-selftest"
-    shutil.rmtree(d, ignore_errors=True)
-    os.makedirs(d)
-    for name, target in (("harness.cu", "assay_harness.cu"), ("gemm.h", "gemm.h"), ("selftest.cu", "selftest.cu")):
-        shutil.copyfile(os.path.join(HERE, name), os.path.join(d, target))
+    d = fresh_dir(args.build_dir.rstrip("/") + "-selftest", 0o755)
+    copy_runner(d)
+    shutil.copyfile(os.path.join(HERE, "selftest.cu"), os.path.join(d, "selftest.cu"))
     out = os.path.join(d, "gemm-runner")
     try:
         r = subprocess.run([nvcc] + NVCC_FLAGS + flags + ["-o", out, "assay_harness.cu", "selftest.cu"], cwd=d,
@@ -212,13 +220,11 @@ def build_selftest(args, nvcc, flags):
     if r.returncode != 0:
         raise InfrastructureFault("the runner's self-test did not build: %s"
                                   % r.stdout.decode("utf-8", "replace").strip().split("\n")[0][:300])
-    os.chmod(d, 0o755)
     return out
 
 
 def run_runner(args, runner, argv_tail, nonce):
-    argv = [runner] + argv_tail
-    return subprocess.run(candidate_cmd(args, args.repeat_timeout, argv), input=(nonce + "\n").encode(),
+    return subprocess.run(candidate_cmd(args, args.repeat_timeout, [runner] + argv_tail), input=(nonce + "\n").encode(),
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           timeout=args.repeat_timeout + (30 if args.as_candidate != "none" else 0))
 
@@ -231,10 +237,8 @@ def infrastructure_or_candidate(args, i, err, build_ctx):
     reason = "repeat %d: %s" % (i, err or "the runner reported an infrastructure fault")
     nvcc, flags = build_ctx
     selftest = build_selftest(args, nvcc, flags)
-    tail = ["--seed", secrets.token_hex(8), "--m", str(args.size), "--n", str(args.size), "--k", str(args.size),
-            "--warmup", "0", "--calls", "1", "--samples", "16"]
     try:
-        r = run_runner(args, selftest, tail, secrets.token_hex(16))
+        r = run_runner(args, selftest, runner_args(args, secrets.token_hex(8), 0, 1, 16), secrets.token_hex(16))
     except subprocess.TimeoutExpired:
         raise InfrastructureFault(reason + "; the runner's self-test timed out too")
     if r.returncode == 4:
@@ -245,11 +249,9 @@ def infrastructure_or_candidate(args, i, err, build_ctx):
 
 def repeat(args, runner, i, build_ctx=None):
     nonce = secrets.token_hex(16)
-    seed = secrets.token_hex(8)
-    argv = [runner, "--seed", seed, "--m", str(args.size), "--n", str(args.size), "--k", str(args.size),
-            "--warmup", str(args.warmup), "--calls", str(args.calls), "--samples", str(args.samples)]
+    tail = runner_args(args, secrets.token_hex(8), args.warmup, args.calls, args.samples)
     try:
-        r = run_runner(args, runner, argv[1:], nonce)
+        r = run_runner(args, runner, tail, nonce)
     except subprocess.TimeoutExpired:
         raise CandidateFault("timeout", "repeat %d ran past %d s" % (i, args.repeat_timeout))
     err = r.stderr.decode("utf-8", "replace").strip().split("\n")[-1][:400]

@@ -81,8 +81,9 @@ ALLOWED_BUILTINS = {"__builtin_expect", "__builtin_assume", "__builtin_assume_al
                     "__builtin_trap", "__builtin_clz", "__builtin_ctz", "__builtin_popcount", "__builtin_ffs"}
 # libc internals reachable by name
 INTERNAL_PREFIXES = ("__libc", "_IO_", "__sys", "__GI_", "__x64_", "__open", "__read", "__write", "__close")
+# any name starting with one of these (case-insensitive); the short ones (cub, at, c10) only as namespaces, below
 LIBRARY_PREFIXES = ("cublas", "cutlass", "cute", "cudnn", "cusparse", "cusolver", "cufft", "curand", "nvrtc",
-                    "nvjitlink", "nccl", "thrust", "triton", "torch", "at", "c10", "cub")
+                    "nvjitlink", "nccl", "thrust", "triton", "torch")
 LIBRARY_EXACT = {"cub", "cute", "thrust", "cutlass", "at", "c10", "torch", "triton"}
 
 # Inline PTX: the first word of every statement must be one of these instruction families.
@@ -197,10 +198,8 @@ def tokenize(text, path, breaches):
         if kind == "punct" and (value in ("\"", "'") or text.startswith("/*", pos)):
             _refuse(breaches, path, line, "cannot read the source here (unterminated comment, string or character)")
             return toks
-        if kind not in ("ws", "nl", "lcomment", "bcomment"):
+        if kind not in ("ws", "lcomment", "bcomment"):
             toks.append((kind, value, line))
-        if kind == "nl":
-            toks.append(("nl", "\n", line))
         line += value.count("\n")
         pos = m.end()
     return toks
@@ -301,7 +300,7 @@ def check_identifier(toks, i, path, breaches):
     if value in LIBRARY_EXACT and (nxt == "::" or prev == "namespace"):
         _refuse(breaches, path, line, "a library that does the work (%s) is refused" % value)
         return
-    if any(low.startswith(p) and len(p) >= 4 for p in LIBRARY_PREFIXES):
+    if low.startswith(LIBRARY_PREFIXES):
         _refuse(breaches, path, line, "a library that does the work (%s) is refused" % value)
         return
     if value.startswith("cuda") and len(value) > 4 and value[4].isupper():
