@@ -34,8 +34,8 @@ const FRAMEWORK = [
   '(^|/)node_modules/dockerode/',
   '(^|/)node_modules/@types/dockerode/',
   '(^|/)node_modules/@eventstore/',
-  '(^|/)node_modules/express/',
-  '(^|/)node_modules/@types/express/',
+  '(^|/)node_modules/fastify/',
+  '(^|/)node_modules/@fastify/',
   '(^|/)node_modules/commander/',
   '^(node:)?(fs|child_process|worker_threads)(/|$)',
 ];

@@ -11,8 +11,8 @@
  *    exact bytes and content type the API answered (fetched from the API once first); 3 s of the API then 3 s of bare,
  *    three times, the median pair's ratio kept; target: API >= 0.5 of bare req/s. Also the first, cold leaderboard
  *    request (it verifies the ledger and projects the read models).
- * 3. For context: a minimal NestJS application on Express answering the same bytes, against bare right after it (what
- *    the framework costs before anything of the API's own).
+ * 3. For context: a minimal NestJS application on Fastify (the API's adapter) answering the same bytes, against bare
+ *    right after it (what the framework costs before anything of the API's own).
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:http';
@@ -24,7 +24,8 @@ import { randomIds, systemClock } from '@assay/core';
 import { LedgerHome } from '@assay/ledger';
 import { Controller, Get, Module, Req, Res } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import type { Request, Response } from 'express';
+import { FastifyAdapter } from '@nestjs/platform-fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { createApi } from '../apps/api/src/main';
 import { report } from './bench-util';
 import { buildSampleRunsHome } from './projections.bench';
@@ -71,9 +72,9 @@ function serveBare(): void {
 }
 
 /**
- * The framework floor, for context: a minimal NestJS application on Express (one controller, no middleware, guard,
- * pipe or filter) answering each path of the routes with their bytes, as the API's kept answers are sent. What
- * NestJS on Express costs before anything of the API's own.
+ * The framework floor, for context: a minimal NestJS application on Fastify (one controller, no hook, guard, pipe or
+ * filter) answering each path of the routes with their bytes, as the API's kept answers are sent. What NestJS on
+ * Fastify costs before anything of the API's own.
  */
 function serveNestFloor(): void {
   process.once('message', (routes: Routes) => {
@@ -81,21 +82,20 @@ function serveNestFloor(): void {
       const answers = new Map(Object.entries(routes).map(([path, r]) => [path, { type: r.type, body: Buffer.from(r.body, 'base64') }]));
       @Controller()
       class FloorController {
-        @Get('*path')
-        answer(@Req() req: Request, @Res() res: Response): void {
+        @Get('*')
+        answer(@Req() req: FastifyRequest, @Res() res: FastifyReply): void {
           const a = answers.get(req.url);
           if (!a) {
-            res.status(404).end();
+            res.code(404).send();
             return;
           }
-          res.setHeader('content-type', a.type);
-          res.setHeader('content-length', a.body.byteLength);
-          res.status(200).end(a.body);
+          res.header('content-type', a.type);
+          res.code(200).send(a.body);
         }
       }
       @Module({ controllers: [FloorController] })
       class FloorModule {}
-      const app = await NestFactory.create(FloorModule, { logger: false });
+      const app = await NestFactory.create(FloorModule, new FastifyAdapter(), { logger: false });
       await app.listen(0, '127.0.0.1');
       process.send?.({ port: (app.getHttpServer().address() as { port: number }).port });
       process.on('disconnect', () => void app.close().then(() => process.exit(0)));
@@ -222,9 +222,9 @@ async function main(): Promise<void> {
     const f = await load(`${floor.url}${fp}`, 2, 64);
     const fb = await load(`${bare.url}${fp}`, 2, 64);
     process.stdout.write(
-      line(`GET ${fp}, minimal NestJS on Express (context)`, f) +
+      line(`GET ${fp}, minimal NestJS on Fastify (context)`, f) +
         line(`GET ${fp}, bare (right after it)`, fb) +
-        `for context, minimal NestJS on Express / bare: ${(f.rps / fb.rps).toFixed(3)}\n`,
+        `for context, minimal NestJS on Fastify / bare: ${(f.rps / fb.rps).toFixed(3)}\n`,
     );
     const ok = report(rowsOut);
     process.stdout.write(`${ok ? 'all targets met' : 'some targets NOT met'} (${((performance.now() - started) / 1000).toFixed(1)} s in all)\n`);

@@ -24,6 +24,7 @@ type Expect = 'open' | 'read' | ApiRole;
 /** Every route: method, path template, a concrete path, the body sent, and who may call it. */
 const ROUTES: Array<{ method: string; route: string; path: string; body?: unknown; access: Expect; sse?: boolean }> = [
   { method: 'GET', route: '/', path: '/', access: 'open' },
+  { method: 'GET', route: '/ui', path: '/ui', access: 'open' },
   { method: 'GET', route: '/health', path: '/health', access: 'open' },
   { method: 'GET', route: '/health/live', path: '/health/live', access: 'open' },
   { method: 'GET', route: '/health/ready', path: '/health/ready', access: 'open' },

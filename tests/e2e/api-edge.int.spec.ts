@@ -10,7 +10,7 @@ import type { INestApplication } from '@nestjs/common';
 import { AssayError, systemClock } from '@assay/core';
 import { LedgerHome, LedgerHomeProvider, createOperatorToken } from '@assay/ledger';
 import { createApi, main, parsePort } from '../../apps/api/src/main';
-import { jsonProblem } from '../../apps/api/src/http-edge';
+import { MAX_PARAM_LENGTH, jsonProblem } from '../../apps/api/src/http-edge';
 import { REPO_ROOT, TS_REGISTER } from '../support/child-process';
 import { makeTmpDir } from '../support/ledger-fixtures';
 import { deps } from '../support/ledger-home-fixtures';
@@ -88,6 +88,50 @@ describe('HTTP API edge', () => {
     // Nothing was stored by any of them.
     const h = await (app.get(LedgerHomeProvider) as LedgerHomeProvider).reader();
     expect(await h.db.events.size()).toBe(initial);
+  });
+
+  it('answers a path the router cannot decode with 400 in the error shape, with the request id and security headers', async () => {
+    const broken = await fetch(`${base}/runs/%E0%A4%A/report`, { headers: { 'x-request-id': 'req-bad-url' } });
+    expect(broken.status).toBe(400);
+    expect(broken.headers.get('x-request-id')).toBe('req-bad-url');
+    expect(broken.headers.get('content-security-policy')).toContain("default-src 'self'");
+    expect(((await broken.json()) as ErrorBody).error).toMatchObject({ code: 'API_BAD_URL', kind: 'invalid_input', requestId: 'req-bad-url' });
+    // A segment over the router's limit: named, and the path in the message is cut short.
+    const long = await fetch(`${base}/leaderboards/${'y'.repeat(MAX_PARAM_LENGTH + 1)}`);
+    expect(long.status).toBe(400);
+    const e = ((await long.json()) as ErrorBody).error;
+    expect(e).toMatchObject({ code: 'API_BAD_URL' });
+    expect(e.message).toContain(`over ${MAX_PARAM_LENGTH} characters`);
+    expect(e.message.length).toBeLessThan(400);
+    // Under the limit, the route's own check names what a task id is.
+    const task = await fetch(`${base}/leaderboards/${'y'.repeat(4097)}`);
+    expect(task.status).toBe(422);
+    expect(((await task.json()) as ErrorBody).error.code).toBe('API_BAD_TASK');
+    expect((await fetch(`${base}/health`)).status).toBe(200);
+  });
+
+  it('leaves a body of another type unread: the guard answers first, then the route says what it expected', async () => {
+    const anonymous = await fetch(`${base}/ledger/events`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'x'.repeat(4 * 1024 * 1024) });
+    expect(anonymous.status).toBe(401);
+    const typed = await postRaw('/ledger/events', 'stream=note-x', { 'content-type': 'application/x-www-form-urlencoded' });
+    expect(typed.status).toBe(422);
+    expect(((await typed.json()) as ErrorBody).error.code).toBe('API_INVALID_BODY');
+    const h = await (app.get(LedgerHomeProvider) as LedgerHomeProvider).reader();
+    expect(await h.db.events.size()).toBe(initial);
+  });
+
+  it('sends /ui to the pages and answers a missing page with the API 404', async () => {
+    const ui = await fetch(`${base}/ui`, { redirect: 'manual' });
+    expect([ui.status, ui.headers.get('location')]).toEqual([302, '/ui/']);
+    const index = await fetch(`${base}/ui/`);
+    expect(index.status).toBe(200);
+    expect(index.headers.get('content-type')).toContain('text/html');
+    expect(await index.text()).toContain('<html');
+    const missing = await fetch(`${base}/ui/no-such-page.js`);
+    expect(missing.status).toBe(404);
+    expect(((await missing.json()) as ErrorBody).error.code).toBe('API_NO_SUCH_ROUTE');
+    const vendor = await fetch(`${base}/ui/vendor/uPlot.iife.min.js`);
+    expect([vendor.status, vendor.headers.get('content-type')]).toEqual([200, 'application/javascript; charset=utf-8']);
   });
 
   it('finds depth and key problems without recursion', () => {

@@ -13,9 +13,9 @@
  */
 import { SetMetadata, type CanActivate, type ExecutionContext } from '@nestjs/common';
 import type { Reflector } from '@nestjs/core';
-import type { Request } from 'express';
 import { AssayError } from '@assay/core';
-import { ApiTokenStore, loadOperatorTokenHash, resolveApiToken, type ApiPrincipal, type ApiRole } from '@assay/ledger';
+import { ApiTokenStore, loadOperatorTokenHash, resolveApiToken, type ApiRole } from '@assay/ledger';
+import { pathOf, type ApiRequest } from './http-edge';
 
 export type Access = { readonly kind: 'open' } | { readonly kind: 'read' } | { readonly kind: 'roles'; readonly roles: readonly ApiRole[] };
 
@@ -36,7 +36,7 @@ export function parseReadPolicy(raw: string | undefined): ReadPolicy {
   throw new AssayError('API_BAD_READ_POLICY', 'invalid_input', `ASSAY_API_READS must be "open" or "token", got ${JSON.stringify(raw)}`);
 }
 
-export type WithPrincipal = Request & { principal?: ApiPrincipal };
+export type WithPrincipal = ApiRequest;
 
 export class AccessGuard implements CanActivate {
   private store: ApiTokenStore | null = null;
@@ -77,7 +77,7 @@ export class AccessGuard implements CanActivate {
       throw new AssayError(
         'API_UNAUTHENTICATED',
         'unauthenticated',
-        `${req.method} ${req.path} needs a token${access.kind === 'roles' ? ` with the role ${rolesText(access.roles)}` : ''}: send it as "Authorization: Bearer <token>"`,
+        `${req.method} ${pathOf(req)} needs a token${access.kind === 'roles' ? ` with the role ${rolesText(access.roles)}` : ''}: send it as "Authorization: Bearer <token>"`,
       );
     }
     if (access.kind === 'roles' && !this.anyTokenConfigured())
@@ -87,7 +87,7 @@ export class AccessGuard implements CanActivate {
         'this API serves reads only: no API token is configured, so every write is refused (`assay tokens create --role operator`; send the token as "Authorization: Bearer <token>")',
       );
     const m = typeof header === 'string' ? BEARER.exec(header) : null;
-    if (!m) throw new AssayError('API_UNAUTHENTICATED', 'unauthenticated', `${req.method} ${req.path}: send the token as "Authorization: Bearer <token>"`);
+    if (!m) throw new AssayError('API_UNAUTHENTICATED', 'unauthenticated', `${req.method} ${pathOf(req)}: send the token as "Authorization: Bearer <token>"`);
     const principal = resolveApiToken(this.home, m[1] as string, { store: this.tokens(), env: this.env });
     if (!principal) throw new AssayError('API_UNAUTHENTICATED', 'unauthenticated', 'the token is wrong or revoked');
     req.principal = principal;
@@ -95,7 +95,7 @@ export class AccessGuard implements CanActivate {
     throw new AssayError(
       'API_FORBIDDEN_ROLE',
       'refused',
-      `${req.method} ${req.path} needs the role ${rolesText(access.roles)}; this token (${principal.id}) has the role ${principal.role}`,
+      `${req.method} ${pathOf(req)} needs the role ${rolesText(access.roles)}; this token (${principal.id}) has the role ${principal.role}`,
       {
         details: { role: principal.role, needs: [...new Set([...access.roles, 'admin'])] },
       },

@@ -9,7 +9,7 @@
  * a fifth of the API's time under load (docs/benchmarks.md, "HTTP API reads").
  */
 import { createHash } from 'node:crypto';
-import type { Request, Response } from 'express';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 
 export interface CachedAnswer {
   /** The UTF-8 JSON text of the answer. */
@@ -43,15 +43,14 @@ export function ifNoneMatchNames(header: string | string[] | undefined, etag: st
  * Writes `a` as the whole response (200, JSON), or 304 without a body when the request's If-None-Match names its
  * ETag. For routes that take `@Res()` without passthrough: nothing else writes the response.
  */
-export function sendAnswer(req: Request, res: Response, a: CachedAnswer): void {
-  res.setHeader('content-type', 'application/json; charset=utf-8');
-  res.setHeader('etag', a.etag);
+export function sendAnswer(req: FastifyRequest, reply: FastifyReply, a: CachedAnswer): void {
+  reply.header('content-type', 'application/json; charset=utf-8');
+  reply.header('etag', a.etag);
   if (ifNoneMatchNames(req.headers['if-none-match'], a.etag)) {
-    res.status(304).end();
+    reply.code(304).send();
     return;
   }
-  res.setHeader('content-length', a.bytes.byteLength);
-  res.status(200).end(a.bytes);
+  reply.code(200).send(a.bytes);
 }
 
 export class AnswerCache {

@@ -26,6 +26,12 @@ class RootController {
   @Open()
   @Redirect('/ui/index.html', 302)
   root() {}
+
+  /** The pages' relative links need the slash. */
+  @Get('ui')
+  @Open()
+  @Redirect('/ui/', 302)
+  ui() {}
 }
 
 @Module({})

@@ -1,29 +1,29 @@
 import { Catch, HttpException, type ArgumentsHost, type ExceptionFilter } from '@nestjs/common';
-import type { Request, Response } from 'express';
 import { AssayError, HTTP_STATUS } from '@assay/core';
-import { logServerError, requestIdOf } from './http-edge';
+import { bodyTooLarge, logServerError, requestIdOf, type ApiReply } from './http-edge';
 
 /**
  * Translates errors once, at the HTTP edge: AssayError kinds to statuses, a body with the code, message and the
  * request id. Every 5xx is logged as one JSON line on stderr with the request id.
  */
 /** Codes whose HTTP status is more precise than their kind's. */
-const STATUS_OF_CODE: Readonly<Record<string, number>> = { API_BODY_TOO_LARGE: 413, API_UNSUPPORTED_MEDIA_TYPE: 415 };
+const STATUS_OF_CODE: Readonly<Record<string, number>> = { API_BODY_TOO_LARGE: 413, API_UNSUPPORTED_MEDIA_TYPE: 415, API_MALFORMED_JSON: 400 };
 
 @Catch()
 export class AssayErrorFilter implements ExceptionFilter {
-  catch(e: unknown, host: ArgumentsHost): void {
-    const req = host.switchToHttp().getRequest<Request>();
-    const res = host.switchToHttp().getResponse<Response>();
+  catch(thrown: unknown, host: ArgumentsHost): void {
+    const req = host.switchToHttp().getRequest<unknown>();
+    const res = host.switchToHttp().getResponse<ApiReply>();
+    const e = bodyTooLarge(thrown) ?? thrown;
     const requestId = requestIdOf(req);
     const withId = (error: Record<string, unknown>) => ({ error: { ...error, ...(requestId ? { requestId } : {}) } });
     // A route that answers text (a proof, a note) has set its content type already: errors are JSON regardless.
-    res.setHeader('Content-Type', 'application/json; charset=utf-8');
+    res.header('content-type', 'application/json; charset=utf-8');
     if (e instanceof AssayError) {
       const status = STATUS_OF_CODE[e.code] ?? HTTP_STATUS[e.kind];
       if (status >= 500) logServerError(req, status, e);
-      if (e.kind === 'unauthenticated') res.setHeader('WWW-Authenticate', 'Bearer realm="assay"');
-      res.status(status).json(withId(e.toJSON()));
+      if (e.kind === 'unauthenticated') res.header('www-authenticate', 'Bearer realm="assay"');
+      res.status(status).send(withId(e.toJSON()));
       return;
     }
     if (e instanceof HttpException) {
@@ -33,8 +33,8 @@ export class AssayErrorFilter implements ExceptionFilter {
       // Readiness (@nestjs/terminus) answers 503 with each check's state: kept as the details.
       const health = typeof body === 'object' && body.status === 'error';
       const message = health ? 'not ready: a readiness check failed (see details.checks)' : typeof body === 'string' ? body : (body.message ?? e.message);
-      if (status === 429) res.setHeader('Retry-After', '60');
-      res.status(status).json(
+      if (status === 429) res.header('retry-after', '60');
+      res.status(status).send(
         withId({
           // Nest's own 404 is a path no route matches (routes' own not-found answers are AssayErrors).
           code: status === 429 ? 'API_RATE_LIMITED' : health ? 'API_NOT_READY' : status === 404 ? 'API_NO_SUCH_ROUTE' : 'HTTP_' + status,
@@ -46,6 +46,6 @@ export class AssayErrorFilter implements ExceptionFilter {
       return;
     }
     logServerError(req, 500, e);
-    res.status(500).json(withId({ code: 'INTERNAL', kind: 'internal', message: 'internal error', details: {} }));
+    res.status(500).send(withId({ code: 'INTERNAL', kind: 'internal', message: 'internal error', details: {} }));
   }
 }

@@ -10,9 +10,9 @@ import { join } from 'node:path';
 import { Body, Controller, HttpCode, Inject, Param, Post, Query, Req, Res, StreamableFile } from '@nestjs/common';
 import { IsIn, IsOptional } from 'class-validator';
 import { hostname } from 'node:os';
-import type { Response } from 'express';
+import type { FastifyReply as Response } from 'fastify';
 import { ApiBearerAuth, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
-import type { Request } from 'express';
+import type { FastifyRequest as Request } from 'fastify';
 import { LedgerHomeProvider } from '@assay/ledger';
 import { AssayError, CLOCK, type Clock } from '@assay/core';
 import { importBundle, ReadModelsProvider, SqliteImportStore, importsDbPath, importsDir } from '@assay/projections';
@@ -70,8 +70,8 @@ export class RunBundleController {
         logs: body.logs ?? 'none',
         hostnames: [hostname()],
       });
-      res.setHeader('content-disposition', `attachment; filename="${id}.bundle"`);
-      res.setHeader('x-assay-bundle-digest', r.contentDigest);
+      res.header('content-disposition', `attachment; filename="${id}.bundle"`);
+      res.header('x-assay-bundle-digest', r.contentDigest);
       const bytes = readFileSync(out);
       return new StreamableFile(bytes, { type: 'application/octet-stream', length: bytes.length });
     } finally {

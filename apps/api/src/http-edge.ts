@@ -1,10 +1,14 @@
 import { randomUUID } from 'node:crypto';
-import { Injectable, ValidationPipe, type ArgumentMetadata, type PipeTransform, type ValidationError } from '@nestjs/common';
-import type { NextFunction, Request, Response } from 'express';
+import { HttpException, Injectable, ValidationPipe, type ArgumentMetadata, type PipeTransform, type ValidationError } from '@nestjs/common';
+import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import { AssayError } from '@assay/core';
+import type { ApiPrincipal } from '@assay/ledger';
 import { apiLogger } from './log';
 
 /** Limits on what a request may carry; documented in docs/operations.md (API). */
+/** The longest path segment the router matches as a parameter (longer: 400 API_BAD_URL). */
+export const MAX_PARAM_LENGTH = 8192;
+
 export const API_LIMITS = Object.freeze({ bodyBytes: 1024 * 1024, bodyLimitText: '1mb', jsonDepth: 64, maxInteger: Number.MAX_SAFE_INTEGER });
 
 /** Keys refused anywhere in a JSON body, as the ledger's own data checks refuse them (no silent drop). */
@@ -12,60 +16,97 @@ export const FORBIDDEN_KEYS: ReadonlySet<string> = new Set(['__proto__', 'constr
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
-export type WithRequestId = Request & { requestId?: string };
+/**
+ * A request as the API's hooks, guards and routes see it (Fastify's, under NestJS): its request id (set first, by
+ * the onRequest hook) and, once the access guard has accepted a token, who presented it. Both are declared on
+ * Fastify's request prototype at start (`decorateRequest`), so every request object has the same shape.
+ */
+export type ApiRequest = FastifyRequest & { requestId?: string; principal?: ApiPrincipal | null };
+export type ApiReply = FastifyReply;
 
-/** Every response carries `x-request-id`: a well-formed incoming one is kept, otherwise one is made. */
-export function requestIdMiddleware(req: WithRequestId, res: Response, next: NextFunction): void {
+/** The request's path without its query, as sent (not decoded): what error messages and access lines name. */
+export function pathOf(req: { url: string }): string {
+  const q = req.url.indexOf('?');
+  return q === -1 ? req.url : req.url.slice(0, q);
+}
+
+/** Every response carries `x-request-id`: a well-formed incoming one is kept, otherwise one is made (onRequest hook). */
+export function requestIdHook(req: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
   const incoming = req.headers['x-request-id'];
   const id = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
-  req.requestId = id;
-  res.setHeader('x-request-id', id);
-  next();
+  (req as ApiRequest).requestId = id;
+  reply.header('x-request-id', id);
+  done();
 }
 
 export function requestIdOf(req: unknown): string | undefined {
-  return (req as WithRequestId | undefined)?.requestId;
+  return (req as ApiRequest | undefined)?.requestId ?? undefined;
 }
 
 /** One line on stderr (pino, level error) for every 5xx, with the request id. */
 export function logServerError(req: unknown, status: number, e: unknown): void {
-  const r = req as WithRequestId | undefined;
+  const r = req as ApiRequest | undefined;
   apiLogger.error({
     requestId: r?.requestId,
     method: r?.method,
-    path: r?.originalUrl ?? r?.url,
+    path: r ? pathOf(r) : undefined,
     status,
     error: e instanceof Error ? `${e.name}: ${e.message}` : String(e),
   });
 }
 
-export function sendError(req: unknown, res: Response, status: number, error: Record<string, unknown>): void {
-  const requestId = requestIdOf(req);
-  res.status(status).setHeader('Content-Type', 'application/json; charset=utf-8');
-  res.json({ error: { ...error, ...(requestId ? { requestId } : {}) } });
+/**
+ * The body parser of `application/json` requests (Fastify's own are removed: its errors would not be the API's). At
+ * most API_LIMITS.bodyBytes (Fastify refuses a longer body, 413, before reading it past the limit); an empty body is
+ * `{}`; text that is not JSON is API_MALFORMED_JSON (400). Depth and forbidden keys are checked later, after the
+ * guards, by BodyValidationPipe.
+ */
+export function parseJsonBody(_req: FastifyRequest, body: string | Buffer, done: (err: Error | null, body?: unknown) => void): void {
+  const text = typeof body === 'string' ? body : body.toString('utf8');
+  if (text.trim() === '') {
+    done(null, {});
+    return;
+  }
+  try {
+    done(null, JSON.parse(text));
+  } catch {
+    done(new AssayError('API_MALFORMED_JSON', 'invalid_input', 'the request body is not valid JSON'));
+  }
 }
 
-/** Turns the JSON parser's own failures into the API's error shape (express's default would answer HTML). */
-export function bodyParserErrorHandler(err: unknown, req: Request, res: Response, next: NextFunction): void {
-  const e = err as { type?: string; status?: number; message?: string };
-  if (e?.type === 'entity.too.large') {
-    sendError(req, res, 413, {
-      code: 'API_BODY_TOO_LARGE',
-      kind: 'invalid_input',
-      message: `the request body is over the limit of ${API_LIMITS.bodyBytes} bytes`,
-      details: { limitBytes: API_LIMITS.bodyBytes },
-    });
-    return;
-  }
-  if (e?.type === 'entity.parse.failed') {
-    sendError(req, res, 400, { code: 'API_MALFORMED_JSON', kind: 'invalid_input', message: 'the request body is not valid JSON', details: {} });
-    return;
-  }
-  if (typeof e?.status === 'number' && e.status >= 400 && e.status < 500) {
-    sendError(req, res, e.status, { code: 'HTTP_' + e.status, kind: 'invalid_input', message: String(e.message ?? 'bad request'), details: {} });
-    return;
-  }
-  next(err);
+/**
+ * A body over the limit, as the API's error: Fastify refuses it (FST_ERR_CTP_BODY_TOO_LARGE) before any route runs,
+ * and NestJS hands it to the error filter as an HttpException of status 413. Null for anything else.
+ */
+export function bodyTooLarge(e: unknown): AssayError | null {
+  if (!(e instanceof HttpException) || e.getStatus() !== 413) return null;
+  return new AssayError('API_BODY_TOO_LARGE', 'invalid_input', `the request body is over the limit of ${API_LIMITS.bodyBytes} bytes`, {
+    details: { limitBytes: API_LIMITS.bodyBytes },
+  });
+}
+
+/**
+ * Requests Fastify's router refuses before any hook or route runs (a path with a broken percent-encoding, a path
+ * parameter over the router's length limit), answered in the API's error shape with a request id and `onRequest`'s
+ * other headers (the hooks given, run here by hand). Fastify's `frameworkErrors` option.
+ */
+export function frameworkErrorHandler(hooks: ReadonlyArray<(req: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => void>) {
+  return (e: { code?: string; message?: string }, req: FastifyRequest, reply: FastifyReply): void => {
+    for (const hook of hooks) hook(req, reply, () => undefined);
+    const path = pathOf(req);
+    const shown = JSON.stringify(path.length > 200 ? `${path.slice(0, 200)}...` : path);
+    const error =
+      e.code === 'FST_ERR_BAD_URL'
+        ? { code: 'API_BAD_URL', kind: 'invalid_input', message: `the path ${shown} has a broken percent-encoding`, details: {} }
+        : e.code === 'FST_ERR_MAX_PARAM_LENGTH'
+          ? { code: 'API_BAD_URL', kind: 'invalid_input', message: `a segment of the path ${shown} is over ${MAX_PARAM_LENGTH} characters`, details: {} }
+          : { code: 'HTTP_400', kind: 'invalid_input', message: String(e.message ?? 'bad request'), details: {} };
+    const requestId = requestIdOf(req);
+    reply
+      .code(400)
+      .header('content-type', 'application/json; charset=utf-8')
+      .send({ error: { ...error, ...(requestId ? { requestId } : {}) } });
+  };
 }
 
 /** Finds the first problem in a parsed JSON value: too deep, or a forbidden key. Iterative: no stack to overflow. */

@@ -1,7 +1,7 @@
 import { Body, Controller, Get, Header, HttpStatus, Inject, Param, Post, Query, Req, Res, Sse, type MessageEvent } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { distinctUntilChanged, from, interval, map, startWith, switchMap, type Observable } from 'rxjs';
-import type { Request, Response } from 'express';
+import type { FastifyReply as Response, FastifyRequest as Request } from 'fastify';
 import { CommandBus, QueryBus } from '@nestjs/cqrs';
 import { Type } from 'class-transformer';
 import { ArrayMaxSize, ArrayMinSize, IsArray, IsIn, IsObject, IsOptional, IsString, Length, Matches, ValidateNested } from 'class-validator';
@@ -366,7 +366,7 @@ export class HealthController {
       const cp = home.ledger.lastSigned();
       return { status: 'ok', ledger: { events, lastCheckpoint: cp ? { treeSize: cp.treeSize, rootHash: cp.rootHash } : null } };
     } catch (e) {
-      res.status(HttpStatus.SERVICE_UNAVAILABLE);
+      res.code(HttpStatus.SERVICE_UNAVAILABLE);
       const reason = e instanceof Error ? e.message : String(e);
       return { status: 'unavailable', reason };
     }

@@ -10,10 +10,10 @@ import { securityHeaders } from './security-headers';
 import { AppModule, type ApiConfig } from './app.module';
 import { parseReadPolicy } from './access';
 import { ApiMetrics } from './metrics';
-import { accessLogMiddleware, metricsMiddleware } from './access-log';
-import type { NestExpressApplication } from '@nestjs/platform-express';
+import { accessLogHook, metricsHook } from './access-log';
+import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import { AssayErrorFilter } from './assay-error.filter';
-import { API_LIMITS, BodyValidationPipe, bodyParserErrorHandler, requestIdMiddleware } from './http-edge';
+import { API_LIMITS, BodyValidationPipe, MAX_PARAM_LENGTH, frameworkErrorHandler, parseJsonBody, requestIdHook } from './http-edge';
 
 export interface CreateApiOptions {
   /** One JSON line per request on stderr (pino); `assay serve` and main() turn it on. */
@@ -59,39 +59,53 @@ export async function createApi(home: string, env: NodeJS.ProcessEnv = process.e
     ...(o.clock ? { clock: o.clock } : {}),
     ...(o.ids ? { ids: o.ids } : {}),
   };
-  const app = await NestFactory.create<NestExpressApplication>(AppModule.forConfig(config), { logger: ['error', 'warn'], bodyParser: false });
-  // Order matters: the request id first (so every answer has one), security headers, the access log, then the
-  // bounded JSON parser, its errors in the API's shape (413, 400). The depth and key checks (422) run in
-  // BodyValidationPipe, after the guards (rate limit, then access).
-  app.use(requestIdMiddleware);
-  app.use(
-    securityHeaders({
-      contentSecurityPolicy: {
-        useDefaults: true,
-        // The OpenAPI page (swagger-ui) sets inline styles; scripts stay same-origin only.
-        // No upgrade-insecure-requests: on plain HTTP (loopback or a private network) it would send the pages' own
-        // requests to https and break them; put TLS in front for anything else.
-        directives: {
-          'default-src': ["'self'"],
-          'script-src': ["'self'"],
-          'style-src': ["'self'", "'unsafe-inline'"],
-          'img-src': ["'self'", 'data:'],
-          'upgrade-insecure-requests': null,
-        },
+  const headers = securityHeaders({
+    contentSecurityPolicy: {
+      useDefaults: true,
+      // The OpenAPI page (swagger-ui) sets inline styles; scripts stay same-origin only.
+      // No upgrade-insecure-requests: on plain HTTP (loopback or a private network) it would send the pages' own
+      // requests to https and break them; put TLS in front for anything else.
+      directives: {
+        'default-src': ["'self'"],
+        'script-src': ["'self'"],
+        'style-src': ["'self'", "'unsafe-inline'"],
+        'img-src': ["'self'", 'data:'],
+        'upgrade-insecure-requests': null,
       },
-    }),
-  );
-  if (o.accessLog) app.use(accessLogMiddleware(app.get(ApiMetrics)));
-  else app.use(metricsMiddleware(app.get(ApiMetrics)));
-  app.set('trust proxy', false);
-  app.disable('x-powered-by'); // helmet's headers remove it too; not setting it at all is cheaper
-  app.useBodyParser('json', { limit: API_LIMITS.bodyLimitText });
-  app.use(bodyParserErrorHandler);
+    },
+  });
+  // Fastify under NestJS: on Express the framework alone used half of what a bare node:http server answers on
+  // this kind of machine, more than the API's reads may cost in all (docs/benchmarks.md, "HTTP API reads").
+  const adapter = new FastifyAdapter({
+    bodyLimit: API_LIMITS.bodyBytes,
+    trustProxy: false,
+    // Ids are checked by the routes, with messages naming what was expected: the router must not 404 a long one first.
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
+    // A path the router cannot decode gets the API's 400, with the request id and the security headers.
+    frameworkErrors: frameworkErrorHandler([requestIdHook, headers]),
+  });
+  const app = await NestFactory.create<NestFastifyApplication>(AppModule.forConfig(config), adapter, { logger: ['error', 'warn'], bodyParser: false });
+  const fastify = app.getHttpAdapter().getInstance();
+  // Declared once, so that every request object has the same shape (Fastify's decorateRequest).
+  fastify.decorateRequest('requestId', null);
+  fastify.decorateRequest('principal', null);
+  // Hooks before Nest registers its routes (at init). Order matters: the request id first (so every answer has one),
+  // then the security headers; the metrics (and access log) when the response is done.
+  fastify.addHook('onRequest', requestIdHook);
+  fastify.addHook('onRequest', headers);
+  fastify.addHook('onResponse', o.accessLog ? accessLogHook(app.get(ApiMetrics)) : metricsHook(app.get(ApiMetrics)));
+  // Bodies: JSON (bounded, errors in the API's shape: 413, 400), and anything else left unread for the route (a
+  // bundle upload streams it to a file; a JSON route sees no body, and its DTO check says what is missing). The
+  // guards run before any route reads a stream, and the depth and key checks (422) run in BodyValidationPipe, after them.
+  fastify.removeAllContentTypeParsers();
+  fastify.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit: API_LIMITS.bodyBytes }, parseJsonBody);
+  fastify.addContentTypeParser('*', (_req, _payload, done) => done(null));
   app.useGlobalPipes(new BodyValidationPipe());
   app.useGlobalFilters(new AssayErrorFilter());
   const web = findWebDir();
-  if (web) app.useStaticAssets(web, { prefix: '/ui/', index: 'index.html', fallthrough: true });
-  app.useStaticAssets(dirname(require.resolve('uplot/dist/uPlot.iife.min.js')), { prefix: '/ui/vendor/' });
+  // A missing file is the API's 404 (`/ui` itself is a redirect to `/ui/`, app.module.ts).
+  if (web) app.useStaticAssets({ root: web, prefix: '/ui/', index: 'index.html' });
+  app.useStaticAssets({ root: dirname(require.resolve('uplot/dist/uPlot.iife.min.js')), prefix: '/ui/vendor/', decorateReply: false });
   const doc = SwaggerModule.createDocument(
     app,
     new DocumentBuilder()

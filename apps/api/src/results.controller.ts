@@ -8,7 +8,7 @@ import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { Controller, Get, Header, Inject, Param, Req, Res, Sse, StreamableFile, type MessageEvent } from '@nestjs/common';
-import type { Request, Response } from 'express';
+import type { FastifyReply as Response, FastifyRequest as Request } from 'fastify';
 import { redactLog } from '@assay/bundles';
 import { QueryBus } from '@nestjs/cqrs';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
@@ -161,7 +161,7 @@ export class ResultsController {
     } finally {
       closeSync(fd);
     }
-    if (truncated) res.setHeader('x-assay-log-truncated', 'true');
+    if (truncated) res.header('x-assay-log-truncated', 'true');
     return new StreamableFile(redactLog(bytes, { hostnames: [hostname()] }).bytes, { type: 'text/plain; charset=utf-8' });
   }
 

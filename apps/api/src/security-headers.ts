@@ -1,10 +1,11 @@
 /**
  * Helmet's security headers, worked out once. Helmet (the policy's source) applies its headers through a chain of
  * twelve middlewares per request; for a fixed configuration they never depend on the request, so the API runs
- * helmet once on a recording response at start and then sets the recorded headers in one step per request (part of
- * what brought the API's reads near the bare-server bound, docs/benchmarks.md).
+ * helmet once on a recording response at start and then sets the recorded headers in one step per request, in a
+ * Fastify onRequest hook (part of what brought the API's reads near the bare-server bound, docs/benchmarks.md).
  */
-import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import helmet, { type HelmetOptions } from 'helmet';
 
 /** What helmet does to a response for `options`: headers set (in order) and headers removed. */
@@ -22,7 +23,7 @@ export function helmetHeaders(options: HelmetOptions): { set: Array<[string, str
   };
   let done = false;
   let failed: unknown;
-  helmet(options)({ headers: {} } as Request, res as unknown as Response, (e?: unknown) => {
+  helmet(options)({ headers: {} } as IncomingMessage, res as unknown as ServerResponse, (e?: unknown) => {
     done = true;
     failed = e;
   });
@@ -31,12 +32,13 @@ export function helmetHeaders(options: HelmetOptions): { set: Array<[string, str
   return { set, removed };
 }
 
-/** One middleware setting helmet's headers for `options`, worked out once. */
-export function securityHeaders(options: HelmetOptions): RequestHandler {
+/** One onRequest hook setting helmet's headers for `options`, worked out once. */
+export function securityHeaders(options: HelmetOptions): (req: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => void {
   const { set, removed } = helmetHeaders(options);
-  return (_req: Request, res: Response, next: NextFunction): void => {
-    for (const [name, value] of set) res.setHeader(name, value);
-    for (const name of removed) res.removeHeader(name);
-    next();
+  const headers: Record<string, string> = Object.fromEntries(set);
+  return (_req, reply, done): void => {
+    reply.headers(headers);
+    for (const name of removed) reply.removeHeader(name);
+    done();
   };
 }

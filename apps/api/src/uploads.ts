@@ -5,7 +5,7 @@
 import { createWriteStream, openSync } from 'node:fs';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import type { Request } from 'express';
+import type { FastifyRequest } from 'fastify';
 import { AssayError } from '@assay/core';
 import { parseVerifierKey } from '@assay/ledger';
 
@@ -22,7 +22,7 @@ export function bundleMaxBytes(env: NodeJS.ProcessEnv): number {
 }
 
 /** Refuses a body that is not `application/octet-stream` (415), before any of it is read. */
-export function requireOctetStream(req: Request, what: string): void {
+export function requireOctetStream(req: FastifyRequest, what: string): void {
   const type = String(req.headers['content-type'] ?? '')
     .split(';')[0]!
     .trim()
@@ -40,7 +40,7 @@ export function requireOctetStream(req: Request, what: string): void {
  * `limit` bytes. The file is opened before anything is read: a stream that opened it itself could still be opening
  * it when an early failure lets the caller remove `dest`, and would then leave the file behind.
  */
-export async function receiveBody(req: Request, dest: string, limit: number, what: string): Promise<void> {
+export async function receiveBody(req: FastifyRequest, dest: string, limit: number, what: string): Promise<void> {
   let seen = 0;
   const cap = new Transform({
     transform(chunk: Buffer, _enc, done) {
@@ -55,7 +55,8 @@ export async function receiveBody(req: Request, dest: string, limit: number, wha
     },
   });
   const fd = openSync(dest, 'wx', 0o600);
-  await pipeline(req, cap, createWriteStream('', { fd }));
+  // The body is still unread: the API's catch-all content-type parser leaves it on the raw request (main.ts).
+  await pipeline(req.raw, cap, createWriteStream('', { fd }));
 }
 
 /**
