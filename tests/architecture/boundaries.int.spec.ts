@@ -50,6 +50,7 @@ describe('import boundaries: the rules', () => {
     ['adapters-import-no-application', 'libs/judge/src/adapters/store.adapter.ts', 'libs/judge/src/application/helper.ts'],
     ['ports-import-only-domain', 'libs/judge/src/ports/leaky.port.ts', 'libs/judge/src/adapters/memory-store.adapter.ts'],
     ['lib-layers-core', 'libs/core/src/index.ts', 'libs/ledger/src/index.ts'],
+    ['lib-layers-codec', 'libs/tar/src/index.ts', 'libs/ledger/src/index.ts'],
     ['lib-layers-base', 'libs/ledger/src/domain/back.ts', 'libs/judge/src/index.ts'],
     ['lib-layers-top', 'libs/run/src/index.ts', 'libs/judge/src/index.ts'],
     ['lib-layers-outer', 'libs/run/src/to-bundles.ts', 'libs/bundles/src/index.ts'],

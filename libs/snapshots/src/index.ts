@@ -17,7 +17,6 @@ export * from './application/verify';
 export * from './application/browse';
 export * from './application/gc';
 export { ingestTar, rootfsPolicy, ROOTFS_EXCLUDES, type IngestTarDeps, type IngestTarOptions } from './application/tar-ingest';
-export { TarReader, type TarEntryHeader, type TarKind } from './application/tar-reader';
 export { MemoryBlobStore } from './adapters/memory-blob-store.adapter';
 export { MemoryStatCache } from './adapters/memory-stat-cache.adapter';
 export { MemoryTree } from './adapters/memory-tree-source.adapter';

@@ -26,7 +26,12 @@ import { joinRel, snapshotError } from '../domain/snapshot.errors';
 import type { SnapshotEventSink } from '../domain/events';
 import type { BlobBatch, BlobStore } from '../ports/blob-store.port';
 import { TreeTally, commitSnapshot, encodeManifest, finishSnapshot, refuseNfcCollision, resolvePrevious, type SnapshotResult } from './snapshot-common';
-import { TarReader, tarInvalid, type TarEntryHeader } from './tar-reader';
+import { TarReader, type TarEntryHeader } from '@assay/tar';
+
+/** A malformed or refused archive: SNAPSHOT_TAR_INVALID (the tar reader reports its format errors through this too). */
+export function tarInvalid(message: string, details: Record<string, unknown> = {}): Error {
+  return snapshotError('SNAPSHOT_TAR_INVALID', message, details);
+}
 
 /**
  * What full-rootfs mode leaves out of a container's file system (docs/run.md, "Full-rootfs mode"): the kernel's
@@ -305,7 +310,7 @@ export async function ingestTar(deps: IngestTarDeps, source: AsyncIterable<Uint8
 
   const t0 = performance.now();
   const batch = await store.begin();
-  const reader = new TarReader(source);
+  const reader = new TarReader(source, { invalid: tarInvalid });
   progress.start('snapshot (tar): files');
   let ing: Ingest;
   let root: { cid: CID; size: number };

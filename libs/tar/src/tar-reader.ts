@@ -1,20 +1,37 @@
 /**
- * A small streaming tar reader for snapshot ingestion (docs/snapshots-format.md, "Ingesting a tar stream"): POSIX
- * ustar with PAX extended headers ('x'; global 'g' headers are read and ignored) and GNU long names ('L', 'K').
- * It never holds more than one entry's metadata and the bytes the caller asks for: file content is pulled by the
- * caller in bounded pieces (`read`), so a file of any size streams through.
+ * Assay's one tar reader, streaming (docs/snapshots-format.md, "Ingesting a tar stream"): POSIX ustar with PAX
+ * extended headers ('x'; global 'g' headers are validated and ignored) and GNU long names ('L', 'K'). It never holds
+ * more than one entry's metadata and the bytes the caller asks for: file content is pulled by the caller in bounded
+ * pieces (`read`), so a file of any size streams through. Snapshot ingestion reads with it directly; `readTarEntries`
+ * (read-tar.ts) is the entry-at-a-time form the container runtime and the Judge use.
  *
  * The archive is hostile: every header checksum is verified, numeric fields must be octal (or GNU base-256),
  * metadata entries are bounded, names are returned as raw bytes (the caller decodes them strictly), and an archive
- * that ends inside a header or an entry is an error. Nothing here touches a file system.
+ * that ends inside a header or an entry is an error. Nothing here touches a file system. Why not tar-stream:
+ * docs/architecture.md, "One tar codec".
  */
-import { snapshotError } from '../domain/snapshot.errors';
+import { tarError } from './tar.errors';
 
 export const TAR_BLOCK = 512;
-/** Most bytes of one metadata entry (PAX header, GNU long name). */
+/** Most bytes of one metadata entry (PAX header, GNU long name), unless the reader is given its own bound. */
 export const MAX_TAR_META_BYTES = 1 << 20;
 
-export type TarKind = 'file' | 'hardlink' | 'symlink' | 'dir' | 'chardev' | 'blockdev' | 'fifo';
+/** `other`: a type flag the reader was told to pass through (`unknownTypes: 'other'`), e.g. GNU sparse files. */
+export type TarKind = 'file' | 'hardlink' | 'symlink' | 'dir' | 'chardev' | 'blockdev' | 'fifo' | 'other';
+
+/** How a malformed archive is reported: the caller's own error (its code and kind), given the message and details. */
+export type TarInvalid = (message: string, details: Record<string, unknown>) => Error;
+
+export interface TarReaderOptions {
+  /** The error for a malformed archive (default: AssayError TAR_INVALID, kind integrity). */
+  readonly invalid?: TarInvalid;
+  /** Most bytes of one metadata entry (default MAX_TAR_META_BYTES). */
+  readonly maxMetaBytes?: number;
+  /** A type flag outside ustar's (0-7, with PAX and GNU metadata): refused (default), or passed through as `other`. */
+  readonly unknownTypes?: 'refuse' | 'other';
+}
+
+const defaultInvalid: TarInvalid = (message, details) => tarError('TAR_INVALID', message, details);
 
 export interface TarEntryHeader {
   /** The entry's name as raw bytes (from PAX `path`, a GNU long name, or prefix + name). */
@@ -30,10 +47,6 @@ export interface TarEntryHeader {
   readonly flag: string;
 }
 
-export function tarInvalid(message: string, details: Record<string, unknown> = {}): Error {
-  return snapshotError('SNAPSHOT_TAR_INVALID', message, details);
-}
-
 const padded = (n: number): number => Math.ceil(n / TAR_BLOCK) * TAR_BLOCK;
 
 function cString(b: Uint8Array, off: number, len: number): Uint8Array {
@@ -43,7 +56,7 @@ function cString(b: Uint8Array, off: number, len: number): Uint8Array {
   return b.slice(off, i);
 }
 
-function numberField(b: Buffer, off: number, len: number, what: string, at: number): number {
+function numberField(b: Buffer, off: number, len: number, what: string, at: number, tarInvalid: TarInvalid): number {
   const first = b[off] as number;
   if (first & 0x80) {
     if (first !== 0x80) throw tarInvalid(`the tar header at byte ${at} has a negative or oversized ${what} field`, { offset: at });
@@ -63,8 +76,8 @@ function numberField(b: Buffer, off: number, len: number, what: string, at: numb
   return n;
 }
 
-function checksumOk(h: Buffer, at: number): boolean {
-  const stored = numberField(h, 148, 8, 'checksum', at);
+function checksumOk(h: Buffer, at: number, tarInvalid: TarInvalid): boolean {
+  const stored = numberField(h, 148, 8, 'checksum', at, tarInvalid);
   let unsigned = 0;
   let signed = 0;
   for (let i = 0; i < TAR_BLOCK; i++) {
@@ -76,7 +89,7 @@ function checksumOk(h: Buffer, at: number): boolean {
 }
 
 /** PAX records `<len> <key>=<value>\n`; values kept as bytes. */
-function parsePax(body: Buffer, at: number): Map<string, Buffer> {
+function parsePax(body: Buffer, at: number, tarInvalid: TarInvalid): Map<string, Buffer> {
   const out = new Map<string, Buffer>();
   let off = 0;
   while (off < body.length) {
@@ -130,8 +143,15 @@ export class TarReader {
   private left = 0;
   private pad = 0;
 
-  constructor(source: AsyncIterable<Uint8Array>) {
+  private readonly invalid: TarInvalid;
+  private readonly maxMeta: number;
+  private readonly passUnknown: boolean;
+
+  constructor(source: AsyncIterable<Uint8Array>, o: TarReaderOptions = {}) {
     this.it = source[Symbol.asyncIterator]();
+    this.invalid = o.invalid ?? defaultInvalid;
+    this.maxMeta = o.maxMetaBytes ?? MAX_TAR_META_BYTES;
+    this.passUnknown = o.unknownTypes === 'other';
   }
 
   private async fill(n: number): Promise<boolean> {
@@ -171,7 +191,7 @@ export class TarReader {
 
   private async mustTake(n: number, where: string): Promise<Buffer> {
     const r = await this.take(n);
-    if (!r.bytes) throw tarInvalid(`the archive is truncated: it ends ${where} (at byte ${this.offset + this.have})`, { offset: this.offset + this.have });
+    if (!r.bytes) throw this.invalid(`the archive is truncated: it ends ${where} (at byte ${this.offset + this.have})`, { offset: this.offset + this.have });
     return r.bytes;
   }
 
@@ -185,6 +205,7 @@ export class TarReader {
       await this.mustTake(this.pad, 'in the padding after an entry');
       this.pad = 0;
     }
+    const tarInvalid = this.invalid;
     let pax: Map<string, Buffer> | null = null;
     let longName: Uint8Array | null = null;
     let longLink: Uint8Array | null = null;
@@ -201,20 +222,19 @@ export class TarReader {
         if (pax || longName || longLink) throw tarInvalid(`the archive ends after a metadata entry (at byte ${at})`, { offset: at });
         return null;
       }
-      if (!checksumOk(h, at)) throw tarInvalid(`bad tar header checksum at byte ${at}`, { offset: at });
+      if (!checksumOk(h, at, tarInvalid)) throw tarInvalid(`bad tar header checksum at byte ${at}`, { offset: at });
       const flag = String.fromCharCode(h[156] as number);
-      let size = numberField(h, 124, 12, 'size', at);
+      let size = numberField(h, 124, 12, 'size', at, tarInvalid);
       if (flag === 'x' || flag === 'g' || flag === 'L' || flag === 'K') {
-        if (size > MAX_TAR_META_BYTES)
-          throw tarInvalid(`a tar metadata entry of ${size} bytes at byte ${at} is over the limit of ${MAX_TAR_META_BYTES}`, { offset: at });
+        if (size > this.maxMeta) throw tarInvalid(`a tar metadata entry of ${size} bytes at byte ${at} is over the limit of ${this.maxMeta}`, { offset: at });
         const body = (await this.mustTake(padded(size), 'inside a metadata entry')).subarray(0, size);
-        if (flag === 'x') pax = parsePax(body, at);
+        if (flag === 'x') pax = parsePax(body, at, tarInvalid);
         else if (flag === 'L') longName = cString(body, 0, body.length);
         else if (flag === 'K') longLink = cString(body, 0, body.length);
-        else parsePax(body, at); // global header: validated, ignored
+        else parsePax(body, at, tarInvalid); // global header: validated, ignored
         continue;
       }
-      const kind = kindOf(flag);
+      const kind = kindOf(flag) ?? (this.passUnknown ? 'other' : null);
       if (kind === null) throw tarInvalid(`unsupported tar entry type ${JSON.stringify(flag)} at byte ${at}`, { offset: at, flag });
       const ustar = h.toString('latin1', 257, 262) === 'ustar';
       let name: Uint8Array = cString(h, 0, 100);
@@ -237,8 +257,8 @@ export class TarReader {
           size = Number(t);
         }
       }
-      const mode = numberField(h, 100, 8, 'mode', at) & 0o7777;
-      if (kind !== 'file' && size !== 0) {
+      const mode = numberField(h, 100, 8, 'mode', at, tarInvalid) & 0o7777;
+      if (kind !== 'file' && kind !== 'other' && size !== 0) {
         throw tarInvalid(`the tar entry at byte ${at} is a ${kind} with a size of ${size} bytes (only files carry content)`, { offset: at });
       }
       this.left = size;
@@ -247,7 +267,7 @@ export class TarReader {
     }
   }
 
-  /** Up to `max` bytes of the current file's content (at least 1 while some is left); null when all was read. */
+  /** Up to `max` bytes of the current entry's content (a file's, or an `other` entry's) (at least 1 while some is left); null when all was read. */
   async read(max: number): Promise<Buffer | null> {
     if (this.left === 0) return null;
     const n = Math.min(max, this.left);
