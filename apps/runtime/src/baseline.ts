@@ -14,7 +14,7 @@
 import * as fs from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { AssayError, silentProgress, type Progress } from '@assay/core';
+import { AssayError, silentProgress, systemClock, type Clock, type Progress } from '@assay/core';
 import type { ContainerRuntime } from '@assay/containers';
 import { judgeError } from '@assay/judge';
 import { loadTaskPlan, type RunSettingsOverrides } from '@assay/task-format';
@@ -25,6 +25,8 @@ import { runFingerprint } from './run-fingerprint';
 import { applyOracle, containerSpec, extractDir } from './task-check';
 
 export interface BaselineOptions {
+  /** Times the recording (its duration); the system's by default. */
+  readonly clock?: Clock;
   /** ASSAY_HOME: its ledger records the Judges and the baselines; its store keeps the snapshots judged. */
   readonly home: string;
   /** Judges of each workspace (1 to 20; default 3). */
@@ -74,7 +76,8 @@ export const BASELINE_ERROR_CODES = {
 } as const;
 
 export async function recordBaseline(taskDir: string, o: BaselineOptions): Promise<BaselineReport> {
-  const started = Date.now();
+  const clock = o.clock ?? systemClock;
+  const started = clock.now().getTime();
   const dir = resolve(taskDir);
   const repeat = o.repeat ?? 3;
   const log = o.log ?? (() => undefined);
@@ -182,7 +185,7 @@ export async function recordBaseline(taskDir: string, o: BaselineOptions): Promi
       stream,
       baselines,
       noOracle,
-      durationMs: Date.now() - started,
+      durationMs: clock.now().getTime() - started,
     };
   } finally {
     await rt.close();

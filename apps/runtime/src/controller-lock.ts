@@ -12,7 +12,7 @@
 import { closeSync, existsSync, linkSync, openSync, readFileSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { AssayError, bootId, processStartTicks } from '@assay/core';
+import { AssayError, bootId, processStartTicks, systemClock } from '@assay/core';
 import { RUN_CONTROLLER_LOCK } from '@assay/run';
 
 export const CONTROLLER_LOCK = RUN_CONTROLLER_LOCK;
@@ -90,7 +90,7 @@ export interface ControllerLock {
   release(): void;
 }
 
-export function acquireControllerLock(runDir: string, now: () => Date = () => new Date(), probe: ProcessProbe = systemProbe): ControllerLock {
+export function acquireControllerLock(runDir: string, now: () => Date = () => systemClock.now(), probe: ProcessProbe = systemProbe): ControllerLock {
   const path = join(runDir, CONTROLLER_LOCK);
   const me: LockHolder = {
     host: probe.host(),

@@ -10,6 +10,7 @@
  * Carried images are labelled `org.assay.role=work-carried` with the run and home, and removed when the next one
  * replaces them and when the run's controller ends.
  */
+import { systemClock, type Clock } from '@assay/core';
 import type { ContainerRuntime } from '@assay/containers';
 
 export const CARRIED_ROLE = 'work-carried';
@@ -25,7 +26,7 @@ export interface CarryOver {
 export async function carryOverRootfsWork(
   containers: ContainerRuntime,
   labels: { role: string; run: string; home: string },
-  o: { run: string; homeTag: string; workImage: string; stop: (id: string) => Promise<void>; log: (line: string) => void },
+  o: { run: string; homeTag: string; workImage: string; stop: (id: string) => Promise<void>; log: (line: string) => void; clock?: Clock },
 ): Promise<CarryOver | null> {
   const old = await containers.listContainers({ [labels.role]: 'work', [labels.run]: o.run, [labels.home]: o.homeTag });
   const from = old[0];
@@ -40,7 +41,8 @@ export async function carryOverRootfsWork(
   await o.stop(from.id);
   const base = await containers.inspectImage(o.workImage);
   if (!base) throw new Error(`the work image ${o.workImage} is gone`);
-  const t = Date.now();
+  const clock = o.clock ?? systemClock;
+  const t = clock.now().getTime();
   const { id } = await containers.importImage(await containers.exportContainer(from.id), {
     tag: `assay/work-carried:${o.run
       .toLowerCase()
@@ -53,7 +55,7 @@ export async function carryOverRootfsWork(
     user: base.user,
     timeoutMs: IMPORT_TIMEOUT_MS,
   });
-  o.log(`carried Work's file system over from ${from.id.slice(0, 12)} (${((Date.now() - t) / 1000).toFixed(1)} s)`);
+  o.log(`carried Work's file system over from ${from.id.slice(0, 12)} (${((clock.now().getTime() - t) / 1000).toFixed(1)} s)`);
   return { image: id, from: from.id };
 }
 

@@ -5,6 +5,7 @@
  * per-container files, Assay's own mounts and injected files). The caller freezes Work around `snapshot()` (the
  * SubmissionService pauses it), so the export sees one consistent file system.
  */
+import { systemClock, type Clock } from '@assay/core';
 import type { ContainerRuntime } from '@assay/containers';
 import { parseCid, rootfsPolicy, type SnapshotHome, type SnapshotPolicy } from '@assay/snapshots';
 import type { Snapshotter, SnapshotRequest, WorkspaceChange, WorkspaceSnapshot } from '@assay/run';
@@ -22,15 +23,16 @@ export class ContainerSnapshotter implements Snapshotter {
     /** The Work container (known once it was created). */
     private readonly container: () => string | null,
     private readonly policy: Partial<SnapshotPolicy> = rootfsSnapshotPolicy(),
+    private readonly clock: Clock = systemClock,
   ) {}
 
   async snapshot(_req: SnapshotRequest): Promise<WorkspaceSnapshot> {
     const id = this.container();
     if (!id) throw new Error('internal: no Work container to snapshot yet');
-    const t = Date.now();
+    const t = this.clock.now().getTime();
     const stream = await this.containers.exportContainer(id);
     const r = await this.home.ingestTar(stream, { policy: this.policy, previous: null, label: null });
-    this.ms += Date.now() - t;
+    this.ms += this.clock.now().getTime() - t;
     return {
       root: r.rootCid,
       files: r.files,

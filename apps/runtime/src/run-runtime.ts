@@ -39,7 +39,7 @@ import { join, resolve } from 'node:path';
 import { hostname } from 'node:os';
 import { createHash } from 'node:crypto';
 import Docker from 'dockerode';
-import { AssayError, escapeTerminalText, MarkedLineStream, randomIds, systemClock } from '@assay/core';
+import { AssayError, escapeTerminalText, MarkedLineStream, randomIds, systemClock, type Clock, type IdGenerator } from '@assay/core';
 import { StreamDemuxer, type ContainerRuntime } from '@assay/containers';
 import { parseCid } from '@assay/snapshots';
 import type { SnapshotHome } from '@assay/snapshots';
@@ -88,7 +88,7 @@ import { JudgeRuntime, homeTag, type LoadedTask } from './judge-runtime';
 import { assayRoot } from './repo-paths';
 import { acquireControllerLock } from './controller-lock';
 import { carryOverRootfsWork, removeCarriedImages } from './rootfs-carry-over';
-import { ContainerSnapshotter } from './rootfs-snapshotter';
+import { ContainerSnapshotter, rootfsSnapshotPolicy } from './rootfs-snapshotter';
 import { GpuPool, PooledJudge, planTaskGpus, planUsesGpus, recordWorkGpuUse, workGpuSpec } from './gpu-pool';
 import { DockerGpuRuntimeCheck, NvidiaSmiGpuProbe } from './gpu-host';
 import { checkAgentBinary, planWorkEgress, startEgressProxy, stopEgressProxy } from './work-egress';
@@ -147,6 +147,12 @@ export interface RunReport {
 }
 
 export interface RunStartOptions {
+  /**
+   * The run's time and ids: what its events say (and the budgets measured against them: agent and wall time), the
+   * phases' durations, the run id when none is given. The system's by default; tests give a ManualClock.
+   */
+  readonly clock?: Clock;
+  readonly ids?: IdGenerator;
   readonly home: string;
   readonly taskDir: string;
   /** `--agent` as given: reference, command:<cmd>, codex[:model], claude-code[:model]. */
@@ -286,14 +292,15 @@ export class WorkspaceSnapshotter implements Snapshotter {
   constructor(
     private readonly home: SnapshotHome,
     private readonly dir: string,
+    private readonly clock: Clock = systemClock,
   ) {}
 
   async snapshot(_req: SnapshotRequest): Promise<WorkspaceSnapshot> {
-    const t = Date.now();
+    const t = this.clock.now().getTime();
     const r = await this.home.create(this.dir, { previous: null, label: null });
     // Work is frozen while this runs: clear setuid/setgid bits the agent set (snapshots never record them)
     this.stripped += stripSetIdBits(this.dir).length;
-    this.ms += Date.now() - t;
+    this.ms += this.clock.now().getTime() - t;
     return {
       root: r.rootCid,
       files: r.files,
@@ -319,10 +326,11 @@ export class RunnerJudge implements JudgePort {
     private readonly runner: JudgeRunner,
     private readonly prepared: PreparedTask,
     private readonly logsDir: string,
+    private readonly clock: Clock = systemClock,
   ) {}
 
   async judge(req: JudgeRequest): Promise<JudgeOutcome> {
-    const t = Date.now();
+    const t = this.clock.now().getTime();
     const onAbort = () => void this.runner.cancel('the run was cancelled');
     req.signal?.addEventListener('abort', onAbort, { once: true });
     try {
@@ -339,7 +347,7 @@ export class RunnerJudge implements JudgePort {
       return { judge: r.judge, status: r.status, rewards: r.rewards, primaryScore: r.primaryScore, detail: r.detail, log, gpuSeconds: 0 };
     } finally {
       req.signal?.removeEventListener('abort', onAbort);
-      this.ms += Date.now() - t;
+      this.ms += this.clock.now().getTime() - t;
     }
   }
 }
@@ -493,12 +501,15 @@ async function daemonRemapsUsers(docker: Docker): Promise<boolean> {
 
 /** Starts a new run (or resumes one when `resume` is set) and drives it to completion. */
 export async function runResearch(o: RunStartOptions & { resume?: boolean }): Promise<RunReport> {
-  const t0 = Date.now();
+  const clock = o.clock ?? systemClock;
+  const ids = o.ids ?? randomIds;
+  const nowMs = () => clock.now().getTime();
+  const t0 = nowMs();
   // Progress lines may quote what the agent chose (file names in a snapshot error, egress targets): one line each,
   // escaped, so they can neither act on the terminal nor start a line of their own.
   const log = (line: string) => o.log?.(escapeTerminalText(line, { newlines: true }));
   const home = resolve(o.home);
-  const run = o.runId ?? `run-${randomIds.next().slice(0, 8)}`;
+  const run = o.runId ?? `run-${ids.next().slice(0, 8)}`;
   const p = runPaths(home, run);
   let meta: RunMeta;
   if (o.resume) {
@@ -545,7 +556,7 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
   // A cancel asked of an earlier controller that ended before acting on it does not cancel this one.
   rmSync(join(p.dir, RUN_CANCEL_REQUEST), { force: true });
   try {
-    const rt = await JudgeRuntime.open({ home, ...(o.containers ? { containers: o.containers } : {}) });
+    const rt = await JudgeRuntime.open({ home, clock, ids, ...(o.containers ? { containers: o.containers } : {}) });
     const docker = new Docker();
     let workId: string | null = null;
     let endpoint: SubmitEndpoint | null = null;
@@ -582,6 +593,7 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
               workImage: task.images.work.id,
               stop: (id) => rt.containers.kill(id).catch(() => undefined),
               log,
+              clock,
             })
           : null;
       const removed = await removeRunContainers(rt, run);
@@ -642,10 +654,10 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
       const ledger = new LedgerRunLedger(rt.ledgerHome.ledger);
       // full-rootfs mode (workdir "/"): no workspace directory; snapshots are `docker export`s of Work (rootfs-snapshotter.ts)
       const snapshotter = task.prepared.rootfs
-        ? new ContainerSnapshotter(rt.snapshotHome, rt.containers, () => workId)
-        : new WorkspaceSnapshotter(rt.snapshotHome, workDir);
-      const judge = new RunnerJudge(rt.runner, task.prepared, p.logs);
-      const gpuPool = new GpuPool(gpuPlan, systemClock);
+        ? new ContainerSnapshotter(rt.snapshotHome, rt.containers, () => workId, rootfsSnapshotPolicy(), clock)
+        : new WorkspaceSnapshotter(rt.snapshotHome, workDir, clock);
+      const judge = new RunnerJudge(rt.runner, task.prepared, p.logs, clock);
+      const gpuPool = new GpuPool(gpuPlan, clock);
       if (gpuPlan.available.length)
         log(
           `GPUs: Work ${gpuPlan.work.join(',') || 'none'}, each Judge ${gpuPlan.judge.join(',') || 'none'}${gpuPlan.handOver ? ' (hand-over: Work stays paused while a Judge runs)' : ''}`,
@@ -712,8 +724,8 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
         snapshotter,
         judge: new PooledJudge(judge, gpuPool),
         work,
-        clock: systemClock,
-        ids: randomIds,
+        clock,
+        ids,
         options: {
           // only a log that was written (a round ruled out before any Judge, e.g. workspace.not_editable, has none)
           logPathOf: (n: number) => (existsSync(join(p.logs, `round-${n}.log`)) ? `/logs/assay/round-${n}.log` : null),
@@ -806,7 +818,7 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
 
         // the agent
         // What is left of the agent-time and wall-time budgets, as recorded (so a resume does not grant them again)
-        const left = remainingBudgets(svc.current, new Date());
+        const left = remainingBudgets(svc.current, clock.now());
         const agentLimitSec = Math.min(left.agent_time ?? Infinity, left.wall_time ?? Infinity);
         proxy = await startEgressProxy({ sockDir: p.sock, agent, log });
         const exec = await container.exec({
@@ -834,12 +846,12 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
           show(markedOf(s).push(clean));
         });
         stream.on('data', (c: Buffer) => demux.push(c));
-        const ta = Date.now();
+        const ta = nowMs();
         // Agent time is recorded as it is used (every AGENT_TIME_RECORD_SEC and at the end), so a controller that is
         // killed loses at most one interval of it.
         let agentRecordedMs = ta;
         const recordAgentTime = async (atMostLeft = false) => {
-          const now = Date.now();
+          const now = nowMs();
           let sec = Math.round((now - agentRecordedMs) / 10) / 100;
           // stopped by the controller at the limit: the stop's own latency is not the agent's
           const leftSec = remainingBudgets(svc.current, new Date(now)).agent_time;
@@ -865,7 +877,7 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
           if (Number.isFinite(agentLimitSec)) timer = setTimeout(() => res('timeout'), agentLimitSec * 1000);
           // Work's GPUs alone exhaust the GPU budget at this time (Judges only bring it closer: checked between snapshots)
           gpuExhausted = () => res('gpu_budget');
-          const gpuLeftSec = gpuPool.secondsUntilExhausted(remainingBudgets(svc.current, new Date()).gpu_seconds);
+          const gpuLeftSec = gpuPool.secondsUntilExhausted(remainingBudgets(svc.current, clock.now()).gpu_seconds);
           if (gpuLeftSec !== null) gpuTimer = setTimeout(gpuExhausted, Math.min(gpuLeftSec * 1000, 2 ** 31 - 1));
           if (o.signal) {
             if (o.signal.aborted) res('cancel');
@@ -902,7 +914,7 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
           if (snap) await releaseOldPeriodic(snap.root);
           if (svc.current.started?.protocol.budgets.wall_time !== null) await svc.tick().catch(() => undefined);
           await recordWorkGpus();
-          if (remainingBudgets(svc.current, new Date()).gpu_seconds === 0) gpuExhausted();
+          if (remainingBudgets(svc.current, clock.now()).gpu_seconds === 0) gpuExhausted();
         };
         const interval = everySec > 0 ? setInterval(() => (periodic = periodic.then(between)), everySec * 1000) : null;
         const agentClock = setInterval(() => (periodic = periodic.then(() => recordAgentTime())), AGENT_TIME_RECORD_SEC * 1000);
@@ -914,7 +926,7 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
         clearInterval(agentClock);
         await periodic;
         gpuPool.stopWork(); // the agent is done: Work's GPUs count up to here (the container is removed right after)
-        const agentMs = Date.now() - ta;
+        const agentMs = nowMs() - ta;
         for (const [k, r] of redactors) show(markedOf(k).push(r.end()));
         for (const m of marked.values()) show(m.end());
         let agentExit: number | null = null;
@@ -950,9 +962,9 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
         if (proxy) await stopEgressProxy(proxy, { runDir: p.dir, agent, log });
         proxy = null;
         const s = svc.current;
-        return report(run, s, agentExit, p.dir, { totalMs: Date.now() - t0, agentMs, judgeMs: judge.ms, snapshotMs: snapshotter.ms });
+        return report(run, s, agentExit, p.dir, { totalMs: nowMs() - t0, agentMs, judgeMs: judge.ms, snapshotMs: snapshotter.ms });
       }
-      return report(run, svc.current, null, p.dir, { totalMs: Date.now() - t0, agentMs: 0, judgeMs: judge.ms, snapshotMs: snapshotter.ms });
+      return report(run, svc.current, null, p.dir, { totalMs: nowMs() - t0, agentMs: 0, judgeMs: judge.ms, snapshotMs: snapshotter.ms });
     } catch (e) {
       throw redactErrorSecrets(e, secrets);
     } finally {

@@ -13,7 +13,7 @@ import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve, sep } from 'node:path';
-import { randomIds, silentProgress, systemClock, type Progress } from '@assay/core';
+import { randomIds, silentProgress, systemClock, type Clock, type Progress } from '@assay/core';
 import { readTar, type ContainerRuntime, type ContainerSpec } from '@assay/containers';
 import { LedgerHome } from '@assay/ledger';
 import {
@@ -37,6 +37,8 @@ import { JudgeRuntime, type LoadedTask } from './judge-runtime';
 import { DockerGpuRuntimeCheck } from './gpu-host';
 
 export interface TaskCheckOptions {
+  /** Times the check (its duration and the image builds'); the system's by default. */
+  readonly clock?: Clock;
   /** Judges of the start and of the oracle, each (1 to 20; default 2). */
   readonly repeat?: number;
   readonly progress?: Progress;
@@ -69,7 +71,8 @@ const MAX_ARCHIVE = 4 * 2 ** 30;
 const MIN_LEAK_BYTES = 32;
 
 export async function checkTask(taskDir: string, o: TaskCheckOptions = {}): Promise<TaskCheckReport> {
-  const started = Date.now();
+  const clock = o.clock ?? systemClock;
+  const started = clock.now().getTime();
   const dir = resolve(taskDir);
   const repeat = o.repeat ?? 2;
   const log = o.log ?? (() => undefined);
@@ -81,7 +84,7 @@ export async function checkTask(taskDir: string, o: TaskCheckOptions = {}): Prom
 
   const finish = (): TaskCheckReport => {
     const checks = CHECK_NAMES.map((n) => results.get(n) ?? { name: n, status: 'skipped' as const, detail: 'not reached' });
-    return { dir, name, sound: !checks.some((c) => c.status === 'failed'), checks, judges, images, durationMs: Date.now() - started };
+    return { dir, name, sound: !checks.some((c) => c.status === 'failed'), checks, judges, images, durationMs: clock.now().getTime() - started };
   };
 
   log('validating');
@@ -145,7 +148,7 @@ export async function checkTask(taskDir: string, o: TaskCheckOptions = {}): Prom
 
     log('building images');
     let task: LoadedTask;
-    const buildStarted = Date.now();
+    const buildStarted = clock.now().getTime();
     try {
       task = await rt.loadTask(dir, { hostEnv: process.env, ...(needed > 0 ? { gpusFromPool: true } : {}) });
     } catch (e) {
@@ -158,7 +161,7 @@ export async function checkTask(taskDir: string, o: TaskCheckOptions = {}): Prom
     set(
       'build',
       'ok',
-      `work ${task.images.work.tag}${task.images.work.built ? ' (built)' : ' (reused)'}, judge ${task.images.judge.tag}${task.images.judge.built ? ' (built)' : ' (reused)'}, ${((Date.now() - buildStarted) / 1000).toFixed(1)} s`,
+      `work ${task.images.work.tag}${task.images.work.built ? ' (built)' : ' (reused)'}, judge ${task.images.judge.tag}${task.images.judge.built ? ' (built)' : ' (reused)'}, ${((clock.now().getTime() - buildStarted) / 1000).toFixed(1)} s`,
     );
     if (!results.has('verifier-interpreters')) set('verifier-interpreters', ...interpreterCheck(dir, p.workdir));
     if (p.rootfs) {
