@@ -4,7 +4,7 @@
  * with the Judge's reward; the ledger holds the rootfs snapshot, and nothing of the run is left in Docker.
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Docker from 'dockerode';
@@ -13,6 +13,7 @@ import { LedgerHome } from '@assay/ledger';
 import { assay } from '../support/cli';
 import { REPO_ROOT, TS_REGISTER } from '../support/child-process';
 import { describeDocker } from '../support/docker';
+import { runResearch } from '../../apps/runtime/src/run-runtime';
 
 jest.setTimeout(240_000);
 
@@ -146,5 +147,40 @@ describeDocker('assay run, full-rootfs task (CLI, Docker)', () => {
     const docker = new Docker();
     expect(await docker.listContainers({ all: true, filters: { label: ['org.assay.run=rootfs2'] } })).toEqual([]);
     expect(await docker.listImages({ filters: { label: ['org.assay.role=work-carried'] } })).toEqual([]);
+  });
+
+  it("stops the agent once Work's own layer grows past storage_mb, and records the bound", async () => {
+    // The task as shipped, with storage_mb 8: the agent writes 64 MiB into /opt, then would sleep for two minutes.
+    const task = join(home, '..', 'rootfs-small');
+    cpSync(TASK, task, { recursive: true });
+    const toml = join(task, 'task.toml');
+    writeFileSync(toml, readFileSync(toml, 'utf8').replace(/^storage_mb = \d+$/m, 'storage_mb = 8'));
+    const lines: string[] = [];
+    const started = Date.now();
+    const rep = await runResearch({
+      home,
+      taskDir: task,
+      agent: 'command:dd if=/dev/zero of=/opt/fill bs=1M count=64 2>/dev/null; echo wrote; sleep 120; echo never',
+      runId: 'rootfs3',
+      allowRootAgent: true,
+      rootfsWriteCheckSec: 1,
+      snapshotIntervalSec: 0,
+      log: (l) => lines.push(l),
+    });
+    expect(Date.now() - started).toBeLessThan(100_000); // the sleep never ran out
+    expect(lines.join('\n')).toMatch(/Work's file system grew past the task's storage_mb: \d+ bytes written, the bound is 8388608: stopping the agent/);
+    expect(rep).toMatchObject({ status: 'no_valid_submission', agentExitCode: null });
+    const h = await LedgerHome.open(home, { clock: systemClock, ids: randomIds });
+    try {
+      const events = (await h.readEvents({ stream: 'run-rootfs3', limit: 1000 })).map((e) => e.envelope);
+      expect(events.find((e) => e.type === 'WorkStarted')?.data).toMatchObject({
+        limits: { user: '0:0', rootfsWriteBytes: 8 * 1048576, rootfsWriteCheckSec: 1 },
+      });
+      expect(events.map((e) => e.type)).toContain('RunCompleted');
+    } finally {
+      await h.close();
+    }
+    const docker = new Docker();
+    expect(await docker.listContainers({ all: true, filters: { label: ['org.assay.run=rootfs3'] } })).toEqual([]);
   });
 });

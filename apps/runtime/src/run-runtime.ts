@@ -114,6 +114,12 @@ export const DEFAULT_STORAGE_MB = 1024;
 export const PERIODIC_SNAPSHOTS_KEPT = 3;
 /** Seconds between records of the agent's time while it runs. */
 export const AGENT_TIME_RECORD_SEC = 30;
+/**
+ * Seconds between measurements of a full-rootfs Work's writable layer (`docker inspect --size`: SizeRw) against the
+ * task's storage_mb. Docker walks the layer to measure it, so this is not done often: the bound is checked, not
+ * enforced by the kernel, and an agent can write for up to this long past it (docs/run.md, "Containment").
+ */
+export const ROOTFS_WRITE_CHECK_SEC = 10;
 
 /** The reference agent's directory (examples/agents/reference-agent). */
 export function referenceAgentDir(): string {
@@ -176,6 +182,8 @@ export interface RunStartOptions {
    * covers); 0 disables; default 10. The run's end always signs one.
    */
   readonly checkpointIntervalSec?: number;
+  /** Seconds between measurements of a full-rootfs Work's writes against storage_mb; default ROOTFS_WRITE_CHECK_SEC. */
+  readonly rootfsWriteCheckSec?: number;
   /** `--gpus LIST`, parsed (parseGpuList): the host GPUs this run may use; default none (on resume: run.json's). */
   readonly gpus?: readonly string[];
   /**
@@ -493,6 +501,17 @@ function rounds(s: RunState): RunRoundLine[] {
   });
 }
 
+/** Bytes written to a container's own layer (`docker inspect --size`: SizeRw), or null when the daemon does not say. */
+async function writtenToLayer(container: Docker.Container): Promise<number | null> {
+  try {
+    // `size` is the Engine API's query parameter (GET /containers/{id}/json?size=true); dockerode passes it through.
+    const info = (await container.inspect({ size: true } as unknown as Docker.ContainerInspectOptions)) as { SizeRw?: number };
+    return typeof info.SizeRw === 'number' && Number.isFinite(info.SizeRw) ? info.SizeRw : null;
+  } catch {
+    return null;
+  }
+}
+
 /** Whether the daemon runs containers in a remapped user namespace (`dockerd --userns-remap`): root in them is not the host's. */
 async function daemonRemapsUsers(docker: Docker): Promise<boolean> {
   const info = (await docker.info()) as { SecurityOptions?: string[] | null };
@@ -632,6 +651,7 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
         writeFileSync(p.meta, `${JSON.stringify(meta, null, 2)}\n`);
       }
       const storageBytes = (task.plan.environment.storageMb ?? DEFAULT_STORAGE_MB) * 1048576;
+      const rootfsCheckSec = o.rootfsWriteCheckSec ?? ROOTFS_WRITE_CHECK_SEC;
       let workDir = p.workspace; // where the agent's workspace lives during this session (split mode)
       if (!task.prepared.rootfs) {
         // the token is readable by the agent's user only; the workspace is the agent's user's, without setuid/setgid bits
@@ -779,7 +799,7 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
           pidsLimit: 512,
           ...(split
             ? { user: `${ident.uid}:${ident.gid}`, readOnlyRootfs: true, tmpfsBytes: storageBytes, workspaceBytes: bounded ? storageBytes : null }
-            : { user: '0:0', userNamespaceRemap: remapped }),
+            : { user: '0:0', userNamespaceRemap: remapped, rootfsWriteBytes: storageBytes, rootfsWriteCheckSec: rootfsCheckSec }),
           ...egress.limits,
           ...(gpuPlan.work.length ? { gpus: [...gpuPlan.work] } : {}),
           ...(carried ? { carriedFrom: carried.from } : {}),
@@ -870,7 +890,9 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
         let gpuTimer: NodeJS.Timeout | null = null;
         let cancelPoll: NodeJS.Timeout | null = null;
         let gpuExhausted: () => void = () => undefined;
-        const stop = new Promise<'timeout' | 'cancel' | 'gpu_budget' | 'ended'>((res) => {
+        let rootfsWatch: NodeJS.Timeout | null = null;
+        let rootfsWritten = 0;
+        const stop = new Promise<'timeout' | 'cancel' | 'gpu_budget' | 'ended' | 'storage'>((res) => {
           // the run ended by itself (the refund that reached the cap records RunCompleted failed)
           if (svc.ended.aborted) res('ended');
           svc.ended.addEventListener('abort', () => res('ended'), { once: true });
@@ -890,6 +912,22 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
               res('cancel');
             }
           }, CANCEL_POLL_MS);
+          // Full-rootfs Work writes into its container's own layer, on the host's disk: measured against storage_mb.
+          if (!split) {
+            let measuring = false;
+            rootfsWatch = setInterval(() => {
+              if (measuring) return;
+              measuring = true;
+              void writtenToLayer(container)
+                .then((bytes) => {
+                  if (bytes !== null && bytes > storageBytes) {
+                    rootfsWritten = bytes;
+                    res('storage');
+                  }
+                })
+                .finally(() => (measuring = false));
+            }, rootfsCheckSec * 1000);
+          }
         });
         // periodic snapshots between submissions (recorded only when the workspace changed) and wall-time ticks
         const everySec = o.snapshotIntervalSec ?? 60;
@@ -922,6 +960,7 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
         if (timer) clearTimeout(timer);
         if (gpuTimer) clearTimeout(gpuTimer);
         if (cancelPoll) clearInterval(cancelPoll);
+        if (rootfsWatch) clearInterval(rootfsWatch);
         if (interval) clearInterval(interval);
         clearInterval(agentClock);
         await periodic;
@@ -943,9 +982,11 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
               ? 'cancelled: stopping the agent'
               : why === 'gpu_budget'
                 ? 'the GPU budget is used up: stopping the agent'
-                : why === 'ended'
-                  ? `the run ended (${(svc.current.completed as RunState['completed'])?.status ?? 'completed'}): stopping the agent`
-                  : `the agent ran out of time (${agentLimitSec} s)`,
+                : why === 'storage'
+                  ? `Work's file system grew past the task's storage_mb: ${rootfsWritten} bytes written, the bound is ${storageBytes}: stopping the agent`
+                  : why === 'ended'
+                    ? `the run ended (${(svc.current.completed as RunState['completed'])?.status ?? 'completed'}): stopping the agent`
+                    : `the agent ran out of time (${agentLimitSec} s)`,
           );
           stream.destroy();
         }
