@@ -190,6 +190,25 @@ describe('HTTP API edge', () => {
     }
   });
 
+  it('closes at once with a server-sent event stream open, ending the stream', async () => {
+    const live = await createApi(home);
+    await live.listen(0, '127.0.0.1');
+    const res = await fetch(`http://127.0.0.1:${(live.getHttpServer().address() as { port: number }).port}/ledger/live`);
+    expect([res.status, res.headers.get('content-type')]).toEqual([200, 'text/event-stream']);
+    const reader = res.body!.getReader();
+    const first = await reader.read();
+    expect(Buffer.from(first.value ?? []).toString()).toContain('event: head');
+    const started = Date.now();
+    await live.close();
+    expect(Date.now() - started).toBeLessThan(5000);
+    // The stream ends (or breaks off) instead of staying open on a closed server.
+    const rest = await reader.read().then(
+      (r) => (r.done ? 'ended' : 'more'),
+      () => 'broken',
+    );
+    expect(['ended', 'broken']).toContain(rest);
+  });
+
   it('logs a 5xx as one JSON line with the request id', async () => {
     const lines: string[] = [];
     const spy = jest.spyOn(process.stderr, 'write').mockImplementation((s: string | Uint8Array) => {

@@ -79,6 +79,9 @@ export async function createApi(home: string, env: NodeJS.ProcessEnv = process.e
   const adapter = new FastifyAdapter({
     bodyLimit: API_LIMITS.bodyBytes,
     trustProxy: false,
+    // Closing the API ends every connection, server-sent event streams included (they never end by themselves): a
+    // stopped `assay serve` must not wait for an open page.
+    forceCloseConnections: true,
     // Ids are checked by the routes, with messages naming what was expected: the router must not 404 a long one first.
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     // A path the router cannot decode gets the API's 400, with the request id and the security headers.
