@@ -6,10 +6,10 @@ import type { ApiPrincipal } from '@assay/ledger';
 import { apiLogger } from './log';
 
 /** Limits on what a request may carry; documented in docs/operations.md (API). */
+export const API_LIMITS = Object.freeze({ bodyBytes: 1024 * 1024, jsonDepth: 64, maxInteger: Number.MAX_SAFE_INTEGER });
+
 /** The longest path segment the router matches as a parameter (longer: 400 API_BAD_URL). */
 export const MAX_PARAM_LENGTH = 8192;
-
-export const API_LIMITS = Object.freeze({ bodyBytes: 1024 * 1024, bodyLimitText: '1mb', jsonDepth: 64, maxInteger: Number.MAX_SAFE_INTEGER });
 
 /** Keys refused anywhere in a JSON body, as the ledger's own data checks refuse them (no silent drop). */
 export const FORBIDDEN_KEYS: ReadonlySet<string> = new Set(['__proto__', 'constructor', 'prototype']);
