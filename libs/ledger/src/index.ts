@@ -58,7 +58,7 @@ export {
   type SignatureBatch,
   type SignatureCheckOptions,
 } from './application/verify/signature-batch';
-export { jsKernels, type DigestAll, type VerifyKernels, type SubtreeRoot } from './application/verify/check-chunk';
+export { jsKernels, type DigestAll, type VerifyKernels, type SubtreeRoot } from './domain/verify-kernels';
 export { verifyLedger, STEPS as VERIFY_STEPS, type VerificationReport, type VerifyFailure, type VerifyOptions } from './application/verify/ledger-verifier';
 export * from './home/ledger-home';
 export * from './home/operator-token';

@@ -8,7 +8,7 @@
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { jsKernels, type DigestAll, type ScanEnvelopes, type SubtreeRoot, type VerifyKernels } from '../application/verify/check-chunk';
+import { jsKernels, type DigestAll, type ScanEnvelopes, type SubtreeRoot, type VerifyKernels } from '../domain/verify-kernels';
 
 export const NATIVE_KERNELS_FILE = 'assay_ledger_kernels.node';
 const FORMAT_VERSION = 1;

@@ -20,7 +20,7 @@ import { openRangeReader } from '../adapters/sqlite/sqlite-range-reader';
 import { Ledger, type CheckpointWitness, type SignedCheckpoint, type WitnessedCheckpoint } from '../application/ledger';
 import type { SigningKey } from '../domain/signing-key';
 import { verifyLedger, type VerificationReport } from '../application/verify/ledger-verifier';
-import type { VerifyKernels } from '../application/verify/check-chunk';
+import type { VerifyKernels } from '../domain/verify-kernels';
 import { generateKeyPair, readPrivateKey, writeKeyPair, parseVerifierKey, toSigningKey } from '../crypto/keys';
 import { ROLES, type Role } from '../domain/roles';
 import { KeyRegistry } from '../domain/key-registry';

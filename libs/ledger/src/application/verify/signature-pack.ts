@@ -1,5 +1,5 @@
 /**
- * Ed25519 checks packed to cross to a worker thread (signature-batch.ts sends them, verify.worker.ts checks them):
+ * Ed25519 checks packed to cross to a worker thread (signature-batch.ts sends them, home/verify.worker.ts checks them):
  * the messages concatenated with offsets, keys and signatures at fixed strides, all transferable buffers.
  */
 import { nodeEd25519 } from '../../crypto/ed25519';

@@ -3,6 +3,7 @@
  * Under ts sources (jest, ts-register) the worker is started through the repository's TypeScript hook.
  */
 import { Worker } from 'node:worker_threads';
+import { join } from 'node:path';
 import { workerEntry } from '@assay/core';
 import type { ParallelReadSpec } from '../../ports/event-store.port';
 import { checkChunk, type ChunkInput, type ChunkMeta, type ChunkOutput, type VerifyKernels } from './check-chunk';
@@ -44,7 +45,8 @@ interface Reply {
 }
 
 export function workerChecker(count: number): RangeChecker {
-  const { file, execArgv } = workerEntry(__dirname, 'verify.worker');
+  // The worker is a composition root (it wires the SQLite range reader and the kernels addon), so it lives in home/.
+  const { file, execArgv } = workerEntry(join(__dirname, '..', '..', 'home'), 'verify.worker');
   const workers = Array.from({ length: count }, () => new Worker(file, { execArgv }));
   const pending = new Map<number, { resolve: (r: Reply) => void; reject: (e: Error) => void }>();
   const load = workers.map(() => 0);

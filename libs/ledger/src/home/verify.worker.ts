@@ -6,15 +6,16 @@
  *   keys   the stored KeyRegistered events, a hint for which keys to verify with (the ordered pass decides);
  *   signatures  check a batch of Ed25519 signatures whose keys the caller decided (signature-batch.ts);
  *   integrity  the storage check (SQLite `PRAGMA integrity_check`), run here so it overlaps the event checks.
- * This file is a composition root like a CLI entry: it is where the SQLite range reader and the ledger kernels
- * addon (when built; node:crypto and parseEnvelope otherwise) are wired in.
+ * This file is a composition root like a CLI entry, so it sits in home/ beside LedgerHome: it is where the SQLite
+ * range reader and the ledger kernels addon (when built; node:crypto and parseEnvelope otherwise) are wired in to the
+ * verification (application/verify), which itself names neither. application/verify/worker-pool.ts starts it by path.
  */
 import { parentPort } from 'node:worker_threads';
-import type { ParallelReadSpec } from '../../ports/event-store.port';
-import { openRangeReader, type RangeReader } from '../../adapters/sqlite/sqlite-range-reader';
-import { bestKernels } from '../../adapters/native-kernels';
-import { checkChunk, checkRange, type ChunkInput, type ChunkOutput } from './check-chunk';
-import { badSignaturesIn, type SignatureBatch } from './signature-pack';
+import type { ParallelReadSpec } from '../ports/event-store.port';
+import { openRangeReader, type RangeReader } from '../adapters/sqlite/sqlite-range-reader';
+import { bestKernels } from '../adapters/native-kernels';
+import { checkChunk, checkRange, type ChunkInput, type ChunkOutput } from '../application/verify/check-chunk';
+import { badSignaturesIn, type SignatureBatch } from '../application/verify/signature-pack';
 
 const kernels = bestKernels();
 
