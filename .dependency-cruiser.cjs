@@ -8,15 +8,7 @@
 // `npx depcruise-baseline apps libs bench tests scripts task-runtime --config .dependency-cruiser.cjs`): `--ignore-known` lets
 // exactly those module-to-module dependencies pass, so a new one of the same kind still fails. Each is listed here
 // with the reason it is not fixed yet; remove it from the file when it is (re-run depcruise-baseline):
-//   application-imports-no-adapters
-//     libs/ledger/src/application/verify/verify.worker.ts -> adapters/native-kernels.ts, adapters/sqlite/sqlite-range-reader.ts
-//       The verification worker thread is its own composition root: it opens the SQLite range reader and loads the
-//       native kernels in the thread. It belongs in adapters/ (or a composition folder), which moves the worker
-//       entry that workerEntry() and the verifier name; not a one-line fix.
 //   adapters-import-no-application
-//     libs/ledger/src/adapters/native-kernels.ts -> application/verify/check-chunk.ts
-//       The kernel interface (VerifyKernels and its function types) and the JavaScript kernels live next to the
-//       verification algorithm; they should move to ports/ (the interface) and domain/ (the JS kernels).
 //     libs/snapshots/src/adapters/car.ts -> application/node-reader.ts, application/verify.ts
 //     libs/snapshots/src/adapters/fs-checkout.ts -> application/node-reader.ts
 //       CAR import/export and checkout are use cases (they walk snapshots with NodeReader and verify them) that sit
@@ -46,21 +38,11 @@ module.exports = {
     {
       name: 'no-app-to-app',
       comment:
-        'An app is a composition root (the CLI, the HTTP API, the runtime node); what two apps share belongs in a lib. ' +
-        'apps/cli is checked by no-app-to-app-from-cli, which carries the one temporary exception.',
+        'An app is a composition root (the CLI, the HTTP API); what two apps share belongs in a lib (the runtime node ' +
+        'that both start is @assay/runtime).',
       severity: 'error',
-      from: { path: '^apps/([^/]+)/', pathNot: '^apps/cli/' },
+      from: { path: '^apps/([^/]+)/' },
       to: { path: '^apps/', pathNot: '^apps/$1/' },
-    },
-    {
-      name: 'no-app-to-app-from-cli',
-      comment:
-        'Same as no-app-to-app, for apps/cli. TEMPORARY EXCEPTION: apps/cli imports apps/runtime by relative path ' +
-        '(the run controller and the runtime node it starts in process); another issue moves the run controller into ' +
-        'libs/run, and then apps/runtime leaves this pathNot and the rule merges into no-app-to-app.',
-      severity: 'error',
-      from: { path: '^apps/cli/' },
-      to: { path: '^apps/', pathNot: '^apps/(cli|runtime)/' },
     },
     {
       name: 'no-lib-to-app',
@@ -148,8 +130,9 @@ module.exports = {
     },
     // Libs form layers, which is what keeps them free of cycles (a module cycle is not needed for a lib cycle:
     // a.ts -> @assay/b and b.ts -> @assay/a is one): core at the bottom, tar on core; containers, ledger, snapshots
-    // and task-format on those two; judge and run on those, not on each other; bundles on all of them but judge, projections on core, ledger
-    // and run, and nothing on either (the outer layer). A new lib gets a layer here: lib-in-a-layer fails until then.
+    // and task-format on those two; judge and run on those, not on each other; bundles on all of them but judge,
+    // projections on core, ledger and run, and the runtime node on judge, run and the layers below; no lib imports
+    // bundles, projections or runtime (the outer layer). A new lib gets a layer here: lib-in-a-layer fails until then.
     {
       name: 'lib-layers-core',
       comment: 'libs/core is the bottom layer (errors, clock, ids, terminal text): it imports no other lib.',
@@ -187,10 +170,19 @@ module.exports = {
       to: { path: '^libs/(bundles|projections)/', pathNot: '^libs/$1/' },
     },
     {
+      name: 'lib-layers-runtime',
+      comment:
+        'runtime (the runtime node: Docker, the snapshot store and the ledger composed for Judges, task checks, baselines ' +
+        'and research runs) is a composition of the libs below it; only apps import it.',
+      severity: 'error',
+      from: { path: '^libs/([^/]+)/' },
+      to: { path: '^libs/runtime/', pathNot: '^libs/$1/' },
+    },
+    {
       name: 'lib-in-a-layer',
       comment: 'A lib not named in the lib-layers rules is unconstrained by them; until it is given a layer it imports no other lib.',
       severity: 'error',
-      from: { path: '^libs/(?!(?:core|tar|containers|ledger|snapshots|task-format|judge|run|bundles|projections)/)([^/]+)/' },
+      from: { path: '^libs/(?!(?:core|tar|containers|ledger|snapshots|task-format|judge|run|bundles|projections|runtime)/)([^/]+)/' },
       to: { path: '^libs/', pathNot: '^libs/$1/' },
     },
     {

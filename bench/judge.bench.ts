@@ -18,7 +18,7 @@ import { randomIds, systemClock } from '@assay/core';
 import { DockerodeRuntime, type ContainerRuntime } from '@assay/containers';
 import { LedgerHome } from '@assay/ledger';
 import { JudgeRunner, ProcessOwnerRegistry } from '@assay/judge';
-import { JudgeRuntime, SnapshotStoreAdapter, homeTag } from '../apps/runtime/src';
+import { JudgeRuntime, SnapshotStoreAdapter, homeTag } from '@assay/runtime';
 import { arg, fmt, now, percentile, report } from './bench-util';
 
 const REPO = resolve(__dirname, '..').replace(/\/dist$/, '');

@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { randomIds, systemClock } from '@assay/core';
 import { LedgerHome } from '@assay/ledger';
-import { runResearch, type RunReport } from '../apps/runtime/src/run-runtime';
+import { runResearch, type RunReport } from '@assay/runtime';
 import { arg, fmt, percentile, report } from './bench-util';
 
 const REPO = resolve(__dirname, '..').replace(/\/dist$/, '');

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import Docker from 'dockerode';
 import { assay } from '../support/cli';
 import { REPO_ROOT, TS_REGISTER, finished } from '../support/child-process';
-import { homeTag } from '../../apps/runtime/src';
+import { homeTag } from '../../libs/runtime/src';
 import { describeDocker } from '../support/docker';
 import { tmp } from './judge-fakes';
 

@@ -18,7 +18,7 @@ import { randomIds, systemClock } from '@assay/core';
 import { LedgerHome } from '@assay/ledger';
 import { runClaimRules } from '@assay/run';
 import type { JudgeResult } from '@assay/judge';
-import { JudgeRuntime, type LoadedTask } from '../../apps/runtime/src';
+import { JudgeRuntime, type LoadedTask } from '../../libs/runtime/src';
 import { describeDocker } from '../support/docker';
 import { tmp } from './judge-fakes';
 

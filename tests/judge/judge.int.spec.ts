@@ -13,7 +13,7 @@ import { LedgerHome } from '@assay/ledger';
 import { parseCid } from '@assay/snapshots';
 import { runClaimRules } from '@assay/run';
 import type { JudgeResult } from '@assay/judge';
-import { JudgeRuntime, homeTag, type LoadedTask } from '../../apps/runtime/src';
+import { JudgeRuntime, homeTag, type LoadedTask } from '../../libs/runtime/src';
 import { describeDocker } from '../support/docker';
 import { tmp } from './judge-fakes';
 

@@ -20,7 +20,7 @@ import {
   withEgress,
   type AgentContext,
 } from '@assay/run';
-import { planWorkEgress } from '../../apps/runtime/src/work-egress';
+import { planWorkEgress } from '../../libs/runtime/src/work-egress';
 
 const KEY = 'sk-test-0123456789abcdef';
 const ctx = (env: Record<string, string | undefined>): AgentContext => ({ workdir: '/workspace', instruction: 'Make it faster.', operatorEnv: env });

@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EgressProxy, egressPolicy } from '@assay/run';
 import { BASE_IMAGE, describeDocker } from '../support/docker';
-import { forwarderPath } from '../../apps/runtime/src/work-egress';
+import { forwarderPath } from '../../libs/runtime/src/work-egress';
 
 jest.setTimeout(120_000);
 

@@ -23,8 +23,8 @@ import {
 } from '@assay/run';
 import { CLAIM_EVENT_TYPES, eventDataProblem, parseVerifierKey, verifyLedger, type JsonObject } from '@assay/ledger';
 import { supportedClaim } from '@assay/bundles';
-import { GpuPool, PooledJudge, planGpus, planTaskGpus, planUsesGpus, recordWorkGpuUse, workGpuSpec, type GpuPlan } from '../../apps/runtime/src/gpu-pool';
-import { RunnerJudge, runResearch } from '../../apps/runtime/src/run-runtime';
+import { GpuPool, PooledJudge, planGpus, planTaskGpus, planUsesGpus, recordWorkGpuUse, workGpuSpec, type GpuPlan } from '../../libs/runtime/src/gpu-pool';
+import { RunnerJudge, runResearch } from '../../libs/runtime/src/run-runtime';
 import { DirSnapshots, TestOwners, installFakeEntrypoint, memoryLedger, removeFakeSnapshots, tmp, writeTask } from '../judge/judge-fakes';
 import { BEARER, startInput, submitReq } from './support/run-fixtures';
 

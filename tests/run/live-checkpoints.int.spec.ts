@@ -1,10 +1,10 @@
 /**
- * Checkpoints signed while a run goes on (apps/runtime startLiveCheckpoints): one when the log grew, none when it did
+ * Checkpoints signed while a run goes on (libs/runtime startLiveCheckpoints): one when the log grew, none when it did
  * not, a failure logged once and tried again, and stop() waiting for a signing under way.
  */
 import { join } from 'node:path';
 import { LedgerHome } from '@assay/ledger';
-import { startLiveCheckpoints } from '../../apps/runtime/src/run-runtime';
+import { startLiveCheckpoints } from '../../libs/runtime/src/run-runtime';
 import { makeTmpDir } from '../support/ledger-fixtures';
 import { deps } from '../support/ledger-home-fixtures';
 

@@ -10,7 +10,7 @@ import { randomIds, systemClock } from '@assay/core';
 import { LedgerHome } from '@assay/ledger';
 import { parseCid } from '@assay/snapshots';
 import { ROOTFS_IMAGE_ROLE } from '@assay/judge';
-import { ContainerSnapshotter, JudgeRuntime, type LoadedTask } from '../../apps/runtime/src';
+import { ContainerSnapshotter, JudgeRuntime, type LoadedTask } from '../../libs/runtime/src';
 import { BASE_IMAGE, describeDocker } from '../support/docker';
 import { tmp } from '../judge/judge-fakes';
 

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ManualClock, SequentialIds } from '@assay/core';
 import { LedgerHome } from '@assay/ledger';
-import { runResearch } from '../../apps/runtime/src/run-runtime';
+import { runResearch } from '../../libs/runtime/src/run-runtime';
 import { assay } from '../support/cli';
 import { REPO_ROOT } from '../support/child-process';
 import { describeDocker } from '../support/docker';

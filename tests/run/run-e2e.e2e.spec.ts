@@ -12,7 +12,7 @@ import { assay } from '../support/cli';
 import { REPO_ROOT, TS_REGISTER, finished } from '../support/child-process';
 import { describeDocker } from '../support/docker';
 import { homeEvents } from './support/home-events';
-import { homeTag } from '../../apps/runtime/src';
+import { homeTag } from '../../libs/runtime/src';
 
 jest.setTimeout(180_000);
 

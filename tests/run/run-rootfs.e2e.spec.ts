@@ -13,7 +13,7 @@ import { LedgerHome } from '@assay/ledger';
 import { assay } from '../support/cli';
 import { REPO_ROOT, TS_REGISTER } from '../support/child-process';
 import { describeDocker } from '../support/docker';
-import { runResearch } from '../../apps/runtime/src/run-runtime';
+import { runResearch } from '../../libs/runtime/src/run-runtime';
 
 jest.setTimeout(240_000);
 

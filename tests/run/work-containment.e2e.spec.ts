@@ -19,8 +19,8 @@ import { REPO_ROOT, TS_REGISTER, finished } from '../support/child-process';
 import { describeDocker } from '../support/docker';
 import { homeEvents } from './support/home-events';
 import { SnapshotHome } from '@assay/snapshots';
-import { PERIODIC_SNAPSHOTS_KEPT } from '../../apps/runtime/src/run-runtime';
-import { homeTag } from '../../apps/runtime/src';
+import { PERIODIC_SNAPSHOTS_KEPT } from '../../libs/runtime/src/run-runtime';
+import { homeTag } from '../../libs/runtime/src';
 
 jest.setTimeout(240_000);
 

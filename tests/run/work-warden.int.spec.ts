@@ -1,5 +1,5 @@
 /**
- * The Work warden (apps/runtime/src/work-warden.ts) on a real Docker daemon: a controller that dies while Work is
+ * The Work warden (libs/runtime/src/work-warden.ts) on a real Docker daemon: a controller that dies while Work is
  * paused leaves nothing frozen behind. The lifeline inside Work cannot help there (its reader is frozen too), so this
  * is what once left a paused Work, with the agent's processes and memory, until a `--resume` killed it.
  *
@@ -14,7 +14,7 @@ import { describeDocker } from '../support/docker';
 jest.setTimeout(120_000);
 
 const CONTROLLER = `
-const { startWorkWarden } = require(${JSON.stringify(`${REPO_ROOT}/apps/runtime/src/work-containment.ts`)});
+const { startWorkWarden } = require(${JSON.stringify(`${REPO_ROOT}/libs/runtime/src/work-containment.ts`)});
 const w = startWorkWarden(process.argv[1]);
 process.stdout.write('warden ' + w.pid + '\\n');
 if (process.argv[2] === 'close') { w.close(); process.stdout.write('closed\\n'); }

@@ -5,7 +5,7 @@
  */
 import { join } from 'node:path';
 import { TASK_TEMPLATES } from '@assay/task-format';
-import { checkTask } from '../../apps/runtime/src/task-check';
+import { checkTask } from '../../libs/runtime/src/task-check';
 import { assay } from '../support/cli';
 import { REPO_ROOT } from '../support/child-process';
 import { describeDocker } from '../support/docker';

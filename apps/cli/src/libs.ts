@@ -10,8 +10,5 @@ export const libs = {
   judge: () => require('@assay/judge') as typeof import('@assay/judge'),
   snapshots: () => require('@assay/snapshots') as typeof import('@assay/snapshots'),
   taskFormat: () => require('@assay/task-format') as typeof import('@assay/task-format'),
-  runtime: () => require('../../runtime/src') as typeof import('../../runtime/src'),
-  runRuntime: () => require('../../runtime/src/run-runtime') as typeof import('../../runtime/src/run-runtime'),
-  gpuPool: () => require('../../runtime/src/gpu-pool') as typeof import('../../runtime/src/gpu-pool'),
-  controllerLock: () => require('../../runtime/src/controller-lock') as typeof import('../../runtime/src/controller-lock'),
+  runtime: () => require('@assay/runtime') as typeof import('@assay/runtime'),
 };

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { AssayError, escapeTerminalText } from '@assay/core';
 import type { Baseline } from '@assay/run';
-import type { BaselineReport } from '../../../runtime/src/baseline';
+import type { BaselineReport } from '@assay/runtime';
 import type { CliContext } from '../cli-context';
 import { libs } from '../libs';
 import { onStopSignals } from './stop-signals';
@@ -31,7 +31,7 @@ export function register(program: Command, ctx: CliContext): void {
     if (!/^\d{1,2}$/.test(o.repeat) || Number(o.repeat) < 1 || Number(o.repeat) > 20)
       throw usage(`--repeat must be an integer from 1 to 20, got "${o.repeat}"`);
     const overrides = runSettingOverridesOf(o, usage);
-    const { recordBaseline } = require('../../../runtime/src/baseline') as typeof import('../../../runtime/src/baseline');
+    const { recordBaseline } = libs.runtime();
     const tty = process.stderr.isTTY === true;
     // Ctrl-C / SIGTERM: kill the running Judge, start no other, record nothing (exit 7, JUDGE_CANCELLED).
     const abort = new AbortController();

@@ -77,7 +77,7 @@ export function register(program: Command, ctx: CliContext): void {
         throw new AssayError('TASK_DIR_NOT_FOUND', 'not_found', `--task ${o.task} is not a directory`);
 
       const bundles = libs.bundles();
-      let rt: import('../../../runtime/src').JudgeRuntime | null = null;
+      let rt: import('@assay/runtime').JudgeRuntime | null = null;
       const offSignals = onStopSignals(ctx, 'stopping the running Judge (again to quit at once)', (sig) => {
         if (rt) void rt.runner.cancel(sig);
       });
@@ -152,7 +152,7 @@ export function register(program: Command, ctx: CliContext): void {
         process.exitCode = REJUDGE_EXIT[report.verdict];
       } finally {
         offSignals();
-        await (rt as import('../../../runtime/src').JudgeRuntime | null)?.close();
+        await (rt as import('@assay/runtime').JudgeRuntime | null)?.close();
       }
     });
 }

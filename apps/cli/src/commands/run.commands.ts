@@ -1,6 +1,6 @@
 import { Option, type Command } from 'commander';
 import { AssayError, escapeTerminalText } from '@assay/core';
-import type { RunReport } from '../../../runtime/src/run-runtime';
+import type { RunReport } from '@assay/runtime';
 import type { CliContext } from '../cli-context';
 import { libs } from '../libs';
 import { onStopSignals } from './stop-signals';
@@ -90,8 +90,8 @@ export function register(program: Command, ctx: CliContext): void {
           }
         }
         const { RUN_ERROR_CODES } = libs.run();
-        const { agentOf, runResearch } = libs.runRuntime();
-        const gpus = libs.gpuPool().parseGpuList(o.gpus);
+        const { agentOf, runResearch } = libs.runtime();
+        const gpus = libs.runtime().parseGpuList(o.gpus);
         const badInput = (message: string) => new AssayError(RUN_ERROR_CODES.INVALID_INPUT, 'invalid_input', message);
         const overrides = runSettingOverridesOf(o, badInput);
         if (o.resume && overrides.gpuBudgetSec !== undefined)
@@ -310,7 +310,7 @@ async function readRunViews(ctx: CliContext): Promise<Array<import('@assay/run')
     // machine rebooted): `interrupted`, to be resumed. Without its directory (a copied ledger) it stays `running`.
     const { existsSync } = await import('node:fs');
     const { join } = await import('node:path');
-    const { controllerLockState } = libs.controllerLock();
+    const { controllerLockState } = libs.runtime();
     const interrupted = (run: string) => {
       const dir = join(ctx.home, 'runs', run);
       return existsSync(join(dir, 'run.json')) && ['gone', 'none'].includes(controllerLockState(dir));

@@ -2,7 +2,7 @@ import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { AssayError } from '@assay/core';
 import type { TaskDigests, TaskProblem } from '@assay/task-format';
-import type { TaskCheckReport } from '../../../runtime/src/task-check';
+import type { TaskCheckReport } from '@assay/runtime';
 import type { CliContext } from '../cli-context';
 import { libs } from '../libs';
 import { onStopSignals } from './stop-signals';
@@ -102,8 +102,8 @@ export function register(program: Command, ctx: CliContext): void {
       if (!/^\d{1,2}$/.test(opts.repeat) || Number(opts.repeat) < 1 || Number(opts.repeat) > 20) {
         throw new AssayError(TASK_ERROR_CODES.BAD_ARGUMENT, 'invalid_input', `--repeat must be an integer from 1 to 20, got "${opts.repeat}"`);
       }
-      const gpus = opts.gpus !== undefined ? libs.gpuPool().parseGpuList(opts.gpus) : [];
-      const { checkTask } = require('../../../runtime/src/task-check') as typeof import('../../../runtime/src/task-check');
+      const gpus = opts.gpus !== undefined ? libs.runtime().parseGpuList(opts.gpus) : [];
+      const { checkTask } = libs.runtime();
       const tty = process.stderr.isTTY === true;
       // Ctrl-C / SIGTERM: kill the running Judge, start no other, remove what the check started (exit 7,
       // JUDGE_CANCELLED); a second one ends the process at once.

@@ -1,5 +1,5 @@
 /**
- * What the Judge needs from the snapshot store (libs/snapshots, wired in apps/runtime). A small port so the Judge
+ * What the Judge needs from the snapshot store (libs/snapshots, wired in libs/runtime). A small port so the Judge
  * can be tested without the store, and so it depends on nothing of the store's API beyond these operations.
  */
 import type { SnapshotEntry } from '../domain/judge-settings';

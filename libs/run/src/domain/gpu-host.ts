@@ -1,6 +1,6 @@
 /**
  * The host's GPUs, as a GPU run checks and records them at start (docs/run.md, "GPUs"). Pure: the adapters
- * (apps/runtime/src/gpu-host.ts) run `docker info` and `nvidia-smi` and hand their answers here.
+ * (libs/runtime/src/gpu-host.ts) run `docker info` and `nvidia-smi` and hand their answers here.
  *
  *   - nvidiaContainerSupport: can this Docker daemon give containers NVIDIA GPUs at all (the NVIDIA Container
  *     Toolkit): a runtime named `nvidia` in `docker info`'s `Runtimes`, or a CDI spec directory of the daemon that

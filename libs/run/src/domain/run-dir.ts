@@ -6,5 +6,5 @@
  * when it starts).
  */
 export const RUN_CANCEL_REQUEST = 'cancel.request';
-/** The controller's lock: present while a controller holds the run (apps/runtime controller-lock.ts). */
+/** The controller's lock: present while a controller holds the run (libs/runtime controller-lock.ts). */
 export const RUN_CONTROLLER_LOCK = 'controller.lock';

@@ -1,5 +1,5 @@
 /**
- * The host's GPUs as a GPU run sees them at start (docs/run.md, "GPUs"). Real adapters: apps/runtime/src/gpu-host.ts
+ * The host's GPUs as a GPU run sees them at start (docs/run.md, "GPUs"). Real adapters: libs/runtime/src/gpu-host.ts
  * (`docker info`, `nvidia-smi`); fakes for tests: FakeGpuProbe, FakeGpuRuntimeCheck (the same pure decisions,
  * domain/gpu-host.ts, over configured answers).
  */

@@ -1,7 +1,7 @@
 /**
  * The pure half of `assay task check` (docs/task-format.md, "Authoring a task"): static scans of a task's files, the
  * hostile workspace planted to try to write the reward, and the verdicts computed from Judge outcomes. The runtime
- * (apps/runtime/src/task-check.ts) builds, judges and feeds what it saw in here.
+ * (libs/runtime/src/task-check.ts) builds, judges and feeds what it saw in here.
  */
 
 export type CheckStatus = 'ok' | 'failed' | 'skipped';

@@ -1,0 +1,13 @@
+// @assay/runtime, the runtime node: the composition of Docker, the snapshot store and the ledger for the Judges
+// (JudgeRuntime), task images, task checks and baselines, and the research run's Work container (runResearch).
+// Only apps import it (lib-layers-runtime): it is the outermost lib, built on judge, run and the layers below.
+export { JudgeRuntime, homeTag, type JudgeRuntimeOptions, type LoadedTask } from './judge-runtime';
+export { SnapshotStoreAdapter } from './snapshot-store.adapter';
+export { ContainerSnapshotter, rootfsSnapshotPolicy } from './rootfs-snapshotter';
+export { buildBaseImage, type BaseImageResult } from './base-image';
+export { assayRoot } from './repo-paths';
+export { runResearch, agentOf, type RunReport, type RunStartOptions } from './run-runtime';
+export { parseGpuList } from './gpu-pool';
+export { controllerLockState } from './controller-lock';
+export { recordBaseline, type BaselineReport } from './baseline';
+export { checkTask, type TaskCheckReport } from './task-check';
