@@ -1,18 +1,10 @@
 // Import boundaries (docs/architecture.md, "Boundaries"), checked by dependency-cruiser in `npm run lint`:
-//   depcruise apps libs bench tests scripts task-runtime --config .dependency-cruiser.cjs --ignore-known --output-type err
+//   depcruise apps libs bench tests scripts task-runtime --config .dependency-cruiser.cjs --output-type err
 // Every rule has a name (the name a violation is reported under) and a comment saying why it exists.
 // tests/architecture/boundaries.int.spec.ts plants a violation of every rule in tests/fixtures/boundaries/ and checks
-// that each is reported under its name, and that the real tree passes.
-//
-// Known violations (.dependency-cruiser-known-violations.json, written by
-// `npx depcruise-baseline apps libs bench tests scripts task-runtime --config .dependency-cruiser.cjs`): `--ignore-known` lets
-// exactly those module-to-module dependencies pass, so a new one of the same kind still fails. Each is listed here
-// with the reason it is not fixed yet; remove it from the file when it is (re-run depcruise-baseline):
-//   adapters-import-no-application
-//     libs/snapshots/src/adapters/car.ts -> application/node-reader.ts, application/verify.ts
-//     libs/snapshots/src/adapters/fs-checkout.ts -> application/node-reader.ts
-//       CAR import/export and checkout are use cases (they walk snapshots with NodeReader and verify them) that sit
-//       in adapters/ because they write files; splitting the file I/O from the use case is a refactor of its own.
+// that each is reported under its name, and that the real tree breaks none. There is no baseline of known
+// violations: the last ones (ledger verification and snapshot CAR/checkout files in the wrong layer) were fixed on
+// 2026-12-04, so any violation fails the lint.
 'use strict';
 
 // Shipped code: apps and libs, less their tests. Tests (*.spec.ts, tests/) may use dev dependencies and fakes.

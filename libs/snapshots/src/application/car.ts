@@ -9,8 +9,8 @@ import { RAW_CODE, decodeNode } from '../domain/format';
 import { atPath, ioError, snapshotError } from '../domain/snapshot.errors';
 import { CarCheck, carMalformed, carTruncated, MAX_CAR_HEADER_BYTES, MAX_CAR_ROOTS, MAX_CAR_SECTION_BYTES } from '../domain/car-check';
 import type { BlobStore } from '../ports/blob-store.port';
-import { NodeReader, type BlockGetter } from '../application/node-reader';
-import { verifySnapshot } from '../application/verify';
+import { NodeReader, type BlockGetter } from './node-reader';
+import { verifySnapshot } from './verify';
 
 /**
  * CAR v1 (https://ipld.io/specs/transport/car/carv1/) as a container only. Export writes the header and the

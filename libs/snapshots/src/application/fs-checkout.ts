@@ -6,7 +6,7 @@ import { silentProgress, type Progress } from '@assay/core';
 import { RAW_CODE, chunkLength, type Entry } from '../domain/format';
 import { resolvePolicy, type SnapshotPolicy } from '../domain/policy';
 import { atPath, ioError, joinRel, showPath, snapshotError } from '../domain/snapshot.errors';
-import { NodeReader, type BlockGetter } from '../application/node-reader';
+import { NodeReader, type BlockGetter } from './node-reader';
 
 export interface CheckoutOptions {
   /** Limits applied while writing (a hostile snapshot can reuse one directory many times). Default policy. */
