@@ -298,6 +298,70 @@ export function containerRuntimeContract(name: string, setup: () => Promise<Cont
       timeoutMs * 4,
     );
 
+    async function running(o: Partial<ContainerSpec> = {}): Promise<string> {
+      const id = await s.runtime.createContainer(spec(s.programs.sleep(60), o));
+      created.push(id);
+      await s.runtime.start(id, { onOutput: () => undefined });
+      return id;
+    }
+
+    async function execIn(id: string, argv: readonly string[]) {
+      const out: Buffer[] = [];
+      const err: Buffer[] = [];
+      const x = await s.runtime.exec(id, { argv }, (st, b) => (st === 'stdout' ? out : err).push(b));
+      await x.outputEnded;
+      return { code: await x.exitCode(), stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') };
+    }
+
+    it(
+      'runs a process in a running container (exec): its output apart, its exit status; a detached one stops being followed',
+      async () => {
+        const id = await running();
+        expect(await execIn(id, s.programs.echo('exec out', 'exec err'))).toEqual({ code: 0, stdout: 'exec out\n', stderr: 'exec err\n' });
+        expect((await execIn(id, s.programs.exit(3))).code).toBe(3);
+        const long = await s.runtime.exec(id, { argv: s.programs.sleep(60) }, () => undefined);
+        const t0 = Date.now();
+        long.detach();
+        await long.outputEnded;
+        expect(Date.now() - t0).toBeLessThan(5_000);
+        await s.runtime.kill(id);
+        await expect(s.runtime.exec(id, { argv: s.programs.exit(0) }, () => undefined)).rejects.toMatchObject({ code: 'CONTAINER_OPERATION_FAILED' });
+        await expect(s.runtime.exec('0'.repeat(64), { argv: s.programs.exit(0) }, () => undefined)).rejects.toMatchObject({ code: 'CONTAINER_NOT_FOUND' });
+      },
+      timeoutMs,
+    );
+
+    it(
+      'pauses and unpauses: no process starts in a paused container; a second pause says it is already paused',
+      async () => {
+        const id = await running();
+        await s.runtime.pause(id);
+        await expect(s.runtime.exec(id, { argv: s.programs.exit(0) }, () => undefined)).rejects.toMatchObject({ code: 'CONTAINER_OPERATION_FAILED' });
+        await expect(s.runtime.pause(id)).rejects.toMatchObject({ code: 'CONTAINER_OPERATION_FAILED', message: expect.stringMatching(/already paused/i) });
+        await s.runtime.unpause(id);
+        expect((await execIn(id, s.programs.exit(0))).code).toBe(0);
+        await expect(s.runtime.unpause(id)).rejects.toMatchObject({ code: 'CONTAINER_OPERATION_FAILED' });
+        await s.runtime.kill(id);
+        await expect(s.runtime.pause('0'.repeat(64))).rejects.toMatchObject({ code: 'CONTAINER_NOT_FOUND' });
+      },
+      timeoutMs,
+    );
+
+    it(
+      "measures what was written to a container's own layer",
+      async () => {
+        const id = await running({ readOnlyRootfs: false });
+        const before = (await s.runtime.writableLayerBytes(id)) ?? 0;
+        expect((await execIn(id, s.programs.write('/tmp/written.txt', 'w'.repeat(100_000)))).code).toBe(0);
+        const after = await s.runtime.writableLayerBytes(id);
+        expect(after).not.toBeNull();
+        expect((after as number) - before).toBeGreaterThanOrEqual(100_000);
+        await s.runtime.kill(id);
+        await expect(s.runtime.writableLayerBytes('0'.repeat(64))).rejects.toMatchObject({ code: 'CONTAINER_NOT_FOUND' });
+      },
+      timeoutMs,
+    );
+
     it(
       'never pulls: a missing image is not found',
       async () => {

@@ -148,6 +148,23 @@ export interface StartedContainer {
   readonly outputEnded: Promise<void>;
 }
 
+/** A process started in a running container (`docker exec`). */
+export interface ExecSpec {
+  readonly argv: readonly string[];
+  readonly env?: Readonly<Record<string, string>>;
+  /** Default: the container's working directory. */
+  readonly workingDir?: string;
+}
+
+export interface RunningExec {
+  /** Resolves when the process's output has ended (it exited, or the stream broke) and every chunk was handed on. */
+  readonly outputEnded: Promise<void>;
+  /** Its exit status once its output ended; null when the daemon cannot say (still running, or gone with Work). */
+  exitCode(): Promise<number | null>;
+  /** Stops following the process: its output is no longer read (the process itself goes when its container does). */
+  detach(): void;
+}
+
 export type WaitResult = { readonly exited: true; readonly exitCode: number } | { readonly exited: false };
 
 export interface BuildOptions {
@@ -202,4 +219,24 @@ export interface ContainerRuntime {
   /** Removes an image (by id or tag, forced: its tags go with it); a missing one is not an error. */
   removeImage(ref: string): Promise<void>;
   listImages(filter: LabelFilter): Promise<ImageSummary[]>;
+  /**
+   * Starts a process in a running container, its output handed to `onOutput` as it comes. CONTAINER_NOT_FOUND when
+   * the container does not exist; CONTAINER_OPERATION_FAILED when it is not running (or paused).
+   */
+  exec(id: string, spec: ExecSpec, onOutput: StartIo['onOutput']): Promise<RunningExec>;
+  /**
+   * Freezes every process of a running container (`docker pause`). The daemon's message is kept in the error
+   * (CONTAINER_OPERATION_FAILED): "unable to freeze" when the kernel's freezer gives up, "already paused".
+   */
+  pause(id: string): Promise<void>;
+  /** Thaws a paused container (`docker unpause`). */
+  unpause(id: string): Promise<void>;
+  /**
+   * Bytes written to the container's own writable layer (`docker inspect --size`: SizeRw), which the daemon
+   * measures by walking the layer; null when it does not say. CONTAINER_NOT_FOUND when it does not exist.
+   */
+  writableLayerBytes(id: string): Promise<number | null>;
 }
+
+/** The injection token a composition root binds the ContainerRuntime to (@assay/runtime's RuntimeModule: dockerode). */
+export const CONTAINER_RUNTIME = Symbol.for('assay.ContainerRuntime');

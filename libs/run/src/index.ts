@@ -30,6 +30,7 @@ export { FakeSnapshotter } from './adapters/fake-snapshotter.adapter';
 export { FakeGpuProbe, FakeGpuRuntimeCheck } from './adapters/fake-gpu-host.adapter';
 export { FakeJudge, EMPTY_OUTPUT_DIGEST, type FakeJudgeBehaviour, type EventWriter } from './adapters/fake-judge.adapter';
 export { SubmitEndpoint, type SubmitEndpointOptions } from './adapters/http-submit-endpoint.adapter';
+export { ContainerWorkControl } from './adapters/container-work-control.adapter';
 export {
   AGENT_MOUNT,
   ClaudeCodeAgent,
@@ -73,6 +74,7 @@ export {
 // application
 export * from './application/run-token';
 export * from './application/submission-service';
+export * from './application/supervise-agent';
 export * from './application/run-views';
 export * from './application/baselines';
 export * from './application/run-logs';

@@ -14,11 +14,12 @@
  *     task-runtime/egress/...     → /usr/local/bin/assay-egress-forward, read-only (vendor agents: work-egress.ts;
  *                                   the egress proxy listens on sock/egress.sock, Work keeps network none)
  *   SubmissionService (start/resume) + SubmitEndpoint (Unix socket) + real adapters:
- *     WorkControl = docker pause/unpause, Snapshotter = SnapshotHome over the workspace dir,
+ *     WorkControl = ContainerWorkControl (docker pause/unpause through the container port),
+ *     Snapshotter = SnapshotHome over the workspace dir,
  *     JudgePort = JudgeRunner.judge(prepared, cid, {run, round}).
- *   The agent runs as `docker exec` in Work, its output escaped and marked line by line; when it exits (or what is
- *   left of the agent-time/wall budget runs out, or SIGINT), the run completes with its selection and the Work
- *   container is killed and removed (never unpaused).
+ *   The agent runs as `docker exec` in Work (ContainerRuntime.exec), its output escaped and marked line by line, and
+ *   is supervised by superviseAgent (libs/run): when it exits (or what is left of the agent-time/wall budget runs out,
+ *   or SIGINT), the run completes with its selection and the Work container is killed and removed (never unpaused).
  */
 import {
   closeSync,
@@ -40,7 +41,7 @@ import { hostname } from 'node:os';
 import { createHash } from 'node:crypto';
 import Docker from 'dockerode';
 import { AssayError, escapeTerminalText, MarkedLineStream, randomIds, systemClock, type Clock, type IdGenerator } from '@assay/core';
-import { StreamDemuxer, type ContainerRuntime } from '@assay/containers';
+import type { ContainerRuntime } from '@assay/containers';
 import { parseCid } from '@assay/snapshots';
 import type { SnapshotHome } from '@assay/snapshots';
 import type { PreparedTask, JudgeRunner } from '@assay/judge';
@@ -63,7 +64,8 @@ import {
   redactErrorSecrets,
   SecretStreamRedactor,
   tokenSha256,
-  remainingBudgets,
+  superviseAgent,
+  type AgentProcess,
   type JudgeOutcome,
   type JudgePort,
   type JudgeRequest,
@@ -71,10 +73,9 @@ import {
   type RunState,
   type Snapshotter,
   type SnapshotRequest,
-  type WorkControl,
   type WorkspaceChange,
   type WorkspaceSnapshot,
-  WORK_FREEZE_REFUSED,
+  ContainerWorkControl,
   recordTranscripts,
   type TranscriptFacts,
   RUN_CANCEL_REQUEST,
@@ -360,40 +361,6 @@ export class RunnerJudge implements JudgePort {
   }
 }
 
-/**
- * docker pause / unpause of the Work container. Under heavy I/O the kernel's freezer can give up ("unable to
- * freeze": processes in uninterruptible sleep); that is retried, and when it persists it is the agent's doing
- * (WORK_FREEZE_REFUSED: the round counts with `work.freeze_failed`), never a refund.
- */
-export class DockerWorkControl implements WorkControl {
-  constructor(
-    private readonly c: Pick<Docker.Container, 'pause' | 'unpause'>,
-    private readonly retries: { readonly attempts: number; readonly delayMs: number } = { attempts: 5, delayMs: 400 },
-  ) {}
-  async freeze(): Promise<void> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await this.c.pause();
-        return;
-      } catch (e) {
-        const msg = e instanceof Error ? e.message : String(e);
-        if (/already paused/i.test(msg)) return;
-        if (!/unable to freeze|freezing|freezer/i.test(msg)) throw e;
-        if (attempt >= this.retries.attempts)
-          throw new AssayError(
-            WORK_FREEZE_REFUSED,
-            'refused',
-            `docker pause failed ${attempt} times (Work's processes could not be frozen: ${msg.slice(0, 300)})`,
-          );
-        await new Promise((r) => setTimeout(r, this.retries.delayMs * attempt));
-      }
-    }
-  }
-  async thaw(): Promise<void> {
-    await this.c.unpause();
-  }
-}
-
 /** Copies the work image's workdir into the host workspace directory (a short-lived container, network none). */
 async function seedFromImage(rt: JudgeRuntime, image: string, workdir: string, dest: string, run: string): Promise<boolean> {
   if (workdir === '/') return false;
@@ -502,16 +469,6 @@ function rounds(s: RunState): RunRoundLine[] {
 }
 
 /** Bytes written to a container's own layer (`docker inspect --size`: SizeRw), or null when the daemon does not say. */
-async function writtenToLayer(container: Docker.Container): Promise<number | null> {
-  try {
-    // `size` is the Engine API's query parameter (GET /containers/{id}/json?size=true); dockerode passes it through.
-    const info = (await container.inspect({ size: true } as unknown as Docker.ContainerInspectOptions)) as { SizeRw?: number };
-    return typeof info.SizeRw === 'number' && Number.isFinite(info.SizeRw) ? info.SizeRw : null;
-  } catch {
-    return null;
-  }
-}
-
 /** Whether the daemon runs containers in a remapped user namespace (`dockerd --userns-remap`): root in them is not the host's. */
 async function daemonRemapsUsers(docker: Docker): Promise<boolean> {
   const info = (await docker.info()) as { SecurityOptions?: string[] | null };
@@ -734,9 +691,8 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
       // A Work paused when this controller dies cannot read its lifeline: the warden kills it from outside.
       warden = startWorkWarden(workId);
       gpuPool.startWork();
-      const container = docker.getContainer(workId);
-      const work = new DockerWorkControl(container);
-      await checkAgentBinary(container, agent, task.images.work.id); // a missing codex/claude fails before RunStarted
+      const work = new ContainerWorkControl(rt.containers, workId);
+      await checkAgentBinary(rt.containers, workId, agent, task.images.work.id); // a missing codex/claude fails before RunStarted
 
       const deps = {
         run,
@@ -831,24 +787,10 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
         endpoint = await SubmitEndpoint.listen({ socketPath: sockPath, gateway });
         chmodSync(sockPath, 0o666);
         log(`run ${run}: Work ${workId.slice(0, 12)} up; agent ${agent.name} starting`);
-        // Work's GPU-seconds since the last record: BudgetConsumed gpu_seconds {holder: work}
-        const recordWorkGpus = async () => {
-          await recordWorkGpuUse(gpuPool, svc).catch((e: unknown) => log(`recording Work's GPU use failed: ${e instanceof Error ? e.message : String(e)}`));
-        };
-
-        // the agent
-        // What is left of the agent-time and wall-time budgets, as recorded (so a resume does not grant them again)
-        const left = remainingBudgets(svc.current, clock.now());
-        const agentLimitSec = Math.min(left.agent_time ?? Infinity, left.wall_time ?? Infinity);
+        // the agent: started here with `docker exec` (its output wired below), supervised by libs/run's superviseAgent
         proxy = await startEgressProxy({ sockDir: p.sock, agent, log });
-        const exec = await container.exec({
-          Cmd: [...egress.launch.argv],
-          Env: Object.entries(egress.launch.env).map(([k, v]) => `${k}=${v}`),
-          WorkingDir: workdir,
-          AttachStdout: true,
-          AttachStderr: true,
-        });
-        const stream = await exec.start({ hijack: true, stdin: false });
+        const transcript = new AgentTranscript(p.agent);
+        transcripts.push(transcript);
         // The agent's output: secrets redacted, then escaped and marked line by line (agentOutput's contract), so
         // nothing it prints acts on the operator's terminal or passes for one of Assay's lines.
         const redactors = new Map<string, SecretStreamRedactor>();
@@ -858,146 +800,47 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
         const show = (text: string) => {
           if (text) o.agentOutput?.(Buffer.from(text));
         };
-        const transcript = new AgentTranscript(p.agent);
-        transcripts.push(transcript);
-        const demux = new StreamDemuxer((s, chunk) => {
+        const exec = await rt.containers.exec(workId, { argv: egress.launch.argv, env: egress.launch.env, workingDir: workdir }, (s, chunk) => {
           const clean = agent.secretEnv.length ? redactorOf(s).push(chunk) : chunk;
           transcript.write(clean);
           show(markedOf(s).push(clean));
         });
-        stream.on('data', (c: Buffer) => demux.push(c));
-        const ta = nowMs();
-        // Agent time is recorded as it is used (every AGENT_TIME_RECORD_SEC and at the end), so a controller that is
-        // killed loses at most one interval of it.
-        let agentRecordedMs = ta;
-        const recordAgentTime = async (atMostLeft = false) => {
-          const now = nowMs();
-          let sec = Math.round((now - agentRecordedMs) / 10) / 100;
-          // stopped by the controller at the limit: the stop's own latency is not the agent's
-          const leftSec = remainingBudgets(svc.current, new Date(now)).agent_time;
-          if (atMostLeft && leftSec !== null) sec = Math.min(sec, leftSec);
-          if (sec <= 0 || svc.current.completed) return;
-          agentRecordedMs = now;
-          await svc.consume('agent_time', sec).catch((e: unknown) => log(`recording agent time failed: ${e instanceof Error ? e.message : String(e)}`));
-        };
-        let cancelled = false;
-        const ended = new Promise<void>((res) => {
-          stream.on('end', () => res());
-          stream.on('close', () => res());
-          stream.on('error', () => res());
-        });
-        let timer: NodeJS.Timeout | null = null;
-        let gpuTimer: NodeJS.Timeout | null = null;
-        let cancelPoll: NodeJS.Timeout | null = null;
-        let gpuExhausted: () => void = () => undefined;
-        let rootfsWatch: NodeJS.Timeout | null = null;
-        let rootfsWritten = 0;
-        const stop = new Promise<'timeout' | 'cancel' | 'gpu_budget' | 'ended' | 'storage'>((res) => {
-          // the run ended by itself (the refund that reached the cap records RunCompleted failed)
-          if (svc.ended.aborted) res('ended');
-          svc.ended.addEventListener('abort', () => res('ended'), { once: true });
-          if (Number.isFinite(agentLimitSec)) timer = setTimeout(() => res('timeout'), agentLimitSec * 1000);
-          // Work's GPUs alone exhaust the GPU budget at this time (Judges only bring it closer: checked between snapshots)
-          gpuExhausted = () => res('gpu_budget');
-          const gpuLeftSec = gpuPool.secondsUntilExhausted(remainingBudgets(svc.current, clock.now()).gpu_seconds);
-          if (gpuLeftSec !== null) gpuTimer = setTimeout(gpuExhausted, Math.min(gpuLeftSec * 1000, 2 ** 31 - 1));
-          if (o.signal) {
-            if (o.signal.aborted) res('cancel');
-            o.signal.addEventListener('abort', () => res('cancel'), { once: true });
-          }
-          // A cancel asked through the API (POST /runs/:id/cancel writes the run's cancel.request): the same as Ctrl-C.
-          cancelPoll = setInterval(() => {
-            if (existsSync(join(p.dir, RUN_CANCEL_REQUEST))) {
-              log('cancel requested (POST /runs/:id/cancel)');
-              res('cancel');
-            }
-          }, CANCEL_POLL_MS);
-          // Full-rootfs Work writes into its container's own layer, on the host's disk: measured against storage_mb.
-          if (!split) {
-            let measuring = false;
-            rootfsWatch = setInterval(() => {
-              if (measuring) return;
-              measuring = true;
-              void writtenToLayer(container)
-                .then((bytes) => {
-                  if (bytes !== null && bytes > storageBytes) {
-                    rootfsWritten = bytes;
-                    res('storage');
-                  }
-                })
-                .finally(() => (measuring = false));
-            }, rootfsCheckSec * 1000);
-          }
-        });
-        // periodic snapshots between submissions (recorded only when the workspace changed) and wall-time ticks
-        const everySec = o.snapshotIntervalSec ?? 60;
-        let periodic: Promise<unknown> = Promise.resolve();
-        // Periodic snapshots are pinned when taken; only the latest PERIODIC_SNAPSHOTS_KEPT of this session stay pinned
-        // unless a round or the baseline uses the same root, so the store does not keep every one forever (the rest
-        // are collectable: `assay snapshot gc`).
-        const periodicRoots: string[] = [];
-        const releaseOldPeriodic = async (root: string) => {
-          if (!periodicRoots.includes(root)) periodicRoots.push(root);
-          while (periodicRoots.length > PERIODIC_SNAPSHOTS_KEPT) {
-            const old = periodicRoots.shift() as string;
-            const st = svc.current;
-            if (old === st.baselineRoot || st.rounds.some((r) => r.snapshot?.root === old)) continue;
-            await rt.snapshotHome
-              .unpin(parseCid(old))
-              .catch((e: unknown) => log(`unpinning periodic snapshot ${old} failed: ${e instanceof Error ? e.message : String(e)}`));
-          }
-        };
-        const between = async () => {
-          const snap = await svc.recordWorkspace().catch((e: unknown) => log(`periodic snapshot failed: ${e instanceof Error ? e.message : String(e)}`));
-          if (snap) await releaseOldPeriodic(snap.root);
-          if (svc.current.started?.protocol.budgets.wall_time !== null) await svc.tick().catch(() => undefined);
-          await recordWorkGpus();
-          if (remainingBudgets(svc.current, clock.now()).gpu_seconds === 0) gpuExhausted();
-        };
-        const interval = everySec > 0 ? setInterval(() => (periodic = periodic.then(between)), everySec * 1000) : null;
-        const agentClock = setInterval(() => (periodic = periodic.then(() => recordAgentTime())), AGENT_TIME_RECORD_SEC * 1000);
-        const why = await Promise.race([ended.then(() => 'exited' as const), stop]);
-        if (timer) clearTimeout(timer);
-        if (gpuTimer) clearTimeout(gpuTimer);
-        if (cancelPoll) clearInterval(cancelPoll);
-        if (rootfsWatch) clearInterval(rootfsWatch);
-        if (interval) clearInterval(interval);
-        clearInterval(agentClock);
-        await periodic;
-        gpuPool.stopWork(); // the agent is done: Work's GPUs count up to here (the container is removed right after)
-        const agentMs = nowMs() - ta;
-        for (const [k, r] of redactors) show(markedOf(k).push(r.end()));
-        for (const m of marked.values()) show(m.end());
-        let agentExit: number | null = null;
-        if (why === 'exited') {
-          agentExit = await exec.inspect().then(
-            (i) => i.ExitCode ?? null,
-            () => null,
-          );
-          log(`agent exited with status ${agentExit}`);
-        } else {
-          cancelled = why === 'cancel';
-          log(
-            why === 'cancel'
-              ? 'cancelled: stopping the agent'
-              : why === 'gpu_budget'
-                ? 'the GPU budget is used up: stopping the agent'
-                : why === 'storage'
-                  ? `Work's file system grew past the task's storage_mb: ${rootfsWritten} bytes written, the bound is ${storageBytes}: stopping the agent`
-                  : why === 'ended'
-                    ? `the run ended (${(svc.current.completed as RunState['completed'])?.status ?? 'completed'}): stopping the agent`
-                    : `the agent ran out of time (${agentLimitSec} s)`,
-          );
-          stream.destroy();
-        }
-        await recordWorkGpus();
-        await recordAgentTime(why === 'timeout'); // Ctrl-C included: the time the agent ran is recorded whatever ended it
-        if (cancelled) {
-          await svc.cancel();
-        } else {
-          if (everySec > 0) await between(); // the workspace as the agent left it
-          await svc.complete();
-        }
+        const agentProcess: AgentProcess = { ended: exec.outputEnded, exitCode: () => exec.exitCode(), detach: () => exec.detach() };
+        const supervised = await superviseAgent(
+          agentProcess,
+          {
+            service: svc,
+            clock,
+            gpus: {
+              secondsUntilExhausted: (left) => gpuPool.secondsUntilExhausted(left),
+              stopWork: () => gpuPool.stopWork(),
+              // Work's GPU-seconds since the last record: BudgetConsumed gpu_seconds {holder: work}
+              record: () => recordWorkGpuUse(gpuPool, svc),
+            },
+            unpinSnapshot: async (root) => {
+              await rt.snapshotHome.unpin(parseCid(root));
+            },
+            cancelRequested: () => existsSync(join(p.dir, RUN_CANCEL_REQUEST)),
+            // Full-rootfs Work writes into its container's own layer, on the host's disk: measured against storage_mb.
+            writtenBytes: split ? null : () => rt.containers.writableLayerBytes(workId as string).catch(() => null),
+            log,
+            onStopped: () => {
+              for (const [k, r] of redactors) show(markedOf(k).push(r.end()));
+              for (const m of marked.values()) show(m.end());
+            },
+          },
+          {
+            snapshotIntervalSec: o.snapshotIntervalSec ?? 60,
+            agentTimeRecordSec: AGENT_TIME_RECORD_SEC,
+            cancelPollMs: CANCEL_POLL_MS,
+            keepPeriodic: PERIODIC_SNAPSHOTS_KEPT,
+            storageBytes,
+            storageCheckSec: rootfsCheckSec,
+            ...(o.signal ? { signal: o.signal } : {}),
+          },
+        );
+        const agentExit = supervised.exitCode;
+        const agentMs = supervised.agentMs;
         await endpoint.close();
         endpoint = null;
         if (proxy) await stopEgressProxy(proxy, { runDir: p.dir, agent, log });

@@ -6,8 +6,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type Docker from 'dockerode';
-import { StreamDemuxer } from '@assay/containers';
+import type { ContainerRuntime } from '@assay/containers';
 import {
   agentBinary,
   agentBinaryMissing,
@@ -49,26 +48,19 @@ export function planWorkEgress(agent: AgentLaunchSpec): WorkEgressPlan {
 }
 
 /** Fails cleanly (RUN_AGENT_UNAVAILABLE) when the agent's binary or python3 is not on PATH in Work. */
-export async function checkAgentBinary(container: Docker.Container, agent: AgentLaunchSpec, image: string): Promise<void> {
+export async function checkAgentBinary(runtime: ContainerRuntime, container: string, agent: AgentLaunchSpec, image: string): Promise<void> {
   if (agent.network.mode !== 'allowlist') return;
   const wanted = [agentBinary(agent), 'python3'];
-  const exec = await container.exec({
-    Cmd: ['sh', '-c', 'for b in "$@"; do command -v "$b" >/dev/null 2>&1 || { printf %s "$b"; exit 3; }; done', 'sh', ...wanted],
-    AttachStdout: true,
-    AttachStderr: true,
-  });
-  const stream = await exec.start({ hijack: true, stdin: false });
   let out = '';
-  const demux = new StreamDemuxer((_s, c) => {
-    if (out.length < 4096) out += c.toString('utf8');
-  });
-  stream.on('data', (c: Buffer) => demux.push(c));
-  await new Promise<void>((res) => {
-    stream.on('end', () => res());
-    stream.on('close', () => res());
-    stream.on('error', () => res());
-  });
-  const code = (await exec.inspect()).ExitCode;
+  const exec = await runtime.exec(
+    container,
+    { argv: ['sh', '-c', 'for b in "$@"; do command -v "$b" >/dev/null 2>&1 || { printf %s "$b"; exit 3; }; done', 'sh', ...wanted] },
+    (_s, c) => {
+      if (out.length < 4096) out += c.toString('utf8');
+    },
+  );
+  await exec.outputEnded;
+  const code = await exec.exitCode();
   if (code === 3) throw agentBinaryMissing(agent, out.trim() || wanted[0]!, image);
   if (code !== 0) throw agentBinaryMissing(agent, wanted[0]!, image);
 }

@@ -12,10 +12,12 @@ import type {
   ContainerRuntime,
   ContainerSpec,
   ContainerSummary,
+  ExecSpec,
   ImageInfo,
   ImageSummary,
   ImportImageOptions,
   LabelFilter,
+  RunningExec,
   StartIo,
   StartedContainer,
   VolumeSummary,
@@ -570,6 +572,71 @@ export class DockerodeRuntime implements ContainerRuntime {
       return (r.Volumes ?? []).map((v) => ({ name: v.Name, labels: (v.Labels as Record<string, string> | null) ?? {} }));
     } catch (e) {
       throw fail('list volumes', e);
+    }
+  }
+
+  async exec(id: string, spec: ExecSpec, onOutput: StartIo['onOutput']): Promise<RunningExec> {
+    const c = this.docker.getContainer(id);
+    let exec: Docker.Exec;
+    let stream: NodeJS.ReadWriteStream;
+    try {
+      exec = await c.exec({
+        Cmd: [...spec.argv],
+        ...(spec.env ? { Env: Object.entries(spec.env).map(([k, v]) => `${k}=${v}`) } : {}),
+        ...(spec.workingDir ? { WorkingDir: spec.workingDir } : {}),
+        AttachStdout: true,
+        AttachStderr: true,
+      });
+      stream = (await exec.start({ hijack: true, stdin: false })) as NodeJS.ReadWriteStream;
+    } catch (e) {
+      if (statusOf(e) === 404) throw containerError('CONTAINER_NOT_FOUND', `no container ${id.slice(0, 12)} to run a process in`, { container: id }, e);
+      throw fail(`run a process in container ${id.slice(0, 12)}`, e, { container: id });
+    }
+    const demux = new StreamDemuxer(onOutput);
+    const destroy = () => (stream as unknown as { destroy?: () => void }).destroy?.();
+    const outputEnded = new Promise<void>((resolve) => {
+      stream.on('data', (b: Buffer) => demux.push(b));
+      stream.on('end', () => resolve());
+      stream.on('close', () => resolve());
+      stream.on('error', () => resolve());
+    });
+    return {
+      outputEnded,
+      exitCode: () =>
+        exec.inspect().then(
+          (i) => (i.Running ? null : (i.ExitCode ?? null)),
+          () => null,
+        ),
+      detach: destroy,
+    };
+  }
+
+  async pause(id: string): Promise<void> {
+    try {
+      await this.docker.getContainer(id).pause();
+    } catch (e) {
+      if (statusOf(e) === 404) throw containerError('CONTAINER_NOT_FOUND', `no container ${id.slice(0, 12)} to pause`, { container: id }, e);
+      throw fail(`pause container ${id.slice(0, 12)}`, e, { container: id });
+    }
+  }
+
+  async unpause(id: string): Promise<void> {
+    try {
+      await this.docker.getContainer(id).unpause();
+    } catch (e) {
+      if (statusOf(e) === 404) throw containerError('CONTAINER_NOT_FOUND', `no container ${id.slice(0, 12)} to unpause`, { container: id }, e);
+      throw fail(`unpause container ${id.slice(0, 12)}`, e, { container: id });
+    }
+  }
+
+  async writableLayerBytes(id: string): Promise<number | null> {
+    try {
+      // dockerode's types miss `size`; the Engine API takes it as a query parameter of inspect.
+      const info = (await this.docker.getContainer(id).inspect({ size: true } as unknown as Docker.ContainerInspectOptions)) as { SizeRw?: number };
+      return typeof info.SizeRw === 'number' ? info.SizeRw : null;
+    } catch (e) {
+      if (statusOf(e) === 404) throw containerError('CONTAINER_NOT_FOUND', `no container ${id.slice(0, 12)} to measure`, { container: id }, e);
+      throw fail(`measure container ${id.slice(0, 12)}`, e, { container: id });
     }
   }
 }

@@ -13,12 +13,14 @@ import type {
   ContainerRuntime,
   ContainerSpec,
   ContainerSummary,
+  ExecSpec,
   ImageInfo,
   ImageSummary,
   ImportImageOptions,
   LabelFilter,
   MountSpec,
   OutputStream,
+  RunningExec,
   StartIo,
   StartedContainer,
   VolumeSummary,
@@ -78,6 +80,8 @@ interface FakeContainer {
   spec: ContainerSpec;
   image: FakeImage;
   state: 'created' | 'running' | 'exited';
+  /** `docker pause`: a paused container's processes are frozen (the fake only refuses exec while paused). */
+  paused: boolean;
   exitCode: number | null;
   oomKilled: boolean;
   rootfs: Map<string, FakeNode>;
@@ -93,7 +97,7 @@ interface FakeVolume {
   inUse: number;
 }
 
-type FailOp = 'create' | 'start' | 'wait' | 'readArchive' | 'createVolume' | 'build' | 'ping';
+type FailOp = 'create' | 'start' | 'wait' | 'readArchive' | 'createVolume' | 'build' | 'ping' | 'exec' | 'pause' | 'unpause';
 
 const norm = (p: string): string => posix.normalize(`/${p}`).replace(/\/+$/, '') || '/';
 
@@ -347,6 +351,7 @@ export class FakeContainerRuntime implements ContainerRuntime {
       spec,
       image,
       state: 'created',
+      paused: false,
       exitCode: null,
       oomKilled: false,
       rootfs: new Map(image.files),
@@ -392,8 +397,7 @@ export class FakeContainerRuntime implements ContainerRuntime {
     return { map: t, key: rel, readOnly: false };
   }
 
-  private process(c: FakeContainer, io: StartIo, stdin: Promise<Buffer>): FakeProcess {
-    const argv = [...(c.spec.entrypoint ?? []), ...c.spec.cmd];
+  private process(c: FakeContainer, io: StartIo, stdin: Promise<Buffer>, argv: readonly string[] = [...(c.spec.entrypoint ?? []), ...c.spec.cmd]): FakeProcess {
     const store = (path: string) => this.store(c, path);
     const write = (path: string, node: FakeNode) => {
       const s = store(path);
@@ -501,6 +505,7 @@ export class FakeContainerRuntime implements ContainerRuntime {
       if (c.abort.signal.aborted) code = 137;
       c.exitCode = code;
       c.state = 'exited';
+      c.paused = false;
       c.tmpfs.clear();
       c.markExited();
     })();
@@ -683,5 +688,83 @@ export class FakeContainerRuntime implements ContainerRuntime {
   /** Test helper: the files of a volume. */
   volumeFiles(name: string): ReadonlyMap<string, FakeNode> | null {
     return this.volumes.get(name)?.files ?? null;
+  }
+
+  async exec(id: string, spec: ExecSpec, onOutput: StartIo['onOutput']): Promise<RunningExec> {
+    this.calls.push(`exec ${id.slice(0, 12)} ${spec.argv[0] ?? ''}`);
+    this.injected('exec');
+    const c = this.container(id);
+    if (c.state !== 'running' || c.paused)
+      throw containerError(
+        'CONTAINER_OPERATION_FAILED',
+        `docker could not run a process in container ${id.slice(0, 12)}: container ${id.slice(0, 12)} is ${c.paused ? 'paused' : 'not running'}`,
+        { container: id },
+      );
+    let detached = false;
+    let code: number | null = null;
+    let detach: () => void = () => undefined;
+    const proc = this.process(c, { onOutput: (st, chunk) => (detached ? undefined : onOutput(st, chunk)) }, Promise.resolve(Buffer.alloc(0)), spec.argv);
+    const program = this.programs.get(spec.argv[0] ?? '');
+    const ran = (async () => {
+      await new Promise((r) => setImmediate(r));
+      if (!program) {
+        // Docker starts the exec and reports the missing binary on its output, exit status 126
+        proc.write('stdout', `OCI runtime exec failed: exec: "${spec.argv[0] ?? ''}": executable file not found in $PATH: unknown\r\n`);
+        code = 126;
+        return;
+      }
+      try {
+        code = await program(proc);
+      } catch (e) {
+        if (e instanceof Killed) code = 137;
+        else {
+          if (!detached) onOutput('stderr', Buffer.from(`fake program crashed: ${(e as Error).message}\n`));
+          code = 1;
+        }
+      }
+    })();
+    const outputEnded = Promise.race([ran, new Promise<void>((r) => (detach = r))]);
+    return {
+      outputEnded,
+      exitCode: async () => code,
+      detach: () => {
+        detached = true;
+        detach();
+      },
+    };
+  }
+
+  async pause(id: string): Promise<void> {
+    this.calls.push(`pause ${id.slice(0, 12)}`);
+    this.injected('pause');
+    const c = this.container(id);
+    if (c.state !== 'running')
+      throw containerError('CONTAINER_OPERATION_FAILED', `docker could not pause container ${id.slice(0, 12)}: Container ${id} is not running`, {
+        container: id,
+      });
+    if (c.paused)
+      throw containerError('CONTAINER_OPERATION_FAILED', `docker could not pause container ${id.slice(0, 12)}: Container ${id} is already paused`, {
+        container: id,
+      });
+    c.paused = true;
+  }
+
+  async unpause(id: string): Promise<void> {
+    this.calls.push(`unpause ${id.slice(0, 12)}`);
+    this.injected('unpause');
+    const c = this.container(id);
+    if (!c.paused)
+      throw containerError('CONTAINER_OPERATION_FAILED', `docker could not unpause container ${id.slice(0, 12)}: Container ${id} is not paused`, {
+        container: id,
+      });
+    c.paused = false;
+  }
+
+  async writableLayerBytes(id: string): Promise<number | null> {
+    const c = this.container(id);
+    let bytes = 0;
+    // the container's own layer: what was written over the image (a node the image does not hold, the same object)
+    for (const [k, n] of c.rootfs) if (n !== c.image.files.get(k) && n.kind === 'file') bytes += n.data.length;
+    return bytes;
   }
 }
