@@ -11,3 +11,5 @@ export { parseGpuList } from './gpu-pool';
 export { controllerLockState } from './controller-lock';
 export { recordBaseline, type BaselineReport } from './baseline';
 export { checkTask, type TaskCheckReport } from './task-check';
+export { RuntimeModule, RUNTIME_HANDLERS } from './nest/runtime.module';
+export { RunResearchCommand, CheckTaskCommand, RecordBaselineCommand } from './nest/runtime.commands';

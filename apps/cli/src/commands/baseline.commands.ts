@@ -4,6 +4,7 @@ import type { Baseline } from '@assay/run';
 import type { BaselineReport } from '@assay/runtime';
 import type { CliContext } from '../cli-context';
 import { libs } from '../libs';
+import { withRuntimeBuses } from '../nest-context';
 import { onStopSignals } from './stop-signals';
 import { RUN_SETTING_OPTIONS, runSettingOverridesOf, type RunSettingFlags } from './run-setting-options';
 
@@ -31,21 +32,25 @@ export function register(program: Command, ctx: CliContext): void {
     if (!/^\d{1,2}$/.test(o.repeat) || Number(o.repeat) < 1 || Number(o.repeat) > 20)
       throw usage(`--repeat must be an integer from 1 to 20, got "${o.repeat}"`);
     const overrides = runSettingOverridesOf(o, usage);
-    const { recordBaseline } = libs.runtime();
+    const { RecordBaselineCommand } = libs.runtime();
     const tty = process.stderr.isTTY === true;
     // Ctrl-C / SIGTERM: kill the running Judge, start no other, record nothing (exit 7, JUDGE_CANCELLED).
     const abort = new AbortController();
     const offSignals = onStopSignals(ctx, 'stopping the baseline (again to quit at once)', () => abort.abort());
     let r: BaselineReport;
     try {
-      r = await recordBaseline(taskDir, {
-        home: ctx.home,
-        repeat: Number(o.repeat),
-        overrides,
-        progress: ctx.progress(),
-        signal: abort.signal,
-        ...(tty && !o.json ? { log: (l: string) => ctx.err(`assay: ${l}`) } : {}),
-      });
+      r = await withRuntimeBuses(ctx, ({ commands }) =>
+        commands.execute(
+          new RecordBaselineCommand(taskDir, {
+            home: ctx.home,
+            repeat: Number(o.repeat),
+            overrides,
+            progress: ctx.progress(),
+            signal: abort.signal,
+            ...(tty && !o.json ? { log: (l: string) => ctx.err(`assay: ${l}`) } : {}),
+          }),
+        ),
+      );
     } finally {
       offSignals();
     }

@@ -3,6 +3,7 @@ import { AssayError, escapeTerminalText } from '@assay/core';
 import type { RunReport } from '@assay/runtime';
 import type { CliContext } from '../cli-context';
 import { libs } from '../libs';
+import { withRuntimeBuses } from '../nest-context';
 import { onStopSignals } from './stop-signals';
 import { intFlag, RUN_SETTING_OPTIONS, runSettingOverridesOf } from './run-setting-options';
 
@@ -90,7 +91,7 @@ export function register(program: Command, ctx: CliContext): void {
           }
         }
         const { RUN_ERROR_CODES } = libs.run();
-        const { agentOf, runResearch } = libs.runtime();
+        const { agentOf, RunResearchCommand } = libs.runtime();
         const gpus = libs.runtime().parseGpuList(o.gpus);
         const badInput = (message: string) => new AssayError(RUN_ERROR_CODES.INVALID_INPUT, 'invalid_input', message);
         const overrides = runSettingOverridesOf(o, badInput);
@@ -100,20 +101,24 @@ export function register(program: Command, ctx: CliContext): void {
         const abort = new AbortController();
         const offSignals = onStopSignals(ctx, 'cancelling the run', () => abort.abort());
         try {
-          const rep = await runResearch({
-            home: ctx.home,
-            taskDir: taskDir ?? '',
-            agent: o.agent,
-            overrides,
-            ...(o.resume ? { resume: true, runId: o.resume } : o.runId ? { runId: o.runId } : {}),
-            log: (l) => ctx.err(`assay: ${l}`),
-            agentOutput: (c) => (o.json ? process.stderr.write(c) : process.stdout.write(c)),
-            signal: abort.signal,
-            snapshotIntervalSec: intFlag(o.snapshotInterval, '--snapshot-interval') as number,
-            checkpointIntervalSec: intFlag(o.checkpointInterval, '--checkpoint-interval') as number,
-            ...(o.gpus !== undefined ? { gpus } : {}),
-            ...(o.allowRootAgent ? { allowRootAgent: true } : {}),
-          });
+          const rep = await withRuntimeBuses(ctx, ({ commands }) =>
+            commands.execute(
+              new RunResearchCommand({
+                home: ctx.home,
+                taskDir: taskDir ?? '',
+                agent: o.agent,
+                overrides,
+                ...(o.resume ? { resume: true, runId: o.resume } : o.runId ? { runId: o.runId } : {}),
+                log: (l) => ctx.err(`assay: ${l}`),
+                agentOutput: (c) => (o.json ? process.stderr.write(c) : process.stdout.write(c)),
+                signal: abort.signal,
+                snapshotIntervalSec: intFlag(o.snapshotInterval, '--snapshot-interval') as number,
+                checkpointIntervalSec: intFlag(o.checkpointInterval, '--checkpoint-interval') as number,
+                ...(o.gpus !== undefined ? { gpus } : {}),
+                ...(o.allowRootAgent ? { allowRootAgent: true } : {}),
+              }),
+            ),
+          );
           // JSON escapes C0 controls itself; C1, bidi and zero-width characters (agent-chosen names in a detail) are
           // written as \u escapes too, the same JSON value
           if (o.json)

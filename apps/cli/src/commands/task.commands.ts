@@ -5,6 +5,7 @@ import type { TaskDigests, TaskProblem } from '@assay/task-format';
 import type { TaskCheckReport } from '@assay/runtime';
 import type { CliContext } from '../cli-context';
 import { libs } from '../libs';
+import { withRuntimeBuses } from '../nest-context';
 import { onStopSignals } from './stop-signals';
 
 /**
@@ -103,7 +104,7 @@ export function register(program: Command, ctx: CliContext): void {
         throw new AssayError(TASK_ERROR_CODES.BAD_ARGUMENT, 'invalid_input', `--repeat must be an integer from 1 to 20, got "${opts.repeat}"`);
       }
       const gpus = opts.gpus !== undefined ? libs.runtime().parseGpuList(opts.gpus) : [];
-      const { checkTask } = libs.runtime();
+      const { CheckTaskCommand } = libs.runtime();
       const tty = process.stderr.isTTY === true;
       // Ctrl-C / SIGTERM: kill the running Judge, start no other, remove what the check started (exit 7,
       // JUDGE_CANCELLED); a second one ends the process at once.
@@ -111,13 +112,17 @@ export function register(program: Command, ctx: CliContext): void {
       const offSignals = onStopSignals(ctx, 'stopping the check (again to quit at once)', () => abort.abort());
       let report: TaskCheckReport;
       try {
-        report = await checkTask(dir, {
-          repeat: Number(opts.repeat),
-          ...(gpus.length ? { gpus } : {}),
-          progress: ctx.progress(),
-          signal: abort.signal,
-          ...(tty && !opts.json ? { log: (l: string) => ctx.err(`assay: ${l}`) } : {}),
-        });
+        report = await withRuntimeBuses(ctx, ({ commands }) =>
+          commands.execute(
+            new CheckTaskCommand(dir, {
+              repeat: Number(opts.repeat),
+              ...(gpus.length ? { gpus } : {}),
+              progress: ctx.progress(),
+              signal: abort.signal,
+              ...(tty && !opts.json ? { log: (l: string) => ctx.err(`assay: ${l}`) } : {}),
+            }),
+          ),
+        );
       } finally {
         offSignals();
       }

@@ -1,0 +1,39 @@
+/**
+ * The runtime node's use cases as commands (@nestjs/cqrs), dispatched by the CLI through the same buses as the
+ * ledger's: a research run, a task check, a baseline. They carry plain options; the handlers (runtime.handlers.ts)
+ * add the Clock, the ids and the container runtime that RuntimeModule binds.
+ */
+import { Command } from '@nestjs/cqrs';
+import type { RunReport, RunStartOptions } from '../run-runtime';
+import type { TaskCheckOptions, TaskCheckReport } from '../task-check';
+import type { BaselineOptions, BaselineReport } from '../baseline';
+
+/** What the composition root gives every runtime use case, so a command never carries them. */
+type Composed = 'clock' | 'ids' | 'containers';
+
+/** `assay run TASK_DIR` and `assay run --resume RUN_ID`. */
+export class RunResearchCommand extends Command<RunReport> {
+  constructor(public readonly options: Omit<RunStartOptions, Composed> & { resume?: boolean }) {
+    super();
+  }
+}
+
+/** `assay task check TASK_DIR`. */
+export class CheckTaskCommand extends Command<TaskCheckReport> {
+  constructor(
+    public readonly taskDir: string,
+    public readonly options: Omit<TaskCheckOptions, Composed> = {},
+  ) {
+    super();
+  }
+}
+
+/** `assay baseline TASK_DIR`. */
+export class RecordBaselineCommand extends Command<BaselineReport> {
+  constructor(
+    public readonly taskDir: string,
+    public readonly options: Omit<BaselineOptions, Composed>,
+  ) {
+    super();
+  }
+}

@@ -1,0 +1,63 @@
+/**
+ * The runtime node as a NestJS module: the composition root of the runtime's use cases for the CLI. It binds the
+ * container runtime (CONTAINER_RUNTIME: the dockerode adapter, or what the caller passes: tests give the in-memory
+ * fake) and imports LedgerModule, which binds the Clock and the IdGenerator (CLOCK, ID_GENERATOR) and the buses, so
+ * a run, a task check or a baseline stamps time and ids from the same providers as the ledger's own commands.
+ */
+import { Inject, Injectable, Module, type DynamicModule } from '@nestjs/common';
+import { CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
+import { CLOCK, ID_GENERATOR, type Clock, type IdGenerator } from '@assay/core';
+import { CONTAINER_RUNTIME, DockerodeRuntime, type ContainerRuntime } from '@assay/containers';
+import { LedgerModule } from '@assay/ledger';
+import { runResearch, type RunReport } from '../run-runtime';
+import { checkTask, type TaskCheckReport } from '../task-check';
+import { recordBaseline, type BaselineReport } from '../baseline';
+import { CheckTaskCommand, RecordBaselineCommand, RunResearchCommand } from './runtime.commands';
+
+/** What every handler takes from the module: time, ids and the container runtime. */
+@Injectable()
+export class RuntimeComposition {
+  constructor(
+    @Inject(CLOCK) readonly clock: Clock,
+    @Inject(ID_GENERATOR) readonly ids: IdGenerator,
+    @Inject(CONTAINER_RUNTIME) readonly containers: ContainerRuntime,
+  ) {}
+}
+
+@CommandHandler(RunResearchCommand)
+export class RunResearchHandler implements ICommandHandler<RunResearchCommand> {
+  constructor(private readonly c: RuntimeComposition) {}
+  execute(cmd: RunResearchCommand): Promise<RunReport> {
+    return runResearch({ ...cmd.options, clock: this.c.clock, ids: this.c.ids, containers: this.c.containers });
+  }
+}
+
+@CommandHandler(CheckTaskCommand)
+export class CheckTaskHandler implements ICommandHandler<CheckTaskCommand> {
+  constructor(private readonly c: RuntimeComposition) {}
+  execute(cmd: CheckTaskCommand): Promise<TaskCheckReport> {
+    return checkTask(cmd.taskDir, { ...cmd.options, clock: this.c.clock, containers: this.c.containers });
+  }
+}
+
+@CommandHandler(RecordBaselineCommand)
+export class RecordBaselineHandler implements ICommandHandler<RecordBaselineCommand> {
+  constructor(private readonly c: RuntimeComposition) {}
+  execute(cmd: RecordBaselineCommand): Promise<BaselineReport> {
+    return recordBaseline(cmd.taskDir, { ...cmd.options, clock: this.c.clock, containers: this.c.containers });
+  }
+}
+
+export const RUNTIME_HANDLERS = [RunResearchHandler, CheckTaskHandler, RecordBaselineHandler];
+
+@Module({})
+export class RuntimeModule {
+  static forHome(home: string, o: { clock?: Clock; ids?: IdGenerator; containers?: ContainerRuntime } = {}): DynamicModule {
+    return {
+      module: RuntimeModule,
+      imports: [LedgerModule.forHome(home, { ...(o.clock ? { clock: o.clock } : {}), ...(o.ids ? { ids: o.ids } : {}) })],
+      providers: [{ provide: CONTAINER_RUNTIME, useFactory: () => o.containers ?? new DockerodeRuntime() }, RuntimeComposition, ...RUNTIME_HANDLERS],
+      exports: [CONTAINER_RUNTIME],
+    };
+  }
+}

@@ -1,0 +1,67 @@
+/**
+ * The runtime node's NestJS module (libs/runtime/src/nest): the runtime's use cases dispatched as commands on the
+ * same buses as the ledger's, with the Clock, the ids and the container runtime the module binds. Here the container
+ * runtime is the in-memory fake with its daemon "down", so each command shows which runtime it was given (the fake's
+ * own message) without building an image; the ledger is a real SQLite ledger under a temporary ASSAY_HOME.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { NestFactory } from '@nestjs/core';
+import { CommandBus, QueryBus } from '@nestjs/cqrs';
+import type { INestApplicationContext } from '@nestjs/common';
+import { ManualClock, SequentialIds } from '@assay/core';
+import { CONTAINER_RUNTIME } from '@assay/containers';
+import { InitLedgerCommand, ReadEventsQuery } from '@assay/ledger';
+import { CheckTaskCommand, RecordBaselineCommand, RunResearchCommand, RuntimeModule } from '@assay/runtime';
+import { FakeContainerRuntime } from '../../libs/containers/src/testing';
+
+const TASK = join(__dirname, '..', '..', 'examples', 'tasks', 'hello-judge');
+
+describe('RuntimeModule: the runtime use cases as commands', () => {
+  let home: string;
+  let app: INestApplicationContext;
+  let fake: FakeContainerRuntime;
+  const clock = new ManualClock('2026-05-01T12:00:00.000Z');
+
+  beforeAll(async () => {
+    home = mkdtempSync(join(tmpdir(), 'assay-runtime-module-'));
+    fake = new FakeContainerRuntime();
+    fake.available = false;
+    app = await NestFactory.createApplicationContext(
+      RuntimeModule.forHome(home, { clock, ids: new SequentialIds('00000000-0000-4000-8000'), containers: fake }),
+      { logger: false, abortOnError: false },
+    );
+    await app.get(CommandBus).execute(new InitLedgerCommand());
+  }, 30_000);
+
+  afterAll(async () => {
+    await app?.close();
+    rmSync(home, { recursive: true, force: true });
+  });
+
+  it('binds the container runtime it was given, and the ledger module its clock', async () => {
+    expect(app.get(CONTAINER_RUNTIME)).toBe(fake);
+    const events = await app.get(QueryBus).execute(new ReadEventsQuery());
+    expect(events.length).toBeGreaterThan(0);
+    expect(new Set(events.map((e) => e.envelope.time))).toEqual(new Set(['2026-05-01T12:00:00.000Z']));
+    expect(events[0]?.envelope.id).toMatch(/^00000000-0000-4000-8000-/);
+  });
+
+  it('a research run reaches the container runtime of the module (its daemon is down: CONTAINER_UNAVAILABLE)', async () => {
+    const run = app.get(CommandBus).execute(new RunResearchCommand({ home, taskDir: TASK, agent: 'reference', runId: 'r-module', snapshotIntervalSec: 0 }));
+    await expect(run).rejects.toMatchObject({ code: 'CONTAINER_UNAVAILABLE', message: expect.stringContaining('fake: unavailable') });
+    expect(fake.calls).toEqual([]); // nothing was created: the ping failed first
+  }, 30_000);
+
+  it('a task check and a baseline do too', async () => {
+    await expect(app.get(CommandBus).execute(new CheckTaskCommand(TASK, { repeat: 1 }))).rejects.toMatchObject({
+      code: 'CONTAINER_UNAVAILABLE',
+      message: expect.stringContaining('fake: unavailable'),
+    });
+    await expect(app.get(CommandBus).execute(new RecordBaselineCommand(TASK, { home, repeat: 1 }))).rejects.toMatchObject({
+      code: 'CONTAINER_UNAVAILABLE',
+      message: expect.stringContaining('fake: unavailable'),
+    });
+  }, 30_000);
+});
