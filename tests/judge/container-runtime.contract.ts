@@ -363,6 +363,17 @@ export function containerRuntimeContract(name: string, setup: () => Promise<Cont
     );
 
     it(
+      'describes the daemon: its runtimes (runc among them), CDI spec directories and security options',
+      async () => {
+        const d = await s.runtime.daemonInfo();
+        expect(d.runtimes).toContain('runc');
+        expect(Array.isArray(d.cdiSpecDirs)).toBe(true);
+        expect(d.securityOptions.every((o) => typeof o === 'string' && o.includes('name='))).toBe(true);
+      },
+      timeoutMs,
+    );
+
+    it(
       'never pulls: a missing image is not found',
       async () => {
         const missing = `assay/does-not-exist:${tag}`;

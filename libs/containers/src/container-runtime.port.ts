@@ -181,9 +181,24 @@ export interface BuildOptions {
 /** Label filter: `key` alone matches any value. */
 export type LabelFilter = Readonly<Record<string, string | true>>;
 
+/** What the daemon says of itself (`docker info`), as far as Assay uses it. */
+export interface DaemonInfo {
+  /** The OCI runtimes it offers by name (`runc`, and `nvidia` with the NVIDIA Container Toolkit). */
+  readonly runtimes: readonly string[];
+  /** The directories it reads CDI device specs from (Docker 25+); empty when it reports none. */
+  readonly cdiSpecDirs: readonly string[];
+  /** Its security options as reported (`name=seccomp,profile=builtin`, `name=userns` under `--userns-remap`, ...). */
+  readonly securityOptions: readonly string[];
+}
+
+/** Whether the daemon runs containers in a remapped user namespace (`dockerd --userns-remap`): their root is not the host's. */
+export const remapsUsers = (info: DaemonInfo): boolean => info.securityOptions.some((o) => o.split(',').includes('name=userns'));
+
 export interface ContainerRuntime {
   /** Checks the daemon answers; CONTAINER_UNAVAILABLE otherwise. */
   ping(): Promise<void>;
+  /** What the daemon says of itself (`docker info`); CONTAINER_UNAVAILABLE when it does not answer. */
+  daemonInfo(): Promise<DaemonInfo>;
   /** Null when no such image exists locally. Never contacts a registry. */
   inspectImage(ref: string): Promise<ImageInfo | null>;
   /** Builds from a tar build context (Dockerfile at its root). CONTAINER_BUILD_FAILED with the log tail. */

@@ -11,7 +11,7 @@
 import { execFile } from 'node:child_process';
 import { opendirSync } from 'node:fs';
 import { escapeTerminalText } from '@assay/core';
-import { containerError } from '@assay/containers';
+import { containerError, type ContainerRuntime } from '@assay/containers';
 import {
   cdiSpecDirsOf,
   gpuDriverMissing,
@@ -58,6 +58,19 @@ export function listCdiDir(dir: string): string[] {
     d.closeSync();
   }
   return names;
+}
+
+/**
+ * `docker info` through the container port, in the shape DockerGpuRuntimeCheck reads (its `Runtimes` and
+ * `CDISpecDirs`), so a run asks the daemon through one ContainerRuntime for everything.
+ */
+export function daemonInfoOf(containers: Pick<ContainerRuntime, 'daemonInfo'>): { info(): Promise<DockerInfoGpuFacts> } {
+  return {
+    info: async () => {
+      const d = await containers.daemonInfo();
+      return { Runtimes: Object.fromEntries(d.runtimes.map((name) => [name, {}])), CDISpecDirs: [...d.cdiSpecDirs] };
+    },
+  };
 }
 
 export class DockerGpuRuntimeCheck implements GpuRuntimeCheck {

@@ -5,7 +5,9 @@
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DockerGpuRuntimeCheck, listCdiDir, NvidiaSmiGpuProbe } from './gpu-host';
+import { remapsUsers } from '@assay/containers';
+import { FakeContainerRuntime } from '../../containers/src/testing';
+import { DockerGpuRuntimeCheck, daemonInfoOf, listCdiDir, NvidiaSmiGpuProbe } from './gpu-host';
 
 const root = mkdtempSync(join(tmpdir(), 'assay-gpu-host-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -128,5 +130,35 @@ describe('DockerGpuRuntimeCheck (a stand-in docker info, real CDI directories)',
     symlinkSync('/etc/cdi/nvidia.yaml', join(links, 'nvidia.yaml'));
     expect(listCdiDir(links)).toEqual(['nvidia.yaml']);
     expect(listCdiDir(join(root, 'nope'))).toEqual([]);
+  });
+});
+
+describe('daemonInfoOf: the GPU check asks the daemon through the container port', () => {
+  it('an nvidia runtime, a CDI spec, or neither', async () => {
+    const rt = new FakeContainerRuntime();
+    rt.daemon = { runtimes: ['runc', 'nvidia'], cdiSpecDirs: [], securityOptions: [] };
+    expect(await new DockerGpuRuntimeCheck(daemonInfoOf(rt)).check(['0'])).toEqual({ via: 'runtime' });
+    const cdi = join(root, 'cdi-port');
+    mkdirSync(cdi, { recursive: true });
+    writeFileSync(join(cdi, 'nvidia.yaml'), 'cdiVersion: 0.5.0\n');
+    rt.daemon = { runtimes: ['runc'], cdiSpecDirs: [cdi], securityOptions: [] };
+    expect(await new DockerGpuRuntimeCheck(daemonInfoOf(rt)).check(['0'])).toEqual({ via: 'cdi', dir: cdi, file: 'nvidia.yaml' });
+    rt.daemon = { runtimes: ['runc'], cdiSpecDirs: [], securityOptions: [] };
+    await expect(new DockerGpuRuntimeCheck(daemonInfoOf(rt)).check(['0'])).rejects.toMatchObject({ code: 'RUN_GPU_RUNTIME_MISSING' });
+  });
+
+  it('a daemon that does not answer is CONTAINER_UNAVAILABLE', async () => {
+    const rt = new FakeContainerRuntime();
+    rt.available = false;
+    await expect(new DockerGpuRuntimeCheck(daemonInfoOf(rt)).check(['0'])).rejects.toMatchObject({ code: 'CONTAINER_UNAVAILABLE' });
+  });
+});
+
+describe('remapsUsers', () => {
+  it('is true only under --userns-remap (name=userns among the security options)', () => {
+    const info = (securityOptions: string[]) => ({ runtimes: ['runc'], cdiSpecDirs: [], securityOptions });
+    expect(remapsUsers(info(['name=seccomp,profile=builtin']))).toBe(false);
+    expect(remapsUsers(info(['name=seccomp,profile=builtin', 'name=userns']))).toBe(true);
+    expect(remapsUsers(info(['name=usernsx', 'name=rootless']))).toBe(false);
   });
 });

@@ -39,9 +39,8 @@ import {
 import { join, resolve } from 'node:path';
 import { hostname } from 'node:os';
 import { createHash } from 'node:crypto';
-import Docker from 'dockerode';
 import { AssayError, escapeTerminalText, MarkedLineStream, randomIds, systemClock, type Clock, type IdGenerator } from '@assay/core';
-import type { ContainerRuntime } from '@assay/containers';
+import { DockerodeRuntime, remapsUsers, type ContainerRuntime } from '@assay/containers';
 import { parseCid } from '@assay/snapshots';
 import type { SnapshotHome } from '@assay/snapshots';
 import type { PreparedTask, JudgeRunner } from '@assay/judge';
@@ -91,7 +90,7 @@ import { acquireControllerLock } from './controller-lock';
 import { carryOverRootfsWork, removeCarriedImages } from './rootfs-carry-over';
 import { ContainerSnapshotter, rootfsSnapshotPolicy } from './rootfs-snapshotter';
 import { GpuPool, PooledJudge, planTaskGpus, planUsesGpus, recordWorkGpuUse, workGpuSpec } from './gpu-pool';
-import { DockerGpuRuntimeCheck, NvidiaSmiGpuProbe } from './gpu-host';
+import { DockerGpuRuntimeCheck, NvidiaSmiGpuProbe, daemonInfoOf } from './gpu-host';
 import { checkAgentBinary, planWorkEgress, startEgressProxy, stopEgressProxy } from './work-egress';
 import {
   agentIdentity,
@@ -468,13 +467,6 @@ function rounds(s: RunState): RunRoundLine[] {
   });
 }
 
-/** Bytes written to a container's own layer (`docker inspect --size`: SizeRw), or null when the daemon does not say. */
-/** Whether the daemon runs containers in a remapped user namespace (`dockerd --userns-remap`): root in them is not the host's. */
-async function daemonRemapsUsers(docker: Docker): Promise<boolean> {
-  const info = (await docker.info()) as { SecurityOptions?: string[] | null };
-  return (info.SecurityOptions ?? []).some((o) => o.split(',').includes('name=userns'));
-}
-
 /** Starts a new run (or resumes one when `resume` is set) and drives it to completion. */
 export async function runResearch(o: RunStartOptions & { resume?: boolean }): Promise<RunReport> {
   const clock = o.clock ?? systemClock;
@@ -485,6 +477,8 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
   // escaped, so they can neither act on the terminal nor start a line of their own.
   const log = (line: string) => o.log?.(escapeTerminalText(line, { newlines: true }));
   const home = resolve(o.home);
+  // One container runtime for the whole run: the GPU check, the Judges and Work (the dockerode adapter by default).
+  const containers = o.containers ?? new DockerodeRuntime();
   const run = o.runId ?? `run-${ids.next().slice(0, 8)}`;
   const p = runPaths(home, run);
   let meta: RunMeta;
@@ -511,7 +505,7 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
   let probed: ProbedGpu[] | null = null;
   const node = hostname();
   if (planUsesGpus(gpuPlan)) {
-    const support = await (o.gpuRuntimeCheck ?? new DockerGpuRuntimeCheck(new Docker())).check(gpuPlan.available);
+    const support = await (o.gpuRuntimeCheck ?? new DockerGpuRuntimeCheck(daemonInfoOf(containers))).check(gpuPlan.available);
     probed = await (o.gpuProbe ?? new NvidiaSmiGpuProbe()).probe(gpuPlan.available);
     log(
       `GPUs on ${node} (${support.via === 'runtime' ? 'Docker runtime "nvidia"' : `CDI spec ${join(support.dir, support.file)}`}): ${probed
@@ -532,8 +526,7 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
   // A cancel asked of an earlier controller that ended before acting on it does not cancel this one.
   rmSync(join(p.dir, RUN_CANCEL_REQUEST), { force: true });
   try {
-    const rt = await JudgeRuntime.open({ home, clock, ids, ...(o.containers ? { containers: o.containers } : {}) });
-    const docker = new Docker();
+    const rt = await JudgeRuntime.open({ home, clock, ids, containers });
     let workId: string | null = null;
     let endpoint: SubmitEndpoint | null = null;
     let secrets: AgentLaunchSpec | null = null; // whose values never leave in an error message
@@ -552,7 +545,7 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
       task0 = task;
       // Full-rootfs Work runs the agent as root (it installs packages, edits /etc): only where that root is not the
       // host's (a daemon with user-namespace remapping), or where the operator said so; before anything starts.
-      const remapped = task.prepared.rootfs ? await daemonRemapsUsers(docker) : false;
+      const remapped = task.prepared.rootfs ? remapsUsers(await rt.containers.daemonInfo()) : false;
       if (task.prepared.rootfs && !remapped && !(o.allowRootAgent || meta.allowRootAgent))
         throw new AssayError(
           'RUN_ROOT_AGENT_REFUSED',

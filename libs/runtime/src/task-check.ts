@@ -31,10 +31,9 @@ import {
   type TaskPlan,
 } from '@assay/task-format';
 import { judgeError, type JudgeResult } from '@assay/judge';
-import Docker from 'dockerode';
 import type { GpuRuntimeCheck } from '@assay/run';
 import { JudgeRuntime, type LoadedTask } from './judge-runtime';
-import { DockerGpuRuntimeCheck } from './gpu-host';
+import { DockerGpuRuntimeCheck, daemonInfoOf } from './gpu-host';
 
 export interface TaskCheckOptions {
   /** Times the check (its duration and the image builds'); the system's by default. */
@@ -139,7 +138,7 @@ export async function checkTask(taskDir: string, o: TaskCheckOptions = {}): Prom
         return finish();
       }
       try {
-        await (o.gpuRuntimeCheck ?? new DockerGpuRuntimeCheck(new Docker())).check(judgeGpus);
+        await (o.gpuRuntimeCheck ?? new DockerGpuRuntimeCheck(daemonInfoOf(runtime))).check(judgeGpus);
       } catch (e) {
         set('build', 'failed', (e as Error).message.split('\n')[0] as string);
         return finish();

@@ -12,6 +12,7 @@ import type {
   ContainerRuntime,
   ContainerSpec,
   ContainerSummary,
+  DaemonInfo,
   ExecSpec,
   ImageInfo,
   ImageSummary,
@@ -90,6 +91,9 @@ function abortAfter(ms: number): { readonly signal: AbortSignal; readonly timedO
   };
 }
 
+/** How long exitCode() waits for the daemon to record an exec's exit once its output ended. */
+const EXEC_EXIT_WAIT_MS = 2000;
+
 function labelFilters(filter: LabelFilter): string[] {
   return Object.entries(filter).map(([k, v]) => (v === true ? k : `${k}=${v}`));
 }
@@ -145,6 +149,21 @@ export class DockerodeRuntime implements ContainerRuntime {
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  async daemonInfo(): Promise<DaemonInfo> {
+    let info: { Runtimes?: Record<string, unknown> | null; CDISpecDirs?: unknown; SecurityOptions?: unknown };
+    try {
+      info = (await this.docker.info()) as typeof info;
+    } catch (e) {
+      throw fail('describe itself (docker info)', e);
+    }
+    const strings = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : []);
+    return {
+      runtimes: info.Runtimes && typeof info.Runtimes === 'object' ? Object.keys(info.Runtimes) : [],
+      cdiSpecDirs: strings(info.CDISpecDirs),
+      securityOptions: strings(info.SecurityOptions),
+    };
   }
 
   async inspectImage(ref: string): Promise<ImageInfo | null> {
@@ -602,11 +621,17 @@ export class DockerodeRuntime implements ContainerRuntime {
     });
     return {
       outputEnded,
-      exitCode: () =>
-        exec.inspect().then(
-          (i) => (i.Running ? null : (i.ExitCode ?? null)),
-          () => null,
-        ),
+      // The daemon can close the output stream a moment before it records the exit (two events it does not order):
+      // a process still "running" right after its output ended is asked again, for up to EXEC_EXIT_WAIT_MS.
+      exitCode: async () => {
+        for (const started = Date.now(); ;) {
+          const i = await exec.inspect().catch(() => null);
+          if (!i) return null;
+          if (!i.Running) return i.ExitCode ?? null;
+          if (Date.now() - started >= EXEC_EXIT_WAIT_MS) return null;
+          await new Promise((r) => setTimeout(r, 50));
+        }
+      },
       detach: destroy,
     };
   }

@@ -13,6 +13,7 @@ import type {
   ContainerRuntime,
   ContainerSpec,
   ContainerSummary,
+  DaemonInfo,
   ExecSpec,
   ImageInfo,
   ImageSummary,
@@ -97,7 +98,7 @@ interface FakeVolume {
   inUse: number;
 }
 
-type FailOp = 'create' | 'start' | 'wait' | 'readArchive' | 'createVolume' | 'build' | 'ping' | 'exec' | 'pause' | 'unpause';
+type FailOp = 'create' | 'start' | 'wait' | 'readArchive' | 'createVolume' | 'build' | 'ping' | 'exec' | 'pause' | 'unpause' | 'info';
 
 const norm = (p: string): string => posix.normalize(`/${p}`).replace(/\/+$/, '') || '/';
 
@@ -175,6 +176,8 @@ export class FakeContainerRuntime implements ContainerRuntime {
   /** Every call, for assertions: `op target`. */
   readonly calls: string[] = [];
   available = true;
+  /** What daemonInfo() answers (a plain daemon: runc, seccomp, no user-namespace remap). */
+  daemon: DaemonInfo = { runtimes: ['runc'], cdiSpecDirs: [], securityOptions: ['name=seccomp,profile=builtin'] };
 
   addImage(o: { tag: string; id?: string; labels?: Record<string, string>; workingDir?: string; user?: string }): string {
     const id = o.id ?? `sha256:${createHash('sha256').update(`image:${o.tag}`).digest('hex')}`;
@@ -191,6 +194,11 @@ export class FakeContainerRuntime implements ContainerRuntime {
     img.tags.add(o.tag);
     this.images.set(id, img);
     return id;
+  }
+
+  async daemonInfo(): Promise<DaemonInfo> {
+    this.injected('info');
+    return { runtimes: [...this.daemon.runtimes], cdiSpecDirs: [...this.daemon.cdiSpecDirs], securityOptions: [...this.daemon.securityOptions] };
   }
 
   defineProgram(name: string, program: FakeProgram): void {
