@@ -815,7 +815,7 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
             },
             cancelRequested: () => existsSync(join(p.dir, RUN_CANCEL_REQUEST)),
             // Full-rootfs Work writes into its container's own layer, on the host's disk: measured against storage_mb.
-            writtenBytes: split ? null : () => rt.containers.writableLayerBytes(workId as string).catch(() => null),
+            writtenBytes: split ? null : () => rt.containers.writableLayerBytes(workId as string),
             log,
             onStopped: () => {
               for (const [k, r] of redactors) show(markedOf(k).push(r.end()));

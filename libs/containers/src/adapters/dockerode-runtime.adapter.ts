@@ -59,6 +59,19 @@ function fail(op: string, e: unknown, details: Record<string, unknown> = {}) {
   return containerError('CONTAINER_OPERATION_FAILED', `docker could not ${op}: ${daemonMessage(e)}`, { ...details, statusCode: statusOf(e) ?? null }, e);
 }
 
+/**
+ * Runs `fn`, an operation on container `id` named by `verb`: a 404 is CONTAINER_NOT_FOUND ("no container <id> to
+ * <verb>"), anything else what fail() makes of it ("docker could not <verb> container <id>: ...").
+ */
+async function onContainer<T>(id: string, verb: string, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (e) {
+    if (statusOf(e) === 404) throw containerError('CONTAINER_NOT_FOUND', `no container ${id.slice(0, 12)} to ${verb}`, { container: id }, e);
+    throw fail(`${verb} container ${id.slice(0, 12)}`, e, { container: id });
+  }
+}
+
 /** `docker import --change` lines for an image's configuration (JSON forms, so nothing is shell-parsed). */
 export function importChanges(o: Pick<ImportImageOptions, 'env' | 'workingDir' | 'cmd' | 'user' | 'labels'>): string[] {
   const out: string[] = [];
@@ -509,13 +522,7 @@ export class DockerodeRuntime implements ContainerRuntime {
   }
 
   async exportContainer(id: string): Promise<AsyncIterable<Uint8Array>> {
-    try {
-      const s = await this.docker.getContainer(id).export();
-      return s as unknown as AsyncIterable<Uint8Array>;
-    } catch (e) {
-      if (statusOf(e) === 404) throw containerError('CONTAINER_NOT_FOUND', `no container ${id.slice(0, 12)} to export`, { container: id }, e);
-      throw fail(`export container ${id.slice(0, 12)}`, e, { container: id });
-    }
+    return onContainer(id, 'export', async () => (await this.docker.getContainer(id).export()) as unknown as AsyncIterable<Uint8Array>);
   }
 
   async importImage(rootfs: AsyncIterable<Uint8Array>, o: ImportImageOptions): Promise<{ id: string }> {
@@ -596,21 +603,16 @@ export class DockerodeRuntime implements ContainerRuntime {
 
   async exec(id: string, spec: ExecSpec, onOutput: StartIo['onOutput']): Promise<RunningExec> {
     const c = this.docker.getContainer(id);
-    let exec: Docker.Exec;
-    let stream: NodeJS.ReadWriteStream;
-    try {
-      exec = await c.exec({
+    const { exec, stream } = await onContainer(id, 'run a process in', async () => {
+      const x = await c.exec({
         Cmd: [...spec.argv],
         ...(spec.env ? { Env: Object.entries(spec.env).map(([k, v]) => `${k}=${v}`) } : {}),
         ...(spec.workingDir ? { WorkingDir: spec.workingDir } : {}),
         AttachStdout: true,
         AttachStderr: true,
       });
-      stream = (await exec.start({ hijack: true, stdin: false })) as NodeJS.ReadWriteStream;
-    } catch (e) {
-      if (statusOf(e) === 404) throw containerError('CONTAINER_NOT_FOUND', `no container ${id.slice(0, 12)} to run a process in`, { container: id }, e);
-      throw fail(`run a process in container ${id.slice(0, 12)}`, e, { container: id });
-    }
+      return { exec: x, stream: (await x.start({ hijack: true, stdin: false })) as NodeJS.ReadWriteStream };
+    });
     const demux = new StreamDemuxer(onOutput);
     const destroy = () => (stream as unknown as { destroy?: () => void }).destroy?.();
     const outputEnded = new Promise<void>((resolve) => {
@@ -637,31 +639,18 @@ export class DockerodeRuntime implements ContainerRuntime {
   }
 
   async pause(id: string): Promise<void> {
-    try {
-      await this.docker.getContainer(id).pause();
-    } catch (e) {
-      if (statusOf(e) === 404) throw containerError('CONTAINER_NOT_FOUND', `no container ${id.slice(0, 12)} to pause`, { container: id }, e);
-      throw fail(`pause container ${id.slice(0, 12)}`, e, { container: id });
-    }
+    await onContainer(id, 'pause', () => this.docker.getContainer(id).pause());
   }
 
   async unpause(id: string): Promise<void> {
-    try {
-      await this.docker.getContainer(id).unpause();
-    } catch (e) {
-      if (statusOf(e) === 404) throw containerError('CONTAINER_NOT_FOUND', `no container ${id.slice(0, 12)} to unpause`, { container: id }, e);
-      throw fail(`unpause container ${id.slice(0, 12)}`, e, { container: id });
-    }
+    await onContainer(id, 'unpause', () => this.docker.getContainer(id).unpause());
   }
 
   async writableLayerBytes(id: string): Promise<number | null> {
-    try {
-      // dockerode's types miss `size`; the Engine API takes it as a query parameter of inspect.
-      const info = (await this.docker.getContainer(id).inspect({ size: true } as unknown as Docker.ContainerInspectOptions)) as { SizeRw?: number };
-      return typeof info.SizeRw === 'number' ? info.SizeRw : null;
-    } catch (e) {
-      if (statusOf(e) === 404) throw containerError('CONTAINER_NOT_FOUND', `no container ${id.slice(0, 12)} to measure`, { container: id }, e);
-      throw fail(`measure container ${id.slice(0, 12)}`, e, { container: id });
-    }
+    // dockerode's types miss `size`; the Engine API takes it as a query parameter of inspect.
+    const info = (await onContainer(id, 'measure', () =>
+      this.docker.getContainer(id).inspect({ size: true } as unknown as Docker.ContainerInspectOptions),
+    )) as { SizeRw?: number };
+    return typeof info.SizeRw === 'number' ? info.SizeRw : null;
   }
 }
