@@ -75,6 +75,7 @@ export {
 export * from './application/run-token';
 export * from './application/submission-service';
 export * from './application/supervise-agent';
+export * from './application/work-session';
 export * from './application/run-views';
 export * from './application/baselines';
 export * from './application/run-logs';

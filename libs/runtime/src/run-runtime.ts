@@ -20,6 +20,10 @@
  *   The agent runs as `docker exec` in Work (ContainerRuntime.exec), its output escaped and marked line by line, and
  *   is supervised by superviseAgent (libs/run): when it exits (or what is left of the agent-time/wall budget runs out,
  *   or SIGINT), the run completes with its selection and the Work container is killed and removed (never unpaused).
+ *
+ * This file prepares (images, the run's directory, workspace and token, Work's container spec, the agent's command)
+ * and ends the controller (transcripts, the last checkpoint); one controller session, from creating Work to removing
+ * it, is runWorkSession (libs/run/src/application/work-session.ts), given the ports and hooks built here.
  */
 import {
   closeSync,
@@ -40,18 +44,16 @@ import { join, resolve } from 'node:path';
 import { hostname } from 'node:os';
 import { createHash } from 'node:crypto';
 import { AssayError, escapeTerminalText, MarkedLineStream, randomIds, systemClock, type Clock, type IdGenerator } from '@assay/core';
-import { DockerodeRuntime, remapsUsers, type ContainerRuntime } from '@assay/containers';
+import { DockerodeRuntime, remapsUsers, type ContainerRuntime, type ContainerSpec } from '@assay/containers';
 import { parseCid } from '@assay/snapshots';
 import type { SnapshotHome } from '@assay/snapshots';
 import type { PreparedTask, JudgeRunner } from '@assay/judge';
 import {
   buildRunRules,
-  formatRoundLine,
   generateRunToken,
   LedgerRunLedger,
   readRunTaskSettings,
   roundView,
-  SubmissionService,
   SubmitEndpoint,
   taskIdOf,
   parseAgent,
@@ -59,12 +61,12 @@ import {
   AGENT_MOUNT,
   type Agent,
   type AgentLaunchSpec,
-  type EgressProxy,
   redactErrorSecrets,
   SecretStreamRedactor,
   tokenSha256,
-  superviseAgent,
-  type AgentProcess,
+  runWorkSession,
+  removeLeftoverContainers,
+  type WorkSessionPlan,
   type JudgeOutcome,
   type JudgePort,
   type JudgeRequest,
@@ -104,7 +106,6 @@ import {
   stripSetIdBits,
   type BoundedWorkspace,
   type Lifeline,
-  type WorkWarden,
 } from './work-containment';
 
 export const WORK_LABELS = { role: 'org.assay.role', run: 'org.assay.run', home: 'org.assay.home' } as const;
@@ -114,6 +115,8 @@ export const DEFAULT_STORAGE_MB = 1024;
 export const PERIODIC_SNAPSHOTS_KEPT = 3;
 /** Seconds between records of the agent's time while it runs. */
 export const AGENT_TIME_RECORD_SEC = 30;
+/** Work's process limit. */
+export const WORK_PIDS_LIMIT = 512;
 /**
  * Seconds between measurements of a full-rootfs Work's writable layer (`docker inspect --size`: SizeRw) against the
  * task's storage_mb. Docker walks the layer to measure it, so this is not done often: the bound is checked, not
@@ -426,38 +429,13 @@ async function daemonSeesMount(rt: JudgeRuntime, image: string, dir: string, run
   }
 }
 
-async function removeRunContainers(rt: JudgeRuntime, run: string): Promise<string[]> {
-  const found = [
-    ...(await rt.containers.listContainers({ [WORK_LABELS.role]: 'work', [WORK_LABELS.run]: run, [WORK_LABELS.home]: homeTag(rt.home) })),
-    ...(await rt.containers.listContainers({ [WORK_LABELS.role]: 'seed', [WORK_LABELS.run]: run, [WORK_LABELS.home]: homeTag(rt.home) })),
-  ];
-  for (const c of found) {
-    // Killed, never unpaused: a paused orphan (its controller died mid-snapshot) receives SIGKILL while frozen and
-    // dies without running another instruction, so it cannot touch the workspace after the last record.
-    await rt.containers.kill(c.id).catch(() => undefined);
-    await rt.containers.removeContainer(c.id).catch(() => undefined);
-  }
-  return found.map((c) => c.id);
-}
-
-/**
- * On resume, read before this session appends anything: the agent time of the session that died that it never
- * recorded. A lower bound: from its last agent-time record (or its WorkStarted) to the last event it wrote.
- */
-async function unrecordedAgentSec(ledger: LedgerRunLedger, run: string): Promise<number> {
-  const events = (await ledger.read(run, 0)).filter((e) => e.stream === `run-${run}`);
-  let from = -1;
-  for (let i = events.length - 1; i >= 0 && from < 0; i--) if (events[i]!.type === 'WorkStarted') from = i;
-  if (from < 0 || events.some((e) => e.type === 'RunCompleted')) return 0;
-  let since = Date.parse(events[from]!.time);
-  let last = since;
-  for (let i = from + 1; i < events.length; i++) {
-    const e = events[i]!;
-    const t = Date.parse(e.time);
-    if (e.type === 'BudgetConsumed' && e.data.budget === 'agent_time') since = t;
-    last = Math.max(last, t);
-  }
-  return Math.max(0, Math.round((last - since) / 10) / 100);
+/** Kills and removes this run's leftover Work and seed containers (a dead controller's). */
+function removeRunContainers(rt: JudgeRuntime, run: string): Promise<string[]> {
+  const mine = { [WORK_LABELS.run]: run, [WORK_LABELS.home]: homeTag(rt.home) };
+  return removeLeftoverContainers(rt.containers, [
+    { [WORK_LABELS.role]: 'work', ...mine },
+    { [WORK_LABELS.role]: 'seed', ...mine },
+  ]);
 }
 
 function rounds(s: RunState): RunRoundLine[] {
@@ -527,13 +505,10 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
   rmSync(join(p.dir, RUN_CANCEL_REQUEST), { force: true });
   try {
     const rt = await JudgeRuntime.open({ home, clock, ids, containers });
-    let workId: string | null = null;
-    let endpoint: SubmitEndpoint | null = null;
+    const work: { id: string | null } = { id: null }; // Work's container, once the session created it
     let secrets: AgentLaunchSpec | null = null; // whose values never leave in an error message
-    let proxy: EgressProxy | null = null;
     const transcripts: AgentTranscript[] = [];
     let lifeline: Lifeline | null = null;
-    let warden: WorkWarden | null = null;
     let liveCheckpoints: { stop(): Promise<void> } | null = null;
     let bounded: BoundedWorkspace | null = null;
     let task0: LoadedTask | null = null;
@@ -621,11 +596,6 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
         if (bounded) workDir = bounded.dir;
       }
 
-      const ledger = new LedgerRunLedger(rt.ledgerHome.ledger);
-      // full-rootfs mode (workdir "/"): no workspace directory; snapshots are `docker export`s of Work (rootfs-snapshotter.ts)
-      const snapshotter = task.prepared.rootfs
-        ? new ContainerSnapshotter(rt.snapshotHome, rt.containers, () => workId, rootfsSnapshotPolicy(), clock)
-        : new WorkspaceSnapshotter(rt.snapshotHome, workDir, clock);
       const judge = new RunnerJudge(rt.runner, task.prepared, p.logs, clock);
       const gpuPool = new GpuPool(gpuPlan, clock);
       if (gpuPlan.available.length)
@@ -633,82 +603,61 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
           `GPUs: Work ${gpuPlan.work.join(',') || 'none'}, each Judge ${gpuPlan.judge.join(',') || 'none'}${gpuPlan.handOver ? ' (hand-over: Work stays paused while a Judge runs)' : ''}`,
         );
 
-      // Work
-      const labels = { [WORK_LABELS.role]: 'work', [WORK_LABELS.run]: run, [WORK_LABELS.home]: homeTag(home) };
+      // Work (split mode: the agent's unprivileged user, read-only root, the workspace and size-bounded tmpfs mounts
+      // /tmp and /var/tmp, the task's storage charged to Work's memory; full-rootfs mode: the root file system is the
+      // agent's work, root and writable, exported into the store, which keeps no owners or setuid bits)
+      const split = !task.prepared.rootfs;
+      const cpus = plan.environment.cpus ?? 1;
+      const memoryBytes = (plan.environment.memoryMb ?? 1024) * 1048576;
       const mounts = [
-        ...(task.prepared.rootfs ? [] : [{ type: 'bind' as const, source: workDir, target: workdir, readOnly: false }]),
+        ...(split ? [{ type: 'bind' as const, source: workDir, target: workdir, readOnly: false }] : []),
         { type: 'bind' as const, source: p.sock, target: '/run/assay', readOnly: true },
         { type: 'bind' as const, source: p.logs, target: '/logs/assay', readOnly: true },
         { type: 'bind' as const, source: join(assayRoot(), 'task-runtime', 'rsi-submit', 'rsi-submit'), target: '/usr/local/bin/rsi-submit', readOnly: true },
         ...(agent.mountDir ? [{ type: 'bind' as const, source: agent.mountDir, target: AGENT_MOUNT, readOnly: true }] : []),
         ...egress.mounts,
+        ...(split
+          ? [
+              { type: 'tmpfs' as const, target: '/tmp', sizeBytes: storageBytes, mode: 0o1777 },
+              { type: 'tmpfs' as const, target: '/var/tmp', sizeBytes: storageBytes, mode: 0o1777 },
+            ]
+          : []),
       ];
-      const cpus = plan.environment.cpus ?? 1;
-      const memoryBytes = (plan.environment.memoryMb ?? 1024) * 1048576;
-      // Split mode: Work's root file system is read-only and runs as the agent's user; its writable places are the
-      // workspace and size-bounded tmpfs mounts (/tmp, /var/tmp: the task's storage, charged to Work's memory).
-      // Full-rootfs mode: the root file system is the agent's work (root, writable; nothing of it reaches a host
-      // directory: it is exported into the store, which keeps no owners or setuid bits).
-      const split = !task.prepared.rootfs;
-      const scratch = split
-        ? [
-            { type: 'tmpfs' as const, target: '/tmp', sizeBytes: storageBytes, mode: 0o1777 },
-            { type: 'tmpfs' as const, target: '/var/tmp', sizeBytes: storageBytes, mode: 0o1777 },
-          ]
-        : [];
-      // Work stops when this controller dies: its first process reads the lifeline until end-of-file.
-      lifeline = openLifeline(p.sock);
-      workId = await rt.containers.createContainer({
+      const workSpec: ContainerSpec = {
         name: `assay-work-${homeTag(home)}-${run}`,
         image: workImage,
-        cmd: LIFELINE_CMD,
+        cmd: LIFELINE_CMD, // Work stops when this controller dies: its first process reads the lifeline until end-of-file
         entrypoint: [],
         env: { HOME: '/tmp', ...task.prepared.env, ASSAY_WORKSPACE: workdir, ASSAY_RUN: run },
         workingDir: workdir,
         ...(split ? { user: `${ident.uid}:${ident.gid}` } : {}),
-        labels,
-        mounts: [...mounts, ...scratch],
+        labels: { [WORK_LABELS.role]: 'work', [WORK_LABELS.run]: run, [WORK_LABELS.home]: homeTag(home) },
+        mounts,
         networkMode: 'none',
         readOnlyRootfs: split,
         capDrop: ['ALL'],
         capAdd: [],
         noNewPrivileges: true,
-        pidsLimit: 512,
+        pidsLimit: WORK_PIDS_LIMIT,
         memoryBytes,
         nanoCpus: Math.round(cpus * 1e9),
         init: true,
         openStdin: false,
         ...workGpuSpec(gpuPlan),
-      });
-      await rt.containers.start(workId, { onOutput: () => undefined });
-      // A Work paused when this controller dies cannot read its lifeline: the warden kills it from outside.
-      warden = startWorkWarden(workId);
-      gpuPool.startWork();
-      const work = new ContainerWorkControl(rt.containers, workId);
-      await checkAgentBinary(rt.containers, workId, agent, task.images.work.id); // a missing codex/claude fails before RunStarted
-
-      const deps = {
-        run,
-        ledger,
-        snapshotter,
-        judge: new PooledJudge(judge, gpuPool),
-        work,
-        clock,
-        ids,
-        options: {
-          // only a log that was written (a round ruled out before any Judge, e.g. workspace.not_editable, has none)
-          logPathOf: (n: number) => (existsSync(join(p.logs, `round-${n}.log`)) ? `/logs/assay/round-${n}.log` : null),
-          keepWorkPausedDuringJudge: gpuPlan.pauseWorkDuringJudge,
-        },
       };
-      let svc: SubmissionService;
-      // before this session appends anything (the recovery below would look like the dead session's last event)
-      const killedAgentSec = o.resume ? await unrecordedAgentSec(ledger, run) : 0;
-      if (o.resume) {
-        const r = await SubmissionService.resume(deps);
-        svc = r.service;
-        if (r.recovery.round !== null) log(`round ${r.recovery.round} was open: ${r.recovery.outcome}`);
-      } else {
+      const workLimits = {
+        cpus,
+        memoryBytes,
+        pidsLimit: WORK_PIDS_LIMIT,
+        ...(split
+          ? { user: `${ident.uid}:${ident.gid}`, readOnlyRootfs: true, tmpfsBytes: storageBytes, workspaceBytes: bounded ? storageBytes : null }
+          : { user: '0:0', userNamespaceRemap: remapped, rootfsWriteBytes: storageBytes, rootfsWriteCheckSec: rootfsCheckSec }),
+        ...egress.limits,
+        ...(gpuPlan.work.length ? { gpus: [...gpuPlan.work] } : {}),
+        ...(carried ? { carriedFrom: carried.from } : {}),
+      };
+      let open: WorkSessionPlan['open'] = { resume: true };
+      if (!o.resume) {
         const runTask = readRunTaskSettings(plan.metadata);
         if (!runTask.ok) throw new Error(runTask.problems.join('\n'));
         // the same computation as `assay baseline` (run-fingerprint.ts), so matched baselines share the fingerprint
@@ -726,103 +675,62 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
           tokenSha256: tokenSha256(token),
           fingerprintInput: input,
         });
-        svc = await SubmissionService.start(deps, {
-          run,
-          task: taskIdOf(plan.name),
-          taskDigest: digests.task,
-          agent: agent.name,
-          model: agent.model,
-          fingerprint,
-          protocol,
-          selection,
-        });
+        open = {
+          resume: false,
+          input: { run, task: taskIdOf(plan.name), taskDigest: digests.task, agent: agent.name, model: agent.model, fingerprint, protocol, selection },
+        };
       }
-      if (probed && !svc.current.completed) await svc.gpusProbed(node, probed, o.resume === true);
+      // The agent's output: secrets redacted, kept in this session's transcript, then escaped and marked line by line
+      // (agentOutput's contract), so nothing it prints acts on the operator's terminal or passes for Assay's lines.
+      let transcript: AgentTranscript | null = null;
+      const redactors = new Map<string, SecretStreamRedactor>();
+      const redactorOf = (s: string) => redactors.get(s) ?? redactors.set(s, new SecretStreamRedactor(agent)).get(s)!;
+      const marked = new Map<string, MarkedLineStream>();
+      const markedOf = (s: string) => marked.get(s) ?? marked.set(s, new MarkedLineStream()).get(s)!;
+      const show = (text: string) => {
+        if (text) o.agentOutput?.(Buffer.from(text));
+      };
+      let snapshotter: WorkspaceSnapshotter | ContainerSnapshotter | null = null;
+      const sockPath = join(p.sock, 'submit.sock');
       liveCheckpoints = startLiveCheckpoints(rt.ledgerHome, (o.checkpointIntervalSec ?? 10) * 1000, log);
-      if (svc.current.completed) {
-        log(`run ${run} had already completed`);
-      } else {
-        await svc.workStarted(workId, workImage, {
-          cpus,
-          memoryBytes,
-          pidsLimit: 512,
-          ...(split
-            ? { user: `${ident.uid}:${ident.gid}`, readOnlyRootfs: true, tmpfsBytes: storageBytes, workspaceBytes: bounded ? storageBytes : null }
-            : { user: '0:0', userNamespaceRemap: remapped, rootfsWriteBytes: storageBytes, rootfsWriteCheckSec: rootfsCheckSec }),
-          ...egress.limits,
-          ...(gpuPlan.work.length ? { gpus: [...gpuPlan.work] } : {}),
-          ...(carried ? { carriedFrom: carried.from } : {}),
-        });
-        if (svc.current.baselineRoot === null) await svc.recordWorkspace();
-        else if (o.resume) {
-          // Whatever happened to the workspace since the last record (an orphaned agent before it was killed, a hand
-          // edit) is recorded before the agent continues: SnapshotTaken + WorkspaceEdited when it differs.
-          const r = await svc.recordWorkspace();
-          log(
-            r.changed ? `the workspace differs from the last recorded snapshot: recorded as WorkspaceEdited (${r.root})` : 'the workspace is as last recorded',
-          );
-        }
-        if (killedAgentSec > 0) {
-          await svc.consume('agent_time', killedAgentSec);
-          log(`the previous session's agent time since its last record: ${killedAgentSec} s (recorded)`);
-        }
-        const sockPath = join(p.sock, 'submit.sock');
-        // Assay's own line per settled round, whatever the agent prints (formatRoundLine)
-        const gateway = {
-          submit: async (req: Parameters<typeof svc.submit>[0]) => {
-            const reply = await svc.submit(req);
-            const line = reply.round !== null ? formatRoundLine(svc.current, reply.round) : null;
-            if (line) log(line);
-            return reply;
+      lifeline = openLifeline(p.sock);
+      const session = await runWorkSession(
+        {
+          containers: rt.containers,
+          ledger: new LedgerRunLedger(rt.ledgerHome.ledger),
+          judge: new PooledJudge(judge, gpuPool),
+          clock,
+          ids,
+          // full-rootfs mode (workdir "/"): no workspace directory; snapshots are `docker export`s of Work
+          snapshotterFor: (id) =>
+            (snapshotter = split
+              ? new WorkspaceSnapshotter(rt.snapshotHome, workDir, clock)
+              : new ContainerSnapshotter(rt.snapshotHome, rt.containers, () => id, rootfsSnapshotPolicy(), clock)),
+          workControlFor: (id) => new ContainerWorkControl(rt.containers, id),
+          listen: async (gateway) => {
+            const endpoint = await SubmitEndpoint.listen({ socketPath: sockPath, gateway });
+            chmodSync(sockPath, 0o666);
+            return endpoint;
           },
-          history: (req: Parameters<typeof svc.history>[0]) => svc.history(req),
-        };
-        endpoint = await SubmitEndpoint.listen({ socketPath: sockPath, gateway });
-        chmodSync(sockPath, 0o666);
-        log(`run ${run}: Work ${workId.slice(0, 12)} up; agent ${agent.name} starting`);
-        // the agent: started here with `docker exec` (its output wired below), supervised by libs/run's superviseAgent
-        proxy = await startEgressProxy({ sockDir: p.sock, agent, log });
-        const transcript = new AgentTranscript(p.agent);
-        transcripts.push(transcript);
-        // The agent's output: secrets redacted, then escaped and marked line by line (agentOutput's contract), so
-        // nothing it prints acts on the operator's terminal or passes for one of Assay's lines.
-        const redactors = new Map<string, SecretStreamRedactor>();
-        const redactorOf = (s: string) => redactors.get(s) ?? redactors.set(s, new SecretStreamRedactor(agent)).get(s)!;
-        const marked = new Map<string, MarkedLineStream>();
-        const markedOf = (s: string) => marked.get(s) ?? marked.set(s, new MarkedLineStream()).get(s)!;
-        const show = (text: string) => {
-          if (text) o.agentOutput?.(Buffer.from(text));
-        };
-        const exec = await rt.containers.exec(workId, { argv: egress.launch.argv, env: egress.launch.env, workingDir: workdir }, (s, chunk) => {
-          const clean = agent.secretEnv.length ? redactorOf(s).push(chunk) : chunk;
-          transcript.write(clean);
-          show(markedOf(s).push(clean));
-        });
-        const agentProcess: AgentProcess = { ended: exec.outputEnded, exitCode: () => exec.exitCode(), detach: () => exec.detach() };
-        const supervised = await superviseAgent(
-          agentProcess,
-          {
-            service: svc,
-            clock,
-            gpus: {
-              secondsUntilExhausted: (left) => gpuPool.secondsUntilExhausted(left),
-              stopWork: () => gpuPool.stopWork(),
-              // Work's GPU-seconds since the last record: BudgetConsumed gpu_seconds {holder: work}
-              record: () => recordWorkGpuUse(gpuPool, svc),
-            },
-            unpinSnapshot: async (root) => {
-              await rt.snapshotHome.unpin(parseCid(root));
-            },
-            cancelRequested: () => existsSync(join(p.dir, RUN_CANCEL_REQUEST)),
-            // Full-rootfs Work writes into its container's own layer, on the host's disk: measured against storage_mb.
-            writtenBytes: split ? null : () => rt.containers.writableLayerBytes(workId as string),
-            log,
-            onStopped: () => {
-              for (const [k, r] of redactors) show(markedOf(k).push(r.end()));
-              for (const m of marked.values()) show(m.end());
-            },
+          unpinSnapshot: async (root) => {
+            await rt.snapshotHome.unpin(parseCid(root));
           },
-          {
+          cancelRequested: () => existsSync(join(p.dir, RUN_CANCEL_REQUEST)),
+          log,
+        },
+        {
+          run,
+          work: workSpec,
+          workLimits,
+          agent: { name: agent.name, argv: egress.launch.argv, env: egress.launch.env, workingDir: workdir },
+          open,
+          probed: probed ? { node, gpus: probed } : null,
+          service: {
+            // only a log that was written (a round ruled out before any Judge, e.g. workspace.not_editable, has none)
+            logPathOf: (n: number) => (existsSync(join(p.logs, `round-${n}.log`)) ? `/logs/assay/round-${n}.log` : null),
+            keepWorkPausedDuringJudge: gpuPlan.pauseWorkDuringJudge,
+          },
+          supervision: {
             snapshotIntervalSec: o.snapshotIntervalSec ?? 60,
             agentTimeRecordSec: AGENT_TIME_RECORD_SEC,
             cancelPollMs: CANCEL_POLL_MS,
@@ -831,21 +739,45 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
             storageCheckSec: rootfsCheckSec,
             ...(o.signal ? { signal: o.signal } : {}),
           },
-        );
-        const agentExit = supervised.exitCode;
-        const agentMs = supervised.agentMs;
-        await endpoint.close();
-        endpoint = null;
-        if (proxy) await stopEgressProxy(proxy, { runDir: p.dir, agent, log });
-        proxy = null;
-        const s = svc.current;
-        return report(run, s, agentExit, p.dir, { totalMs: nowMs() - t0, agentMs, judgeMs: judge.ms, snapshotMs: snapshotter.ms });
-      }
-      return report(run, svc.current, null, p.dir, { totalMs: nowMs() - t0, agentMs: 0, judgeMs: judge.ms, snapshotMs: snapshotter.ms });
+        },
+        {
+          // A Work paused when this controller dies cannot read its lifeline: the warden kills it from outside.
+          guardWork: (id) => {
+            work.id = id;
+            return startWorkWarden(id);
+          },
+          // a missing codex/claude fails before RunStarted
+          checkWork: (id) => checkAgentBinary(rt.containers, id, agent, task.images.work.id),
+          beforeAgent: async () => {
+            transcripts.push((transcript = new AgentTranscript(p.agent)));
+            const started = await startEgressProxy({ sockDir: p.sock, agent, log });
+            return started ? { stop: async () => void (await stopEgressProxy(started, { runDir: p.dir, agent, log })) } : null;
+          },
+          agentOutput: (stream, chunk) => {
+            const clean = agent.secretEnv.length ? redactorOf(stream).push(chunk) : chunk;
+            transcript?.write(clean);
+            show(markedOf(stream).push(clean));
+          },
+          agentStopped: () => {
+            for (const [k, r] of redactors) show(markedOf(k).push(r.end()));
+            for (const m of marked.values()) show(m.end());
+          },
+          gpus: {
+            startWork: () => gpuPool.startWork(),
+            secondsUntilExhausted: (left) => gpuPool.secondsUntilExhausted(left),
+            stopWork: () => gpuPool.stopWork(),
+            // Work's GPU-seconds since the last record: BudgetConsumed gpu_seconds {holder: work}
+            record: (svc) => recordWorkGpuUse(gpuPool, svc),
+          },
+          // Full-rootfs Work writes into its container's own layer, on the host's disk: measured against storage_mb.
+          writtenBytes: split ? null : (id) => rt.containers.writableLayerBytes(id),
+        },
+      );
+      const snapshotMs = (snapshotter as { ms: number } | null)?.ms ?? 0;
+      return report(run, session.state, session.agentExitCode, p.dir, { totalMs: nowMs() - t0, agentMs: session.agentMs, judgeMs: judge.ms, snapshotMs });
     } catch (e) {
       throw redactErrorSecrets(e, secrets);
     } finally {
-      if (endpoint) await endpoint.close().catch(() => undefined);
       const kept = transcripts.map((t) => t.close());
       for (const k of kept)
         log(`agent transcript: ${k.path} (${k.bytes} bytes${k.dropped > 0 ? `, ${k.dropped} more not kept` : ''}, ${k.digest}); \`assay run logs ${run}\``);
@@ -859,14 +791,9 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
           )
           .catch((e: unknown) => log(`the agent transcripts' digests were not recorded: ${(e as Error).message}`));
       }
-      if (proxy && secrets) await stopEgressProxy(proxy, { runDir: p.dir, agent: secrets, log }).catch(() => undefined);
-      if (workId) {
-        await rt.containers.kill(workId).catch(() => undefined);
-        await rt.containers.removeContainer(workId).catch(() => undefined);
-        await removeCarriedImages(rt.containers, WORK_LABELS, { run, homeTag: homeTag(home) }).catch(() => undefined);
-      }
+      // Work itself was killed and removed by the session; images carried over from an earlier Work go with it
+      if (work.id) await removeCarriedImages(rt.containers, WORK_LABELS, { run, homeTag: homeTag(home) }).catch(() => undefined);
       lifeline?.close();
-      warden?.close();
       // the bounded workspace goes back into workspace/ (Work is gone: nothing writes it any more)
       if (bounded) bounded.release();
       if (existsSync(p.workspace) && !task0?.prepared.rootfs) stripSetIdBits(p.workspace);
