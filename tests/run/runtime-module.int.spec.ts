@@ -13,7 +13,7 @@ import type { INestApplicationContext } from '@nestjs/common';
 import { ManualClock, SequentialIds } from '@assay/core';
 import { CONTAINER_RUNTIME } from '@assay/containers';
 import { InitLedgerCommand, ReadEventsQuery } from '@assay/ledger';
-import { CheckTaskCommand, RecordBaselineCommand, RunResearchCommand, RuntimeModule } from '@assay/runtime';
+import { CheckTaskCommand, JudgeSnapshotCommand, RecordBaselineCommand, RunResearchCommand, RuntimeModule } from '@assay/runtime';
 import { FakeContainerRuntime } from '../../libs/containers/src/testing';
 
 const TASK = join(__dirname, '..', '..', 'examples', 'tasks', 'hello-judge');
@@ -52,6 +52,15 @@ describe('RuntimeModule: the runtime use cases as commands', () => {
     const run = app.get(CommandBus).execute(new RunResearchCommand({ home, taskDir: TASK, agent: 'reference', runId: 'r-module', snapshotIntervalSec: 0 }));
     await expect(run).rejects.toMatchObject({ code: 'CONTAINER_UNAVAILABLE', message: expect.stringContaining('fake: unavailable') });
     expect(fake.calls).toEqual([]); // nothing was created: the ping failed first
+  }, 30_000);
+
+  it('Judges on a snapshot do too, before sweeping or snapshotting anything', async () => {
+    const ready = jest.fn();
+    await expect(
+      app.get(CommandBus).execute(new JudgeSnapshotCommand({ home, taskDir: TASK, snapshot: join(TASK, 'solution'), repeat: 1, onReady: ready })),
+    ).rejects.toMatchObject({ code: 'CONTAINER_UNAVAILABLE', message: expect.stringContaining('fake: unavailable') });
+    expect(ready).not.toHaveBeenCalled();
+    expect(fake.calls).toEqual([]);
   }, 30_000);
 
   it('a task check and a baseline do too', async () => {

@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import type { JudgeResult } from '@assay/judge';
 import type { CliContext } from '../cli-context';
 import { libs } from '../libs';
+import { withRuntimeBuses } from '../nest-context';
 import { onStopSignals } from './stop-signals';
 
 /**
@@ -28,57 +29,54 @@ export function register(program: Command, ctx: CliContext): void {
         throw judgeError('JUDGE_BAD_REQUEST', `--repeat must be an integer from 1 to 100, got "${o.repeat}"`);
       }
       const n = Number(o.repeat);
-      const rt = await libs.runtime().JudgeRuntime.open({ home: ctx.home, progress: ctx.progress() });
       // Ctrl-C / SIGTERM: kill the running Judge, record it (infrastructure_error), start no other. A second one
       // ends the process at once; the next `assay judge` sweeps what is left.
-      const offSignals = onStopSignals(ctx, 'stopping the running Judge (again to quit at once)', (sig) => void rt.runner.cancel(sig));
+      const abort = new AbortController();
+      const offSignals = onStopSignals(ctx, 'stopping the running Judge (again to quit at once)', (sig) => abort.abort(sig));
       try {
-        await rt.containers.ping();
-        const swept = await rt.runner.sweep();
-        const sweptCount = swept.containers.length + swept.volumes.length + swept.directories.length;
-        if (sweptCount > 0) {
-          ctx.err(
-            `assay: removed what dead judging processes left behind: ${swept.containers.length} container(s), ${swept.volumes.length} volume(s), ${swept.directories.length} work dir(s)` +
-              (swept.completed.length ? `; recorded infrastructure_error for ${swept.completed.join(', ')}` : ''),
-          );
-        }
-        const task = await rt.loadTask(taskDir, { metric: o.metric ?? null, hostEnv: process.env });
-        const snap = await rt.resolveSnapshot(o.snapshot);
-        const p = task.prepared;
-        if (!o.json) {
-          ctx.out(`task      ${task.plan.name} (${p.dir})`);
-          ctx.out(`snapshot  ${snap.cid}${snap.from === 'directory' ? ` (snapshot of ${o.snapshot})` : ''}`);
-          ctx.out(`image     ${task.images.judge.id} (${task.images.judge.tag}${task.images.judge.built ? ', built now' : ''})`);
-          ctx.out(`tests     ${p.testsDigest}`);
-          ctx.out(
-            `limits    ${p.limits.cpus} cpu, ${p.limits.memoryBytes / 1048576} MiB, ${p.limits.pidsLimit} pids, ${p.limits.verifierTimeoutSec} s, network ${p.network}`,
-          );
-        }
-        const rep = await rt.runner.judgeRepeated(p, snap.cid, n, {}, (r, i) => {
-          if (!o.json) printResult(ctx, r, i, n);
-        });
-        if (o.json) {
-          ctx.out(
-            JSON.stringify(
-              {
-                task: { name: task.plan.name, dir: p.dir, testsDigest: p.testsDigest, workdir: p.workdir, network: p.network, limits: p.limits },
-                snapshot: snap.cid,
-                images: { work: { tag: task.images.work.tag, id: task.images.work.id }, judge: { tag: task.images.judge.tag, id: task.images.judge.id } },
-                results: rep.results,
-                completed: rep.completed,
-                median: rep.median,
+        const { JudgeSnapshotCommand } = libs.runtime();
+        const rep = await withRuntimeBuses(ctx, ({ commands }) =>
+          commands.execute(
+            new JudgeSnapshotCommand({
+              home: ctx.home,
+              taskDir,
+              snapshot: o.snapshot,
+              repeat: n,
+              metric: o.metric ?? null,
+              progress: ctx.progress(),
+              signal: abort.signal,
+              onSwept: (swept) =>
+                ctx.err(
+                  `assay: removed what dead judging processes left behind: ${swept.containers.length} container(s), ${swept.volumes.length} volume(s), ${swept.directories.length} work dir(s)` +
+                    (swept.completed.length ? `; recorded infrastructure_error for ${swept.completed.join(', ')}` : ''),
+                ),
+              onReady: ({ task, snapshot, from }) => {
+                if (o.json) return;
+                const p = task.prepared;
+                ctx.out(`task      ${task.plan.name} (${p.dir})`);
+                ctx.out(`snapshot  ${snapshot}${from === 'directory' ? ` (snapshot of ${o.snapshot})` : ''}`);
+                ctx.out(`image     ${task.images.judge.id} (${task.images.judge.tag}${task.images.judge.built ? ', built now' : ''})`);
+                ctx.out(`tests     ${p.testsDigest}`);
+                ctx.out(
+                  `limits    ${p.limits.cpus} cpu, ${p.limits.memoryBytes / 1048576} MiB, ${p.limits.pidsLimit} pids, ${p.limits.verifierTimeoutSec} s, network ${p.network}`,
+                );
               },
-              null,
-              2,
-            ),
-          );
+              onResult: (r, i) => {
+                if (!o.json) printResult(ctx, r, i, n);
+              },
+            }),
+          ),
+        );
+        if (o.json) {
+          const { cancelled: _cancelled, ...doc } = rep;
+          ctx.out(JSON.stringify(doc, null, 2));
         } else if (n > 1) {
           ctx.out(
             `median    ${rep.median === null ? 'none' : rep.median} (primary scores of ${rep.results.filter((r) => r.status === 'completed' && r.primaryScore !== null).length} completed of ${rep.results.length} Judges)`,
           );
         }
         const infra = rep.results.filter((r) => r.status === 'infrastructure_error');
-        if (rt.runner.isCancelled) {
+        if (rep.cancelled) {
           throw judgeError('JUDGE_CANCELLED', `cancelled after ${rep.results.length} of ${n} Judge(s); each was recorded`);
         }
         if (infra.length) {
@@ -89,7 +87,6 @@ export function register(program: Command, ctx: CliContext): void {
         }
       } finally {
         offSignals();
-        await rt.close();
       }
     });
 }

@@ -1,12 +1,13 @@
 /**
  * The runtime node's use cases as commands (@nestjs/cqrs), dispatched by the CLI through the same buses as the
- * ledger's: a research run, a task check, a baseline. They carry plain options; the handlers (runtime.handlers.ts)
+ * ledger's: a research run, a task check, a baseline, Judges on a snapshot. They carry plain options; the handlers (runtime.handlers.ts)
  * add the Clock, the ids and the container runtime that RuntimeModule binds.
  */
 import { Command } from '@nestjs/cqrs';
 import type { RunReport, RunStartOptions } from '../run-runtime';
 import type { TaskCheckOptions, TaskCheckReport } from '../task-check';
 import type { BaselineOptions, BaselineReport } from '../baseline';
+import type { JudgeSnapshotOptions, JudgeSnapshotReport } from '../judge-snapshot';
 
 /** What the composition root gives every runtime use case, so a command never carries them. */
 type Composed = 'clock' | 'ids' | 'containers';
@@ -34,6 +35,13 @@ export class RecordBaselineCommand extends Command<BaselineReport> {
     public readonly taskDir: string,
     public readonly options: Omit<BaselineOptions, Composed>,
   ) {
+    super();
+  }
+}
+
+/** `assay judge TASK_DIR --snapshot CID|DIR [--repeat N]`. */
+export class JudgeSnapshotCommand extends Command<JudgeSnapshotReport> {
+  constructor(public readonly options: Omit<JudgeSnapshotOptions, Composed>) {
     super();
   }
 }

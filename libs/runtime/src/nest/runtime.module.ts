@@ -2,7 +2,7 @@
  * The runtime node as a NestJS module: the composition root of the runtime's use cases for the CLI. It binds the
  * container runtime (CONTAINER_RUNTIME: the dockerode adapter, or what the caller passes: tests give the in-memory
  * fake) and imports LedgerModule, which binds the Clock and the IdGenerator (CLOCK, ID_GENERATOR) and the buses, so
- * a run, a task check or a baseline stamps time and ids from the same providers as the ledger's own commands.
+ * a run, a task check, a baseline or Judges on a snapshot stamp time and ids from the same providers as the ledger's own commands.
  */
 import { Inject, Injectable, Module, type DynamicModule } from '@nestjs/common';
 import { CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
@@ -12,7 +12,8 @@ import { LedgerModule } from '@assay/ledger';
 import { runResearch, type RunReport } from '../run-runtime';
 import { checkTask, type TaskCheckReport } from '../task-check';
 import { recordBaseline, type BaselineReport } from '../baseline';
-import { CheckTaskCommand, RecordBaselineCommand, RunResearchCommand } from './runtime.commands';
+import { judgeSnapshot, type JudgeSnapshotReport } from '../judge-snapshot';
+import { CheckTaskCommand, JudgeSnapshotCommand, RecordBaselineCommand, RunResearchCommand } from './runtime.commands';
 
 /** What every handler takes from the module: time, ids and the container runtime. */
 @Injectable()
@@ -48,7 +49,15 @@ export class RecordBaselineHandler implements ICommandHandler<RecordBaselineComm
   }
 }
 
-export const RUNTIME_HANDLERS = [RunResearchHandler, CheckTaskHandler, RecordBaselineHandler];
+@CommandHandler(JudgeSnapshotCommand)
+export class JudgeSnapshotHandler implements ICommandHandler<JudgeSnapshotCommand> {
+  constructor(private readonly c: RuntimeComposition) {}
+  execute(cmd: JudgeSnapshotCommand): Promise<JudgeSnapshotReport> {
+    return judgeSnapshot({ ...cmd.options, clock: this.c.clock, ids: this.c.ids, containers: this.c.containers });
+  }
+}
+
+export const RUNTIME_HANDLERS = [RunResearchHandler, CheckTaskHandler, RecordBaselineHandler, JudgeSnapshotHandler];
 
 @Module({})
 export class RuntimeModule {
