@@ -13,7 +13,15 @@ import type { INestApplicationContext } from '@nestjs/common';
 import { ManualClock, SequentialIds } from '@assay/core';
 import { CONTAINER_RUNTIME } from '@assay/containers';
 import { InitLedgerCommand, ReadEventsQuery } from '@assay/ledger';
-import { CheckTaskCommand, JudgeSnapshotCommand, RecordBaselineCommand, RunResearchCommand, RuntimeModule } from '@assay/runtime';
+import {
+  BuildBaseImageCommand,
+  BuildTaskImagesCommand,
+  CheckTaskCommand,
+  JudgeSnapshotCommand,
+  RecordBaselineCommand,
+  RunResearchCommand,
+  RuntimeModule,
+} from '@assay/runtime';
 import { FakeContainerRuntime } from '../../libs/containers/src/testing';
 
 const TASK = join(__dirname, '..', '..', 'examples', 'tasks', 'hello-judge');
@@ -60,6 +68,15 @@ describe('RuntimeModule: the runtime use cases as commands', () => {
       app.get(CommandBus).execute(new JudgeSnapshotCommand({ home, taskDir: TASK, snapshot: join(TASK, 'solution'), repeat: 1, onReady: ready })),
     ).rejects.toMatchObject({ code: 'CONTAINER_UNAVAILABLE', message: expect.stringContaining('fake: unavailable') });
     expect(ready).not.toHaveBeenCalled();
+    expect(fake.calls).toEqual([]);
+  }, 30_000);
+
+  it('building images does too', async () => {
+    for (const cmd of [new BuildTaskImagesCommand(TASK, { home }), new BuildBaseImageCommand({ home })])
+      await expect(app.get(CommandBus).execute(cmd)).rejects.toMatchObject({
+        code: 'CONTAINER_UNAVAILABLE',
+        message: expect.stringContaining('fake: unavailable'),
+      });
     expect(fake.calls).toEqual([]);
   }, 30_000);
 

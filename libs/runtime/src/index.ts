@@ -11,6 +11,14 @@ export { parseGpuList } from './gpu-pool';
 export { controllerLockState } from './controller-lock';
 export { recordBaseline, type BaselineReport } from './baseline';
 export { checkTask, type TaskCheckReport } from './task-check';
+export { ensureBaseImage, ensureTaskImages, type ImagesOptions } from './images';
 export { judgeSnapshot, type JudgeSnapshotOptions, type JudgeSnapshotReport, type JudgeSnapshotReady } from './judge-snapshot';
 export { RuntimeModule, RUNTIME_HANDLERS } from './nest/runtime.module';
-export { RunResearchCommand, CheckTaskCommand, RecordBaselineCommand, JudgeSnapshotCommand } from './nest/runtime.commands';
+export {
+  RunResearchCommand,
+  CheckTaskCommand,
+  RecordBaselineCommand,
+  JudgeSnapshotCommand,
+  BuildBaseImageCommand,
+  BuildTaskImagesCommand,
+} from './nest/runtime.commands';

@@ -1,8 +1,8 @@
 import type { Command } from 'commander';
-import { systemClock } from '@assay/core';
 import type { BuiltImage } from '@assay/judge';
 import type { CliContext } from '../cli-context';
 import { libs } from '../libs';
+import { withRuntimeBuses } from '../nest-context';
 
 /**
  * `assay images base [--force] [--json]`: the Debian base image (scripts/build-base-image.sh), recorded as ImageBuilt.
@@ -18,25 +18,14 @@ export function register(program: Command, ctx: CliContext): void {
     .option('--force', 'rebuild even when an image from the same recipe exists')
     .option('--json', 'print JSON')
     .action(async (o: { force?: boolean; json?: boolean }) => {
-      const { JudgeRuntime, buildBaseImage } = libs.runtime();
-      const rt = await JudgeRuntime.open({ home: ctx.home, progress: ctx.progress() });
-      try {
-        await rt.containers.ping();
-        const r = await buildBaseImage({
-          home: rt.home,
-          runtime: rt.containers,
-          recorder: rt.recorder,
-          clock: systemClock,
-          force: o.force === true,
-          progress: ctx.progress(),
-        });
-        if (o.json) return ctx.out(JSON.stringify(r, null, 2));
-        ctx.out(`${r.tag} = ${r.id} (${r.built ? 'built' : 'up to date'}; recipe ${r.recipeDigest})`);
-        ctx.out(`  log     ${r.logPath} (${r.logDigest})`);
-        ctx.out(`  ledger  ${r.recorded ? `ImageBuilt@${r.recorded.position}` : 'already recorded'}`);
-      } finally {
-        await rt.close();
-      }
+      const { BuildBaseImageCommand } = libs.runtime();
+      const r = await withRuntimeBuses(ctx, ({ commands }) =>
+        commands.execute(new BuildBaseImageCommand({ home: ctx.home, force: o.force === true, progress: ctx.progress() })),
+      );
+      if (o.json) return ctx.out(JSON.stringify(r, null, 2));
+      ctx.out(`${r.tag} = ${r.id} (${r.built ? 'built' : 'up to date'}; recipe ${r.recipeDigest})`);
+      ctx.out(`  log     ${r.logPath} (${r.logDigest})`);
+      ctx.out(`  ledger  ${r.recorded ? `ImageBuilt@${r.recorded.position}` : 'already recorded'}`);
     });
 
   images
@@ -46,16 +35,12 @@ export function register(program: Command, ctx: CliContext): void {
     .option('--force', 'rebuild even when images from the same recipe exist')
     .option('--json', 'print JSON')
     .action(async (taskDir: string, o: { force?: boolean; json?: boolean }) => {
-      const plan = await libs.taskFormat().loadTaskPlan(taskDir);
-      const rt = await libs.runtime().JudgeRuntime.open({ home: ctx.home, progress: ctx.progress() });
-      try {
-        await rt.containers.ping();
-        const r = await rt.images.ensure(taskDir, plan, { force: o.force === true });
-        if (o.json) return ctx.out(JSON.stringify({ task: plan.name, ...r }, null, 2));
-        for (const img of [r.work, r.judge]) printImage(ctx, img);
-      } finally {
-        await rt.close();
-      }
+      const { BuildTaskImagesCommand } = libs.runtime();
+      const r = await withRuntimeBuses(ctx, ({ commands }) =>
+        commands.execute(new BuildTaskImagesCommand(taskDir, { home: ctx.home, force: o.force === true, progress: ctx.progress() })),
+      );
+      if (o.json) return ctx.out(JSON.stringify(r, null, 2));
+      for (const img of [r.work, r.judge]) printImage(ctx, img);
     });
 }
 

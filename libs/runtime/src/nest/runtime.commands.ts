@@ -1,6 +1,6 @@
 /**
  * The runtime node's use cases as commands (@nestjs/cqrs), dispatched by the CLI through the same buses as the
- * ledger's: a research run, a task check, a baseline, Judges on a snapshot. They carry plain options; the handlers (runtime.handlers.ts)
+ * ledger's: a research run, a task check, a baseline, Judges on a snapshot, images. They carry plain options; the handlers (runtime.handlers.ts)
  * add the Clock, the ids and the container runtime that RuntimeModule binds.
  */
 import { Command } from '@nestjs/cqrs';
@@ -8,6 +8,9 @@ import type { RunReport, RunStartOptions } from '../run-runtime';
 import type { TaskCheckOptions, TaskCheckReport } from '../task-check';
 import type { BaselineOptions, BaselineReport } from '../baseline';
 import type { JudgeSnapshotOptions, JudgeSnapshotReport } from '../judge-snapshot';
+import type { ImagesOptions } from '../images';
+import type { BaseImageResult } from '../base-image';
+import type { TaskImages } from '@assay/judge';
 
 /** What the composition root gives every runtime use case, so a command never carries them. */
 type Composed = 'clock' | 'ids' | 'containers';
@@ -42,6 +45,23 @@ export class RecordBaselineCommand extends Command<BaselineReport> {
 /** `assay judge TASK_DIR --snapshot CID|DIR [--repeat N]`. */
 export class JudgeSnapshotCommand extends Command<JudgeSnapshotReport> {
   constructor(public readonly options: Omit<JudgeSnapshotOptions, Composed>) {
+    super();
+  }
+}
+
+/** `assay images base`. */
+export class BuildBaseImageCommand extends Command<BaseImageResult> {
+  constructor(public readonly options: Omit<ImagesOptions, Composed>) {
+    super();
+  }
+}
+
+/** `assay images build TASK_DIR`. */
+export class BuildTaskImagesCommand extends Command<TaskImages & { task: string }> {
+  constructor(
+    public readonly taskDir: string,
+    public readonly options: Omit<ImagesOptions, Composed>,
+  ) {
     super();
   }
 }

@@ -13,7 +13,17 @@ import { runResearch, type RunReport } from '../run-runtime';
 import { checkTask, type TaskCheckReport } from '../task-check';
 import { recordBaseline, type BaselineReport } from '../baseline';
 import { judgeSnapshot, type JudgeSnapshotReport } from '../judge-snapshot';
-import { CheckTaskCommand, JudgeSnapshotCommand, RecordBaselineCommand, RunResearchCommand } from './runtime.commands';
+import { ensureBaseImage, ensureTaskImages } from '../images';
+import type { BaseImageResult } from '../base-image';
+import type { TaskImages } from '@assay/judge';
+import {
+  BuildBaseImageCommand,
+  BuildTaskImagesCommand,
+  CheckTaskCommand,
+  JudgeSnapshotCommand,
+  RecordBaselineCommand,
+  RunResearchCommand,
+} from './runtime.commands';
 
 /** What every handler takes from the module: time, ids and the container runtime. */
 @Injectable()
@@ -57,7 +67,30 @@ export class JudgeSnapshotHandler implements ICommandHandler<JudgeSnapshotComman
   }
 }
 
-export const RUNTIME_HANDLERS = [RunResearchHandler, CheckTaskHandler, RecordBaselineHandler, JudgeSnapshotHandler];
+@CommandHandler(BuildBaseImageCommand)
+export class BuildBaseImageHandler implements ICommandHandler<BuildBaseImageCommand> {
+  constructor(private readonly c: RuntimeComposition) {}
+  execute(cmd: BuildBaseImageCommand): Promise<BaseImageResult> {
+    return ensureBaseImage({ ...cmd.options, clock: this.c.clock, ids: this.c.ids, containers: this.c.containers });
+  }
+}
+
+@CommandHandler(BuildTaskImagesCommand)
+export class BuildTaskImagesHandler implements ICommandHandler<BuildTaskImagesCommand> {
+  constructor(private readonly c: RuntimeComposition) {}
+  execute(cmd: BuildTaskImagesCommand): Promise<TaskImages & { task: string }> {
+    return ensureTaskImages(cmd.taskDir, { ...cmd.options, clock: this.c.clock, ids: this.c.ids, containers: this.c.containers });
+  }
+}
+
+export const RUNTIME_HANDLERS = [
+  RunResearchHandler,
+  CheckTaskHandler,
+  RecordBaselineHandler,
+  JudgeSnapshotHandler,
+  BuildBaseImageHandler,
+  BuildTaskImagesHandler,
+];
 
 @Module({})
 export class RuntimeModule {
