@@ -35,3 +35,15 @@ export function withBuses<T>(ctx: CliContext, fn: (b: Buses) => Promise<T>): Pro
 export function withRuntimeBuses<T>(ctx: CliContext, fn: (b: Buses) => Promise<T>): Promise<T> {
   return withModule(libs.runtime().RuntimeModule.forHome(ctx.home), fn);
 }
+
+/**
+ * The snapshot store's module (@assay/snapshots' SnapshotsModule): for `assay snapshot ...`. `sink` is where
+ * SnapshotTaken / WorkspaceEdited go (the ledger's, for the CLI), asked for when the store is first opened.
+ */
+export function withSnapshotBuses<T>(
+  ctx: CliContext,
+  sink: () => Promise<import('@assay/snapshots').SnapshotEventSink | null>,
+  fn: (b: Buses) => Promise<T>,
+): Promise<T> {
+  return withModule(libs.snapshots().SnapshotsModule.forHome(ctx.home, { sink }), fn);
+}

@@ -29,3 +29,5 @@ export { checkoutSnapshot, type CheckoutOptions, type CheckoutReport } from './a
 export { exportCar, importCar, MAX_CAR_ROOTS, type ExportReport, type ImportReport } from './application/car';
 export { CarCheck, carMalformed, carTruncated, MAX_CAR_HEADER_BYTES, MAX_CAR_SECTION_BYTES } from './domain/car-check';
 export * from './home/snapshot-home';
+export * from './nest/snapshots.commands';
+export { SnapshotsModule, SnapshotHomeProvider, SNAPSHOT_HANDLERS, type SnapshotsModuleOptions } from './nest/snapshots.module';

@@ -1,10 +1,10 @@
-import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { AssayError } from '@assay/core';
-import type { DiffChange, SnapshotEventSink, SnapshotHome, SnapshotPolicy, SnapshotResult } from '@assay/snapshots';
+import type { DiffChange, SnapshotEventSink, SnapshotPolicy, SnapshotResult } from '@assay/snapshots';
 import type { CliContext } from '../cli-context';
 import { libs } from '../libs';
+import { withSnapshotBuses, type Buses } from '../nest-context';
 
 /** Garbage collection's default grace period as help shows it (a test keeps it equal to DEFAULT_GC_GRACE_MS). */
 export const GC_GRACE_HELP_SECONDS = 3600;
@@ -78,26 +78,13 @@ function describeChange(c: DiffChange): string {
 }
 
 export function register(program: Command, ctx: CliContext, options: { sink?: SinkProvider | null } = {}): void {
-  const open = async (mode: 'read' | 'write'): Promise<SnapshotHome> => {
-    // commands that only read never create a store: a missing one is an error that says where Assay looked
-    if (mode === 'read' && !existsSync(join(ctx.home, 'blobs'))) {
-      throw new AssayError(
-        'SNAPSHOT_STORE_NOT_FOUND',
-        'not_found',
-        `no snapshot store in ${join(ctx.home, 'blobs')}: nothing was snapshotted under this ASSAY_HOME (ASSAY_HOME selects the directory)`,
-      );
-    }
-    const sink = await resolveSink(options.sink ?? moduleSink, ctx);
-    return libs.snapshots().SnapshotHome.open(ctx.home, { sink });
-  };
-  const using = async <T>(f: (home: SnapshotHome) => Promise<T>, mode: 'read' | 'write' = 'read'): Promise<T> => {
-    const home = await open(mode);
-    try {
-      return await f(home);
-    } finally {
-      await home.close();
-    }
-  };
+  // one SnapshotsModule per call: the store under ASSAY_HOME, the ledger's sink (SnapshotTaken / WorkspaceEdited)
+  const dispatch = <T>(fn: (b: Buses, S: ReturnType<typeof libs.snapshots>) => Promise<T>): Promise<T> =>
+    withSnapshotBuses(
+      ctx,
+      () => resolveSink(options.sink ?? moduleSink, ctx),
+      (b) => fn(b, libs.snapshots()),
+    );
   const print = (json: boolean | undefined, data: unknown, human: string) => ctx.out(json ? JSON.stringify(data, null, 2) : human);
 
   const snap = program.command('snapshot').description('content-addressed snapshots of workspaces (blobs in <ASSAY_HOME>/blobs)');
@@ -116,9 +103,9 @@ export function register(program: Command, ctx: CliContext, options: { sink?: Si
     .action(
       async (dir: string, o: { dryRun?: boolean; json?: boolean; policy?: string; exclude?: string[]; label?: string; previous?: string; cache?: boolean }) => {
         const policy = readPolicy(o.policy, o.exclude);
-        const r = await using(
-          (home) =>
-            home.create(dir, {
+        const r = await dispatch(({ commands }, S) =>
+          commands.execute(
+            new S.CreateSnapshotCommand(dir, {
               dryRun: o.dryRun === true,
               policy,
               useCache: o.cache !== false,
@@ -126,7 +113,7 @@ export function register(program: Command, ctx: CliContext, options: { sink?: Si
               ...(o.label !== undefined ? { label: o.label } : {}),
               ...(o.previous !== undefined ? { previous: o.previous } : {}),
             }),
-          'write',
+          ),
         );
         const flagged =
           r.outsideSymlinks.length > 0 ? `; ${r.outsideSymlinks.length} symlink(s) point outside: ${r.outsideSymlinks.slice(0, 5).join(', ')}` : '';
@@ -146,7 +133,7 @@ export function register(program: Command, ctx: CliContext, options: { sink?: Si
     .option('--json', 'print the result as JSON')
     .action(async (cid: string, o: { json?: boolean }) => {
       const root = parseCid(cid);
-      const r = await using((home) => home.verify(root, ctx.progress()));
+      const r = await dispatch(({ queries }, S) => queries.execute(new S.VerifySnapshotQuery(root, ctx.progress())));
       print(
         o.json,
         { ok: true, ...r },
@@ -162,7 +149,7 @@ export function register(program: Command, ctx: CliContext, options: { sink?: Si
     .option('--json', 'print the listing as JSON')
     .action(async (cid: string, path: string, o: { json?: boolean }) => {
       const root = parseCid(cid);
-      const l = await using((home) => home.ls(root, path));
+      const l = await dispatch(({ queries }, S) => queries.execute(new S.ListSnapshotQuery(root, path)));
       const lines = l.entries.map(
         (e) =>
           `${e.mode} ${e.kind.padEnd(7)} ${String(e.size).padStart(12)} ${e.kind === 'dir' ? `${e.name}/` : e.name}` +
@@ -180,15 +167,16 @@ export function register(program: Command, ctx: CliContext, options: { sink?: Si
     .action(async (a: string, b: string, o: { json?: boolean }) => {
       const from = parseCid(a);
       const to = parseCid(b);
-      await using(async (home) => {
-        const { emptySummary, addToSummary } = libs.snapshots();
-        const s = emptySummary();
+      await dispatch(async ({ queries }, S) => {
+        const s = S.emptySummary();
         const changes: DiffChange[] = [];
-        for await (const c of home.diff(from, to)) {
-          addToSummary(s, c);
-          if (o.json) changes.push(c);
-          else ctx.out(describeChange(c));
-        }
+        await queries.execute(
+          new S.DiffSnapshotsQuery(from, to, (c) => {
+            S.addToSummary(s, c);
+            if (o.json) changes.push(c);
+            else ctx.out(describeChange(c));
+          }),
+        );
         if (o.json) {
           ctx.out(JSON.stringify({ from: a, to: b, ...s, changes }, null, 2));
           return;
@@ -208,7 +196,7 @@ export function register(program: Command, ctx: CliContext, options: { sink?: Si
     .option('--json', 'print the result as JSON')
     .action(async (cid: string, dir: string, o: { json?: boolean }) => {
       const root = parseCid(cid);
-      const r = await using((home) => home.checkout(root, dir, { progress: ctx.progress() }));
+      const r = await dispatch(({ commands }, S) => commands.execute(new S.CheckoutSnapshotCommand(root, dir, ctx.progress())));
       print(o.json, r, `${r.dir}: ${r.files} files, ${r.directories} directories, ${r.symlinks} symlinks, ${r.bytes} bytes from ${r.root}`);
     });
 
@@ -220,7 +208,7 @@ export function register(program: Command, ctx: CliContext, options: { sink?: Si
     .option('--json', 'print the result as JSON')
     .action(async (cids: string[], o: { output: string; json?: boolean }) => {
       const roots = cids.map((c) => parseCid(c));
-      const r = await using((home) => home.exportCar(roots, o.output, ctx.progress()));
+      const r = await dispatch(({ commands }, S) => commands.execute(new S.ExportSnapshotsCommand(roots, o.output, ctx.progress())));
       print(o.json, r, `${r.file}: ${r.blocks} blocks, ${r.bytes} bytes, roots ${r.roots.join(' ')}`);
     });
 
@@ -230,7 +218,7 @@ export function register(program: Command, ctx: CliContext, options: { sink?: Si
     .argument('<file>', 'the CAR file')
     .option('--json', 'print the result as JSON')
     .action(async (file: string, o: { json?: boolean }) => {
-      const r = await using((home) => home.importCar(file, ctx.progress()), 'write');
+      const r = await dispatch(({ commands }, S) => commands.execute(new S.ImportSnapshotsCommand(file, ctx.progress())));
       print(o.json, r, `${r.roots.join('\n')}\nimported ${r.blocks} blocks (${r.newBlobs} new), ${r.bytes} bytes`);
     });
 
@@ -245,7 +233,9 @@ export function register(program: Command, ctx: CliContext, options: { sink?: Si
         throw new AssayError('SNAPSHOT_POLICY_INVALID', 'invalid_input', `--grace must be a whole number of seconds (decimal digits), got "${o.grace}"`);
       }
       const grace = Number(o.grace);
-      const r = await using((home) => home.gc({ graceMs: grace * 1000, dryRun: o.dryRun === true, progress: ctx.progress() }));
+      const r = await dispatch(({ commands }, S) =>
+        commands.execute(new S.CollectSnapshotGarbageCommand({ graceMs: grace * 1000, dryRun: o.dryRun === true, progress: ctx.progress() })),
+      );
       print(
         o.json,
         r,
@@ -260,7 +250,7 @@ export function register(program: Command, ctx: CliContext, options: { sink?: Si
     .description('list pinned snapshot roots (what garbage collection keeps)')
     .option('--json', 'print as JSON')
     .action(async (o: { json?: boolean }) => {
-      const pins = await using((home) => home.pins());
+      const pins = await dispatch(({ queries }, S) => queries.execute(new S.ListPinsQuery()));
       print(o.json, pins, pins.map((p) => `${p.cid} ${p.createdAt} ${p.origin}${p.source ? ` ${p.source}` : ''}`).join('\n'));
     });
 
@@ -271,7 +261,7 @@ export function register(program: Command, ctx: CliContext, options: { sink?: Si
     .option('--json', 'print the result as JSON')
     .action(async (cid: string, o: { json?: boolean }) => {
       const root = parseCid(cid);
-      const removed = await using((home) => home.unpin(root));
+      const removed = await dispatch(({ commands }, S) => commands.execute(new S.UnpinSnapshotCommand(root)));
       if (!removed) throw new AssayError('SNAPSHOT_NOT_FOUND', 'not_found', `${cid} is not pinned`);
       print(o.json, { cid, unpinned: true }, `unpinned ${cid}`);
     });
