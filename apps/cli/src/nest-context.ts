@@ -12,7 +12,7 @@ export interface Buses {
  * Boots `module` for one CLI call, hands over its buses, and closes it afterwards. NestJS is loaded here, on the first
  * command that needs it, not when the program starts.
  */
-async function withModule<T>(module: DynamicModule, fn: (b: Buses) => Promise<T>): Promise<T> {
+export async function withModule<T>(module: DynamicModule, fn: (b: Buses) => Promise<T>): Promise<T> {
   const { NestFactory } = require('@nestjs/core') as typeof import('@nestjs/core');
   const { CommandBus: Commands, QueryBus: Queries } = require('@nestjs/cqrs') as typeof import('@nestjs/cqrs');
   const app = await NestFactory.createApplicationContext(module, { logger: false, abortOnError: false });

@@ -1,9 +1,10 @@
 import { basename } from 'node:path';
 import type { Command } from 'commander';
 import { AssayError, escapeTerminalText } from '@assay/core';
-import type { ImportStore, LeaderboardGroup, ReadModelStore, RunReport, Trajectory } from '@assay/projections';
+import type { LeaderboardGroup, RunReport, Trajectory } from '@assay/projections';
 import type { CliContext } from '../cli-context';
 import { libs } from '../libs';
+import { withModule, type Buses } from '../nest-context';
 
 /**
  * `assay leaderboard TASK [--json]` and `assay report RUN_ID [--json]` (docs/projections.md): read models of the
@@ -17,38 +18,15 @@ const projections = () => require('@assay/projections') as typeof import('@assay
 const RUN_ID_RE = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 const one = (t: string | null): string => escapeTerminalText(t ?? '-', { newlines: true });
 
-/** Opens the ledger read-only and the read models, catches them up, and runs `fn` on the read models. */
-async function withReadModels<T>(ctx: CliContext, fn: (store: ReadModelStore, imports?: ImportStore) => T): Promise<T> {
-  const { LedgerHome } = libs.ledger();
-  const { randomIds, systemClock } = await import('@assay/core');
+/**
+ * The read models' queries (ProjectionsModule, as the API dispatches them) on this ASSAY_HOME's ledger, opened
+ * read-only; the read models caught up first with this terminal's progress and the verifier's default threads.
+ */
+function withProjections<T>(ctx: CliContext, fn: (queries: Buses['queries'], P: typeof import('@assay/projections')) => Promise<T>): Promise<T> {
   const p = projections();
-  const home = await LedgerHome.open(ctx.home, { clock: systemClock, ids: randomIds, readOnly: true });
-  try {
-    let store: ReadModelStore;
-    try {
-      store = p.SqliteReadModelStore.open(p.readModelsPath(ctx.home));
-    } catch (e) {
-      if (e instanceof AssayError) throw e;
-      throw new AssayError('PROJECTIONS_UNAVAILABLE', 'unavailable', `cannot open the read models at ${p.readModelsPath(ctx.home)}: ${(e as Error).message}`, {
-        cause: e,
-      });
-    }
-    try {
-      // Another projector may commit first; the loser starts again from where the winner left the read models.
-      await p.catchUpRetrying(home, store, { progress: ctx.progress() });
-      const { existsSync } = require('node:fs') as typeof import('node:fs');
-      const imports = existsSync(p.importsDbPath(ctx.home)) ? p.SqliteImportStore.open(p.importsDbPath(ctx.home)) : undefined;
-      try {
-        return fn(store, imports);
-      } finally {
-        imports?.close();
-      }
-    } finally {
-      store.close();
-    }
-  } finally {
-    await home.close();
-  }
+  return withModule(p.ProjectionsModule.forLedger(libs.ledger().LedgerModule.forHome(ctx.home), { workers: null, progress: ctx.progress() }), (b) =>
+    fn(b.queries, p),
+  );
 }
 
 export function register(program: Command, ctx: CliContext): void {
@@ -61,10 +39,10 @@ export function register(program: Command, ctx: CliContext): void {
     .option('--json', 'print one JSON document')
     .action(async (task: string, o: { json?: boolean }) => {
       if (task.length === 0 || task.length > 4096) throw usage('the task must be 1 to 4096 characters');
-      const groups = await withReadModels(ctx, (store, imports) => {
-        const exact = projections().leaderboardOf(store, task, imports);
+      const groups = await withProjections(ctx, async (queries, P) => {
+        const exact = await queries.execute(new P.LeaderboardQuery(task));
         const name = basename(task.replace(/\/+$/, ''));
-        return exact.length > 0 || name === task || name === '' ? exact : projections().leaderboardOf(store, name, imports);
+        return exact.length > 0 || name === task || name === '' ? exact : queries.execute(new P.LeaderboardQuery(name));
       });
       if (o.json) return ctx.out(JSON.stringify({ task, groups }, null, 2));
       for (const l of leaderboardLines(task, groups)) ctx.out(l);
@@ -79,7 +57,9 @@ export function register(program: Command, ctx: CliContext): void {
     .option('--json', 'print one JSON document')
     .action(async (id: string, o: { json?: boolean }) => {
       if (!RUN_ID_RE.test(id)) throw usage(`not a run id: "${escapeTerminalText(id)}"`);
-      const [t, report] = await withReadModels(ctx, (store) => [store.trajectory(id), projections().runReportOf(store, id)] as const);
+      const [t, report] = await withProjections(ctx, (queries, P) =>
+        Promise.all([queries.execute(new P.TrajectoryQuery(id)), queries.execute(new P.RunReportQuery(id))]),
+      );
       if (!t || !report) throw new AssayError('RUN_NOT_FOUND', 'not_found', `no run ${id} in the signed part of the ledger at ${ctx.home}`);
       if (o.json) return ctx.out(JSON.stringify({ ...t, reproducibility: report.reproducibility, budget: report.budget }, null, 2));
       for (const l of [...reportLines(t), '', ...runReportLines(report)]) ctx.out(l);

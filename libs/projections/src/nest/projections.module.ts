@@ -3,9 +3,9 @@
  * dispatched by the API through @nestjs/cqrs. Every query first catches the read models up with the ledger (verified,
  * up to its latest signed checkpoint); concurrent queries share one catch-up.
  */
-import { Injectable, Module, type DynamicModule, type OnModuleDestroy } from '@nestjs/common';
+import { Inject, Injectable, Module, type DynamicModule, type OnModuleDestroy } from '@nestjs/common';
 import { CqrsModule, IQueryHandler, Query, QueryHandler } from '@nestjs/cqrs';
-import { AssayError } from '@assay/core';
+import { AssayError, type Progress } from '@assay/core';
 import { LedgerHomeProvider } from '@assay/ledger';
 import { existsSync } from 'node:fs';
 import { SqliteReadModelStore, readModelsPath } from '../adapters/sqlite-read-model-store';
@@ -17,6 +17,15 @@ import type { RunReport, TaskBudgetReport } from '../domain/reports';
 import type { Trajectory } from '../domain/trajectory';
 import type { ReadModelStore } from '../ports/read-model-store.port';
 
+const READ_MODELS_CATCH_UP = Symbol('READ_MODELS_CATCH_UP');
+
+/** How the read models catch up with the ledger: verifying threads, and progress (the CLI's, on a terminal). */
+export interface ReadModelsCatchUp {
+  /** Verifying threads; default 1 (a server answers reads meanwhile); null: the verifier's own default. */
+  readonly workers?: number | null;
+  readonly progress?: Progress;
+}
+
 /** Opens `<home>/projections/read-models.db` once and catches it up before each read. */
 @Injectable()
 export class ReadModelsProvider implements OnModuleDestroy {
@@ -26,7 +35,10 @@ export class ReadModelsProvider implements OnModuleDestroy {
   /** The last catch-up's result (the API's projection-lag metric reads it). */
   last: CatchUpResult | null = null;
 
-  constructor(private readonly ledger: LedgerHomeProvider) {}
+  constructor(
+    private readonly ledger: LedgerHomeProvider,
+    @Inject(READ_MODELS_CATCH_UP) private readonly catchUp: ReadModelsCatchUp,
+  ) {}
 
   /**
    * The position the read models were last seen at, with the ledger's checkpoint size then. Read models only move up
@@ -47,7 +59,11 @@ export class ReadModelsProvider implements OnModuleDestroy {
       return store;
     }
     // Another projector (a CLI `assay leaderboard`) may commit first: catchUpRetrying starts again from there.
-    this.running ??= catchUpRetrying(home, store, { workers: 1 }).finally(() => {
+    const workers = this.catchUp.workers === undefined ? 1 : this.catchUp.workers;
+    this.running ??= catchUpRetrying(home, store, {
+      ...(workers !== null ? { workers } : {}),
+      ...(this.catchUp.progress ? { progress: this.catchUp.progress } : {}),
+    }).finally(() => {
       this.running = null;
     });
     this.last = await this.running;
@@ -171,12 +187,15 @@ const HANDLERS = [ListTasksHandler, LeaderboardHandler, TrajectoryHandler, RunRe
 
 @Module({})
 export class ProjectionsModule {
-  /** `ledger`: the application's LedgerModule.forHome(...) module, the same object it imports itself (one ledger). */
-  static forLedger(ledger: DynamicModule): DynamicModule {
+  /**
+   * `ledger`: the application's LedgerModule.forHome(...) module, the same object it imports itself (one ledger).
+   * `catchUp`: the API keeps the default (one verifying thread); the CLI passes its progress and the verifier's default.
+   */
+  static forLedger(ledger: DynamicModule, catchUp: ReadModelsCatchUp = {}): DynamicModule {
     return {
       module: ProjectionsModule,
       imports: [CqrsModule, ledger],
-      providers: [ReadModelsProvider, ...HANDLERS],
+      providers: [{ provide: READ_MODELS_CATCH_UP, useValue: catchUp }, ReadModelsProvider, ...HANDLERS],
       exports: [ReadModelsProvider],
     };
   }
