@@ -18,6 +18,8 @@ import {
   BuildTaskImagesCommand,
   CheckTaskCommand,
   JudgeSnapshotCommand,
+  ListRunsQuery,
+  RecordedRunLogsQuery,
   RecordBaselineCommand,
   RunResearchCommand,
   RuntimeModule,
@@ -79,6 +81,11 @@ describe('RuntimeModule: the runtime use cases as commands', () => {
       });
     expect(fake.calls).toEqual([]);
   }, 30_000);
+
+  it("the runs' views are queries on the module's ledger, opened read-only: no run was recorded by the failed start", async () => {
+    expect(await app.get(QueryBus).execute(new ListRunsQuery())).toEqual([]);
+    expect(await app.get(QueryBus).execute(new RecordedRunLogsQuery('r-module', 'judge'))).toEqual(new Map());
+  });
 
   it('a task check and a baseline do too', async () => {
     await expect(app.get(CommandBus).execute(new CheckTaskCommand(TASK, { repeat: 1 }))).rejects.toMatchObject({

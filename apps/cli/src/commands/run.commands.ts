@@ -290,42 +290,15 @@ async function showRunLogs(ctx: CliContext, run: string, o: { judge: boolean; ro
 }
 
 /** The ledger's digests of the run's agent transcripts (by session) or Judge logs (by round); read-only. */
-async function readRecordedLogDigests(ctx: CliContext, run: string, judge: boolean): Promise<Map<number, { digest: string; position: number }>> {
-  const { LedgerHome } = libs.ledger();
-  const { randomIds, systemClock } = await import('@assay/core');
-  const home = await LedgerHome.open(ctx.home, { clock: systemClock, ids: randomIds, readOnly: true });
-  try {
-    const { recordedJudgeLogs, recordedTranscripts } = libs.run();
-    const m = judge ? await recordedJudgeLogs(home.ledger, run) : await recordedTranscripts(home.ledger, run);
-    return new Map([...m].map(([k, v]) => [k, { digest: v.digest, position: v.position }]));
-  } finally {
-    await home.close();
-  }
+function readRecordedLogDigests(ctx: CliContext, run: string, judge: boolean): Promise<Map<number, { digest: string; position: number }>> {
+  const { RecordedRunLogsQuery } = libs.runtime();
+  return withRuntimeBuses(ctx, ({ queries }) => queries.execute(new RecordedRunLogsQuery(run, judge ? 'judge' : 'agent')));
 }
 
 /** Every run of the ledger in ctx.home, folded (read-only: nothing is created; no ledger is LEDGER_NOT_INITIALIZED). */
-async function readRunViews(ctx: CliContext): Promise<Array<import('@assay/run').RunStatusView>> {
-  const { LedgerHome } = libs.ledger();
-  const { randomIds, systemClock } = await import('@assay/core');
-  const home = await LedgerHome.open(ctx.home, { clock: systemClock, ids: randomIds, readOnly: true });
-  try {
-    const { readRunHistories, runStatusView } = libs.run();
-    const all = await readRunHistories(home.ledger);
-    // A run the ledger says is running, whose directory is here but whose controller is not (killed, crashed, the
-    // machine rebooted): `interrupted`, to be resumed. Without its directory (a copied ledger) it stays `running`.
-    const { existsSync } = await import('node:fs');
-    const { join } = await import('node:path');
-    const { controllerLockState } = libs.runtime();
-    const interrupted = (run: string) => {
-      const dir = join(ctx.home, 'runs', run);
-      return existsSync(join(dir, 'run.json')) && ['gone', 'none'].includes(controllerLockState(dir));
-    };
-    return [...all]
-      .map(([run, events]) => runStatusView(run, events))
-      .map((v) => (v.state === 'running' && interrupted(v.run) ? { ...v, state: 'interrupted' } : v));
-  } finally {
-    await home.close();
-  }
+function readRunViews(ctx: CliContext): Promise<Array<import('@assay/run').RunStatusView>> {
+  const { ListRunsQuery } = libs.runtime();
+  return withRuntimeBuses(ctx, ({ queries }) => queries.execute(new ListRunsQuery()));
 }
 
 function jsonOut(v: unknown): string {

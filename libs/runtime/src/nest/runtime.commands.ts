@@ -3,7 +3,8 @@
  * ledger's: a research run, a task check, a baseline, Judges on a snapshot, images. They carry plain options; the handlers (runtime.handlers.ts)
  * add the Clock, the ids and the container runtime that RuntimeModule binds.
  */
-import { Command } from '@nestjs/cqrs';
+import { Command, Query } from '@nestjs/cqrs';
+import type { RunStatusView } from '@assay/run';
 import type { RunReport, RunStartOptions } from '../run-runtime';
 import type { TaskCheckOptions, TaskCheckReport } from '../task-check';
 import type { BaselineOptions, BaselineReport } from '../baseline';
@@ -61,6 +62,19 @@ export class BuildTaskImagesCommand extends Command<TaskImages & { task: string 
   constructor(
     public readonly taskDir: string,
     public readonly options: Omit<ImagesOptions, Composed>,
+  ) {
+    super();
+  }
+}
+
+/** `assay run ls` / `assay run status`: every run of the ledger, folded (read-only). */
+export class ListRunsQuery extends Query<RunStatusView[]> {}
+
+/** `assay run logs`: the digests the ledger recorded of a run's Judge logs or agent transcripts (read-only). */
+export class RecordedRunLogsQuery extends Query<Map<number, { digest: string; position: number }>> {
+  constructor(
+    public readonly run: string,
+    public readonly of: 'judge' | 'agent',
   ) {
     super();
   }

@@ -5,10 +5,12 @@
  * a run, a task check, a baseline or Judges on a snapshot stamp time and ids from the same providers as the ledger's own commands.
  */
 import { Inject, Injectable, Module, type DynamicModule } from '@nestjs/common';
-import { CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
+import { CommandHandler, QueryHandler, type ICommandHandler, type IQueryHandler } from '@nestjs/cqrs';
 import { CLOCK, ID_GENERATOR, type Clock, type IdGenerator } from '@assay/core';
 import { CONTAINER_RUNTIME, DockerodeRuntime, type ContainerRuntime } from '@assay/containers';
-import { LedgerModule } from '@assay/ledger';
+import { LedgerHomeProvider, LedgerModule } from '@assay/ledger';
+import type { RunStatusView } from '@assay/run';
+import { listRuns, recordedRunLogs } from '../run-views';
 import { runResearch, type RunReport } from '../run-runtime';
 import { checkTask, type TaskCheckReport } from '../task-check';
 import { recordBaseline, type BaselineReport } from '../baseline';
@@ -21,6 +23,8 @@ import {
   BuildTaskImagesCommand,
   CheckTaskCommand,
   JudgeSnapshotCommand,
+  ListRunsQuery,
+  RecordedRunLogsQuery,
   RecordBaselineCommand,
   RunResearchCommand,
 } from './runtime.commands';
@@ -83,6 +87,22 @@ export class BuildTaskImagesHandler implements ICommandHandler<BuildTaskImagesCo
   }
 }
 
+@QueryHandler(ListRunsQuery)
+export class ListRunsHandler implements IQueryHandler<ListRunsQuery> {
+  constructor(private readonly ledger: LedgerHomeProvider) {}
+  async execute(): Promise<RunStatusView[]> {
+    return listRuns((await this.ledger.reader()).ledger, this.ledger.home);
+  }
+}
+
+@QueryHandler(RecordedRunLogsQuery)
+export class RecordedRunLogsHandler implements IQueryHandler<RecordedRunLogsQuery> {
+  constructor(private readonly ledger: LedgerHomeProvider) {}
+  async execute(q: RecordedRunLogsQuery): Promise<Map<number, { digest: string; position: number }>> {
+    return recordedRunLogs((await this.ledger.reader()).ledger, q.run, q.of);
+  }
+}
+
 export const RUNTIME_HANDLERS = [
   RunResearchHandler,
   CheckTaskHandler,
@@ -90,6 +110,8 @@ export const RUNTIME_HANDLERS = [
   JudgeSnapshotHandler,
   BuildBaseImageHandler,
   BuildTaskImagesHandler,
+  ListRunsHandler,
+  RecordedRunLogsHandler,
 ];
 
 @Module({})
