@@ -12,7 +12,7 @@ export { controllerLockState } from './controller-lock';
 export { recordBaseline, type BaselineReport } from './baseline';
 export { checkTask, type TaskCheckReport } from './task-check';
 export { ensureBaseImage, ensureTaskImages, type ImagesOptions } from './images';
-export { listRuns, recordedRunLogs } from './run-views';
+export { listBaselines, listRuns, recordedRunLogs, type BaselineList } from './run-views';
 export { judgeSnapshot, type JudgeSnapshotOptions, type JudgeSnapshotReport, type JudgeSnapshotReady } from './judge-snapshot';
 export { RuntimeModule, RUNTIME_HANDLERS } from './nest/runtime.module';
 export {
@@ -24,4 +24,5 @@ export {
   BuildTaskImagesCommand,
   ListRunsQuery,
   RecordedRunLogsQuery,
+  ListBaselinesQuery,
 } from './nest/runtime.commands';

@@ -1,12 +1,25 @@
 /**
- * Read-only views of the runs in this runtime node's ledger (`assay run ls`, `assay run status`, `assay run logs`):
+ * Read-only views of the runs in this runtime node's ledger (`assay run ls`, `assay run status`, `assay run logs`,
+ * `assay baseline ls`):
  * folded from the ledger, opened read-only, with what only this node can know, whether a run's controller is still
  * alive here.
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Ledger } from '@assay/ledger';
-import { readRunHistories, recordedJudgeLogs, recordedTranscripts, runStatusView, type RunStatusView } from '@assay/run';
+import { SnapshotHome } from '@assay/snapshots';
+import { computeTaskDigests, loadTaskPlan } from '@assay/task-format';
+import {
+  readBaselines,
+  readRunHistories,
+  recordedJudgeLogs,
+  recordedTranscripts,
+  runStatusView,
+  taskIdOf,
+  type Baseline,
+  type RunStatusView,
+} from '@assay/run';
+import { SnapshotStoreAdapter } from './snapshot-store.adapter';
 import { controllerLockState } from './controller-lock';
 
 /**
@@ -28,4 +41,37 @@ export async function listRuns(ledger: Ledger, home: string): Promise<RunStatusV
 export async function recordedRunLogs(ledger: Ledger, run: string, of: 'judge' | 'agent'): Promise<Map<number, { digest: string; position: number }>> {
   const m = of === 'judge' ? await recordedJudgeLogs(ledger, run) : await recordedTranscripts(ledger, run);
   return new Map([...m].map(([k, v]) => [k, { digest: v.digest, position: v.position }]));
+}
+
+/**
+ * The baselines recorded in the ledger; with `taskDir`, only that task's, each marked `current` when it was recorded
+ * for the task's present digest (the task directory digested as a dry-run snapshot: nothing is stored). The ledger is
+ * opened only after the task directory was read, so a bad task directory is reported first.
+ */
+export async function listBaselines(ledger: () => Promise<Ledger>, home: string, taskDir?: string): Promise<BaselineList> {
+  let filter: { task: string; digest: string } | null = null;
+  if (taskDir !== undefined) {
+    const plan = await loadTaskPlan(taskDir);
+    const snapshots = SnapshotHome.open(home, { sink: null });
+    try {
+      const d = await computeTaskDigests(taskDir, { digest: (dir: string) => new SnapshotStoreAdapter(snapshots).digestDirectory(dir) });
+      filter = { task: taskIdOf(plan.name), digest: d.task };
+    } finally {
+      await snapshots.close();
+    }
+  }
+  const all = await readBaselines(await ledger()); // after the task directory's own errors, if any
+  return {
+    task: filter?.task ?? null,
+    baselines: (filter ? all.filter((b) => b.task === filter.task) : all).map((b) => ({
+      ...b,
+      ...(filter ? { current: b.taskDigest === filter.digest } : {}),
+    })),
+  };
+}
+
+export interface BaselineList {
+  /** The task id asked for (as RunStarted records it), or null for every task. */
+  readonly task: string | null;
+  readonly baselines: Array<Baseline & { current?: boolean }>;
 }

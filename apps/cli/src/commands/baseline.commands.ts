@@ -71,27 +71,10 @@ export function register(program: Command, ctx: CliContext): void {
     .option('--json', 'print one JSON document')
     .action(async (o: { task?: string; json?: boolean }, sub: Command) => {
       const json = Boolean(o.json || (sub.parent?.opts() as { json?: boolean }).json);
-      let filter: { task: string; digest: string } | null = null;
-      if (o.task !== undefined) {
-        const { loadTaskPlan, computeTaskDigests } = libs.taskFormat();
-        const plan = await loadTaskPlan(o.task);
-        const snapshots = libs.snapshots().SnapshotHome.open(ctx.home, { sink: null });
-        try {
-          const d = await computeTaskDigests(o.task, {
-            digest: async (dir: string) => (await snapshots.create(dir, { dryRun: true, previous: null, label: null, useCache: false })).rootCid,
-          });
-          filter = { task: libs.run().taskIdOf(plan.name), digest: d.task };
-        } finally {
-          await snapshots.close();
-        }
-      }
-      const all = await readBaselines(ctx);
-      const shown = (filter ? all.filter((b) => b.task === filter.task) : all).map((b) => ({
-        ...b,
-        ...(filter ? { current: b.taskDigest === filter.digest } : {}),
-      }));
+      const { ListBaselinesQuery } = libs.runtime();
+      const { task, baselines: shown } = await withRuntimeBuses(ctx, ({ queries }) => queries.execute(new ListBaselinesQuery(o.task)));
       if (json) return ctx.out(JSON.stringify({ baselines: shown }, null, 2));
-      if (shown.length === 0) return ctx.out(filter ? `no baselines of ${filter.task} in this ledger` : 'no baselines in this ledger');
+      if (shown.length === 0) return ctx.out(task !== null ? `no baselines of ${task} in this ledger` : 'no baselines in this ledger');
       const one = (t: string | null) => escapeTerminalText(t ?? '-', { newlines: true });
       for (const b of shown)
         ctx.out(
@@ -112,13 +95,7 @@ function summaryText(b: Pick<Baseline, 'median' | 'min' | 'max' | 'scores'>): st
 }
 
 /** Every BaselineRecorded of the ledger in ctx.home (read-only; no ledger is LEDGER_NOT_INITIALIZED). */
-export async function readBaselines(ctx: CliContext): Promise<Baseline[]> {
-  const { LedgerHome } = libs.ledger();
-  const { randomIds, systemClock } = await import('@assay/core');
-  const home = await LedgerHome.open(ctx.home, { clock: systemClock, ids: randomIds, readOnly: true });
-  try {
-    return await libs.run().readBaselines(home.ledger);
-  } finally {
-    await home.close();
-  }
+export function readBaselines(ctx: CliContext): Promise<Baseline[]> {
+  const { ListBaselinesQuery } = libs.runtime();
+  return withRuntimeBuses(ctx, async ({ queries }) => (await queries.execute(new ListBaselinesQuery())).baselines);
 }

@@ -5,6 +5,7 @@
  */
 import { Command, Query } from '@nestjs/cqrs';
 import type { RunStatusView } from '@assay/run';
+import type { BaselineList } from '../run-views';
 import type { RunReport, RunStartOptions } from '../run-runtime';
 import type { TaskCheckOptions, TaskCheckReport } from '../task-check';
 import type { BaselineOptions, BaselineReport } from '../baseline';
@@ -76,6 +77,13 @@ export class RecordedRunLogsQuery extends Query<Map<number, { digest: string; po
     public readonly run: string,
     public readonly of: 'judge' | 'agent',
   ) {
+    super();
+  }
+}
+
+/** `assay baseline ls [--task DIR]` (and the baselines `assay run status` compares with): read-only. */
+export class ListBaselinesQuery extends Query<BaselineList> {
+  constructor(public readonly taskDir?: string) {
     super();
   }
 }

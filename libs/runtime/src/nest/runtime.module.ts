@@ -10,7 +10,8 @@ import { CLOCK, ID_GENERATOR, type Clock, type IdGenerator } from '@assay/core';
 import { CONTAINER_RUNTIME, DockerodeRuntime, type ContainerRuntime } from '@assay/containers';
 import { LedgerHomeProvider, LedgerModule } from '@assay/ledger';
 import type { RunStatusView } from '@assay/run';
-import { listRuns, recordedRunLogs } from '../run-views';
+import type { BaselineList } from '../run-views';
+import { listBaselines, listRuns, recordedRunLogs } from '../run-views';
 import { runResearch, type RunReport } from '../run-runtime';
 import { checkTask, type TaskCheckReport } from '../task-check';
 import { recordBaseline, type BaselineReport } from '../baseline';
@@ -23,6 +24,7 @@ import {
   BuildTaskImagesCommand,
   CheckTaskCommand,
   JudgeSnapshotCommand,
+  ListBaselinesQuery,
   ListRunsQuery,
   RecordedRunLogsQuery,
   RecordBaselineCommand,
@@ -103,6 +105,14 @@ export class RecordedRunLogsHandler implements IQueryHandler<RecordedRunLogsQuer
   }
 }
 
+@QueryHandler(ListBaselinesQuery)
+export class ListBaselinesHandler implements IQueryHandler<ListBaselinesQuery> {
+  constructor(private readonly ledger: LedgerHomeProvider) {}
+  async execute(q: ListBaselinesQuery): Promise<BaselineList> {
+    return listBaselines(async () => (await this.ledger.reader()).ledger, this.ledger.home, q.taskDir);
+  }
+}
+
 export const RUNTIME_HANDLERS = [
   RunResearchHandler,
   CheckTaskHandler,
@@ -112,6 +122,7 @@ export const RUNTIME_HANDLERS = [
   BuildTaskImagesHandler,
   ListRunsHandler,
   RecordedRunLogsHandler,
+  ListBaselinesHandler,
 ];
 
 @Module({})
