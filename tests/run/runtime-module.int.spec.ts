@@ -17,8 +17,10 @@ import {
   BuildBaseImageCommand,
   BuildTaskImagesCommand,
   CheckTaskCommand,
+  ImportTaskCommand,
   JudgeSnapshotCommand,
   ListRunsQuery,
+  TaskDigestsQuery,
   RecordedRunLogsQuery,
   RecordBaselineCommand,
   RunResearchCommand,
@@ -86,6 +88,16 @@ describe('RuntimeModule: the runtime use cases as commands', () => {
     expect(await app.get(QueryBus).execute(new ListRunsQuery())).toEqual([]);
     expect(await app.get(QueryBus).execute(new RecordedRunLogsQuery('r-module', 'judge'))).toEqual(new Map());
   });
+
+  it("a task's digests are a query (nothing stored); importing a task reaches the module's container runtime after digesting it", async () => {
+    const digests = await app.get(QueryBus).execute(new TaskDigestsQuery(TASK));
+    expect(digests.task).toMatch(/^b[a-z2-7]+$/);
+    await expect(app.get(CommandBus).execute(new ImportTaskCommand(TASK))).rejects.toMatchObject({
+      code: 'CONTAINER_UNAVAILABLE',
+      message: expect.stringContaining('fake: unavailable'),
+    });
+    expect((await app.get(QueryBus).execute(new ReadEventsQuery())).some((e) => e.envelope.type === 'TaskRegistered')).toBe(false);
+  }, 30_000);
 
   it('a task check and a baseline do too', async () => {
     await expect(app.get(CommandBus).execute(new CheckTaskCommand(TASK, { repeat: 1 }))).rejects.toMatchObject({

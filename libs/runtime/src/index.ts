@@ -13,6 +13,7 @@ export { recordBaseline, type BaselineReport } from './baseline';
 export { checkTask, type TaskCheckReport } from './task-check';
 export { ensureBaseImage, ensureTaskImages, type ImagesOptions } from './images';
 export { listBaselines, listRuns, recordedRunLogs, type BaselineList } from './run-views';
+export { importTask, taskDigests, type TaskImport } from './task-import';
 export { judgeSnapshot, type JudgeSnapshotOptions, type JudgeSnapshotReport, type JudgeSnapshotReady } from './judge-snapshot';
 export { RuntimeModule, RUNTIME_HANDLERS } from './nest/runtime.module';
 export {
@@ -25,4 +26,6 @@ export {
   ListRunsQuery,
   RecordedRunLogsQuery,
   ListBaselinesQuery,
+  ImportTaskCommand,
+  TaskDigestsQuery,
 } from './nest/runtime.commands';

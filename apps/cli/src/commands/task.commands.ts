@@ -1,4 +1,3 @@
-import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { AssayError } from '@assay/core';
 import type { TaskDigests, TaskProblem } from '@assay/task-format';
@@ -158,72 +157,21 @@ function failure(dir: string, problems: readonly TaskProblem[]): AssayError {
 }
 
 /** A task directory's digests, by the snapshot rules (content addressing, docs/snapshots-format.md); nothing is stored. */
-async function taskDigestsOf(ctx: CliContext, dir: string): Promise<TaskDigests> {
-  const snapshots = libs.snapshots().SnapshotHome.open(ctx.home, { sink: null });
-  try {
-    return await libs.taskFormat().computeTaskDigests(dir, {
-      digest: async (d: string) => (await snapshots.create(d, { dryRun: true, previous: null, label: null, useCache: false })).rootCid,
-    });
-  } finally {
-    await snapshots.close();
-  }
+function taskDigestsOf(ctx: CliContext, dir: string): Promise<TaskDigests> {
+  const { TaskDigestsQuery } = libs.runtime();
+  return withRuntimeBuses(ctx, ({ queries }) => queries.execute(new TaskDigestsQuery(dir)));
 }
 
 /** `assay task import DIR`: validate, digest, check the images, record TaskRegistered once per digest. */
 async function importTask(ctx: CliContext, dir: string, json: boolean): Promise<void> {
-  const { loadTaskPlan, TASK_ERROR_CODES } = libs.taskFormat();
-  const judge = libs.judge();
-  const plan = await loadTaskPlan(dir);
-  let dockerfile: string | null = null;
-  if (plan.environment.image.kind !== 'image')
-    dockerfile = judge.readSmallFile(join(dir, 'environment', 'Dockerfile'), 256 * 1024, 'environment/Dockerfile').toString('utf8');
-  const { images: needed, problems } = judge.requiredImages(plan.environment.image, dockerfile);
-  if (problems.length > 0) throw new AssayError('IMAGE_DOCKERFILE_UNSUPPORTED', 'invalid_input', `${dir}: ${problems.join('; ')}`);
-  const digests = await taskDigestsOf(ctx, dir);
-  const { DockerodeRuntime } = require('@assay/containers') as typeof import('@assay/containers');
-  const runtime = new DockerodeRuntime();
-  await runtime.ping();
-  const images = [];
-  for (const n of needed) {
-    const found = await runtime.inspectImage(n.ref);
-    images.push({ ref: n.ref, why: n.why, present: found !== null, id: found?.id ?? null, hint: found ? null : judge.imageHint(n.ref) });
-  }
+  const { TASK_ERROR_CODES } = libs.taskFormat();
+  const { ImportTaskCommand } = libs.runtime();
+  const report = await withRuntimeBuses(ctx, ({ commands }) => commands.execute(new ImportTaskCommand(dir)));
+  const { images, digests } = report;
   const missing = images.filter((i) => !i.present);
-  const report = { dir: resolve(dir), name: plan.name, digests, images, recorded: null as null | { stream: string; position: number; already: boolean } };
-  if (missing.length === 0) {
-    const { LedgerHome } = libs.ledger();
-    const { randomIds, systemClock } = await import('@assay/core');
-    const home = await LedgerHome.open(ctx.home, { clock: systemClock, ids: randomIds });
-    try {
-      const id = judge.taskEventId(plan.name);
-      const stream = `task-${id}`;
-      let already: number | null = null;
-      for await (const e of home.ledger.store.readStream(stream))
-        if (e.type === 'TaskRegistered' && (libs.run().recordOf(e).data as { digest?: unknown }).digest === digests.task) already = e.position;
-      if (already !== null) report.recorded = { stream, position: already, already: true };
-      else {
-        const r = await home.ledger.append(stream, [
-          {
-            type: 'TaskRegistered',
-            data: {
-              task: id,
-              name: plan.name,
-              digest: digests.task,
-              instructionDigest: digests.instruction,
-              testsDigest: digests.tests,
-              environmentDigest: digests.environment,
-            },
-          },
-        ]);
-        report.recorded = { stream, position: r.lastPosition, already: false };
-      }
-    } finally {
-      await home.close();
-    }
-  }
   if (json) ctx.out(JSON.stringify(report, null, 2));
   else {
-    ctx.out(`task      ${plan.name} (${report.dir})`);
+    ctx.out(`task      ${report.name} (${report.dir})`);
     ctx.out(`digest    ${digests.task}`);
     for (const i of images) ctx.out(`image     ${i.ref} (${i.why}): ${i.present ? `present ${i.id}` : `MISSING: ${i.hint}`}`);
     if (images.length === 0) ctx.out('image     none needed beyond what the task builds');

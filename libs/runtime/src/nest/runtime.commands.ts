@@ -6,6 +6,8 @@
 import { Command, Query } from '@nestjs/cqrs';
 import type { RunStatusView } from '@assay/run';
 import type { BaselineList } from '../run-views';
+import type { TaskImport } from '../task-import';
+import type { TaskDigests } from '@assay/task-format';
 import type { RunReport, RunStartOptions } from '../run-runtime';
 import type { TaskCheckOptions, TaskCheckReport } from '../task-check';
 import type { BaselineOptions, BaselineReport } from '../baseline';
@@ -84,6 +86,20 @@ export class RecordedRunLogsQuery extends Query<Map<number, { digest: string; po
 /** `assay baseline ls [--task DIR]` (and the baselines `assay run status` compares with): read-only. */
 export class ListBaselinesQuery extends Query<BaselineList> {
   constructor(public readonly taskDir?: string) {
+    super();
+  }
+}
+
+/** `assay task import DIR`: validated, digested, its images looked up, TaskRegistered once per digest. */
+export class ImportTaskCommand extends Command<TaskImport> {
+  constructor(public readonly taskDir: string) {
+    super();
+  }
+}
+
+/** `assay task show DIR`'s digests (nothing stored). */
+export class TaskDigestsQuery extends Query<TaskDigests> {
+  constructor(public readonly taskDir: string) {
     super();
   }
 }

@@ -12,6 +12,8 @@ import { LedgerHomeProvider, LedgerModule } from '@assay/ledger';
 import type { RunStatusView } from '@assay/run';
 import type { BaselineList } from '../run-views';
 import { listBaselines, listRuns, recordedRunLogs } from '../run-views';
+import { importTask, taskDigests, type TaskImport } from '../task-import';
+import type { TaskDigests } from '@assay/task-format';
 import { runResearch, type RunReport } from '../run-runtime';
 import { checkTask, type TaskCheckReport } from '../task-check';
 import { recordBaseline, type BaselineReport } from '../baseline';
@@ -23,7 +25,9 @@ import {
   BuildBaseImageCommand,
   BuildTaskImagesCommand,
   CheckTaskCommand,
+  ImportTaskCommand,
   JudgeSnapshotCommand,
+  TaskDigestsQuery,
   ListBaselinesQuery,
   ListRunsQuery,
   RecordedRunLogsQuery,
@@ -113,6 +117,25 @@ export class ListBaselinesHandler implements IQueryHandler<ListBaselinesQuery> {
   }
 }
 
+@CommandHandler(ImportTaskCommand)
+export class ImportTaskHandler implements ICommandHandler<ImportTaskCommand> {
+  constructor(
+    private readonly c: RuntimeComposition,
+    private readonly ledger: LedgerHomeProvider,
+  ) {}
+  execute(cmd: ImportTaskCommand): Promise<TaskImport> {
+    return importTask({ home: this.ledger.home, taskDir: cmd.taskDir, containers: this.c.containers, ledger: async () => (await this.ledger.get()).ledger });
+  }
+}
+
+@QueryHandler(TaskDigestsQuery)
+export class TaskDigestsHandler implements IQueryHandler<TaskDigestsQuery> {
+  constructor(private readonly ledger: LedgerHomeProvider) {}
+  execute(q: TaskDigestsQuery): Promise<TaskDigests> {
+    return taskDigests(this.ledger.home, q.taskDir);
+  }
+}
+
 export const RUNTIME_HANDLERS = [
   RunResearchHandler,
   CheckTaskHandler,
@@ -123,6 +146,8 @@ export const RUNTIME_HANDLERS = [
   ListRunsHandler,
   RecordedRunLogsHandler,
   ListBaselinesHandler,
+  ImportTaskHandler,
+  TaskDigestsHandler,
 ];
 
 @Module({})
