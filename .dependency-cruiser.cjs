@@ -30,8 +30,7 @@ module.exports = {
     {
       name: 'no-app-to-app',
       comment:
-        'An app is a composition root (the CLI, the HTTP API); what two apps share belongs in a lib (the runtime node ' +
-        'that both start is @assay/runtime).',
+        'An app is a composition root (the CLI, the HTTP API); what two apps share belongs in a lib (the runtime node ' + 'that both start is @assay/runtime).',
       severity: 'error',
       from: { path: '^apps/([^/]+)/' },
       to: { path: '^apps/', pathNot: '^apps/$1/' },
@@ -156,9 +155,9 @@ module.exports = {
     {
       name: 'lib-layers-outer',
       comment:
-        'bundles (a run, its ledger and its snapshots, packed and verified) and projections (read models of the verified ledger) are the outer layer: no other lib imports either.',
+        'bundles (a run, its ledger and its snapshots, packed and verified) and projections (read models of the verified ledger) are the outer layer: no other lib imports either, except the runtime node (libs/runtime), which composes a re-judge of a bundle with its Judges.',
       severity: 'error',
-      from: { path: '^libs/([^/]+)/' },
+      from: { path: '^libs/([^/]+)/', pathNot: '^libs/runtime/' },
       to: { path: '^libs/(bundles|projections)/', pathNot: '^libs/$1/' },
     },
     {

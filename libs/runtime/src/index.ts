@@ -14,6 +14,7 @@ export { checkTask, type TaskCheckReport } from './task-check';
 export { ensureBaseImage, ensureTaskImages, type ImagesOptions } from './images';
 export { listBaselines, listRuns, recordedRunLogs, type BaselineList } from './run-views';
 export { importTask, taskDigests, type TaskImport } from './task-import';
+export { rejudgeBundle, type RejudgeBundleOptions } from './rejudge-bundle';
 export { judgeSnapshot, type JudgeSnapshotOptions, type JudgeSnapshotReport, type JudgeSnapshotReady } from './judge-snapshot';
 export { RuntimeModule, RUNTIME_HANDLERS } from './nest/runtime.module';
 export {
@@ -28,4 +29,5 @@ export {
   ListBaselinesQuery,
   ImportTaskCommand,
   TaskDigestsQuery,
+  RejudgeBundleCommand,
 } from './nest/runtime.commands';

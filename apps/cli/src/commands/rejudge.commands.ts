@@ -1,10 +1,11 @@
-import { createReadStream, existsSync, statSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { AssayError } from '@assay/core';
 import type { RejudgeReport } from '@assay/bundles';
 import type { CliContext } from '../cli-context';
 import { libs } from '../libs';
+import { withRuntimeBuses } from '../nest-context';
 import { onStopSignals } from './stop-signals';
 import { trustedKeysOf, witnessPolicyOf } from './trust-options';
 
@@ -14,7 +15,8 @@ import { trustedKeysOf, witnessPolicyOf } from './trust-options';
  * Verifies a result bundle (as `assay verify` does), checks the task directory is the claimed task, brings the claimed
  * snapshot into this home's store, judges it N times in fresh Judges (as `assay judge --snapshot CID --repeat N`
  * does, through the same JudgeRuntime) and records a RejudgeCompleted event signed by this home's controller key.
- * The orchestration is `rejudge` in @assay/bundles; this file parses, wires the ports and prints.
+ * The orchestration is `rejudge` in @assay/bundles, its ports bound by `rejudgeBundle` in @assay/runtime
+ * (RejudgeBundleCommand); this file parses, refuses what it can before anything opens, and prints.
  *
  * Exit codes: 0 reproduced; 5 not reproduced (and a bundle that is invalid, a task that is not the claimed one);
  * 6 a bundle that cannot be checked; 7 could not judge (no Judge completed with a score); 2, 3, 4 as everywhere.
@@ -76,83 +78,38 @@ export function register(program: Command, ctx: CliContext): void {
       if (!existsSync(taskDir) || !statSync(taskDir).isDirectory())
         throw new AssayError('TASK_DIR_NOT_FOUND', 'not_found', `--task ${o.task} is not a directory`);
 
-      const bundles = libs.bundles();
-      let rt: import('@assay/runtime').JudgeRuntime | null = null;
-      const offSignals = onStopSignals(ctx, 'stopping the running Judge (again to quit at once)', (sig) => {
-        if (rt) void rt.runner.cancel(sig);
-      });
+      const abort = new AbortController();
+      const offSignals = onStopSignals(ctx, 'stopping the running Judge (again to quit at once)', (sig) => abort.abort(sig));
       const note = (line: string) => {
         if (!o.json) ctx.out(line);
       };
       try {
-        const { randomIds } = await import('@assay/core');
-        const report = await bundles.rejudge(
-          {
-            readBundle: () => createReadStream(file),
-            verify: (source) => bundles.verifyBundle(source, { trustedKeys: trusted, claims: libs.run().runClaimRules(), witnessPolicy }),
-            compileTask: async () => {
-              const tf = libs.taskFormat();
-              const plan = await tf.loadTaskPlan(taskDir);
-              const { SnapshotHome } = libs.snapshots();
-              // dry run, no stat cache: nothing is written to the home while the task is only being checked
-              const digester = SnapshotHome.open(ctx.home);
-              let digest: string;
-              try {
-                digest = (
-                  await tf.computeTaskDigests(taskDir, {
-                    digest: async (d) => (await digester.create(d, { dryRun: true, useCache: false, previous: null, label: null })).rootCid,
-                  })
-                ).task;
-              } finally {
-                await digester.close();
-              }
-              const t = tf.checkTolerance(plan.metadata);
-              if (typeof t === 'string') throw new AssayError('TASK_INVALID', 'invalid_input', `--task ${o.task}: ${t}`);
-              const stated = (plan.metadata['assay_check'] as Record<string, unknown> | undefined)?.['tolerance'] !== undefined;
-              return { name: plan.name, digest, tolerance: stated ? t : null };
-            },
-            prepare: async () => {
-              rt = await libs.runtime().JudgeRuntime.open({ home: ctx.home, progress: ctx.progress() });
-              if (!rt.ledgerHome.ledger.key('controller'))
-                throw new AssayError('LEDGER_NO_KEY_FOR_ROLE', 'refused', `recording RejudgeCompleted needs this home's controller key (in ${ctx.home}/keys)`);
-            },
-            hasSnapshot: (cid) => (rt as NonNullable<typeof rt>).snapshots.has(cid),
-            importCar: (f) => (rt as NonNullable<typeof rt>).snapshotHome.importCar(f, ctx.progress()),
-            judge: async (cid, n, metric) => {
-              const r = rt as NonNullable<typeof rt>;
-              await r.containers.ping();
-              const swept = await r.runner.sweep();
-              if (swept.containers.length + swept.volumes.length + swept.directories.length > 0)
+        const { RejudgeBundleCommand } = libs.runtime();
+        const report = await withRuntimeBuses(ctx, ({ commands }) =>
+          commands.execute(
+            new RejudgeBundleCommand({
+              home: ctx.home,
+              bundleFile: file,
+              taskDir,
+              taskArg: o.task,
+              carFile: o.car ?? null,
+              repeat: Number(o.repeat),
+              tolerance,
+              trust: { trustedKeys: trusted, ...(witnessPolicy ? { witnessPolicy } : {}) },
+              progress: ctx.progress(),
+              signal: abort.signal,
+              note,
+              onSwept: (swept) =>
                 ctx.err(
                   `assay: removed what dead judging processes left behind: ${swept.containers.length} container(s), ${swept.volumes.length} volume(s), ${swept.directories.length} work dir(s)`,
-                );
-              const task = await r.loadTask(taskDir, { metric, hostEnv: process.env });
-              const rep = await r.runner.judgeRepeated(task.prepared, cid, n, {}, (j, i) =>
-                note(
-                  `judge ${i + 1}/${n} ${j.judge}: ${j.status}${j.status === 'completed' ? `, ${j.primaryMetric ?? 'score'} = ${j.primaryScore}` : j.detail ? `: ${j.detail.split('\n')[0]}` : ''}`,
                 ),
-              );
-              if (r.runner.isCancelled)
-                throw libs
-                  .judge()
-                  .judgeError('JUDGE_CANCELLED', `cancelled after ${rep.results.length} of ${n} Judge(s); each was recorded, no RejudgeCompleted`);
-              return rep.results.map((j) => ({ judge: j.judge, status: j.status, primaryScore: j.status === 'completed' ? j.primaryScore : null }));
-            },
-            record: async (stream, id, type, data) => {
-              const r = await (rt as NonNullable<typeof rt>).ledgerHome.ledger.appendGeneric(stream, [{ id, type, data }], 'no_stream');
-              return { position: r.lastPosition };
-            },
-            ids: randomIds,
-            tempDir: (await import('node:os')).tmpdir(),
-            note,
-          },
-          { repeat: Number(o.repeat), tolerance, carFile: o.car ?? null },
+            }),
+          ),
         );
         print(ctx, report, o.json === true);
         process.exitCode = REJUDGE_EXIT[report.verdict];
       } finally {
         offSignals();
-        await (rt as import('@assay/runtime').JudgeRuntime | null)?.close();
       }
     });
 }

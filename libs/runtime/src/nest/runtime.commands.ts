@@ -7,6 +7,8 @@ import { Command, Query } from '@nestjs/cqrs';
 import type { RunStatusView } from '@assay/run';
 import type { BaselineList } from '../run-views';
 import type { TaskImport } from '../task-import';
+import type { RejudgeBundleOptions } from '../rejudge-bundle';
+import type { RejudgeReport } from '@assay/bundles';
 import type { TaskDigests } from '@assay/task-format';
 import type { RunReport, RunStartOptions } from '../run-runtime';
 import type { TaskCheckOptions, TaskCheckReport } from '../task-check';
@@ -100,6 +102,13 @@ export class ImportTaskCommand extends Command<TaskImport> {
 /** `assay task show DIR`'s digests (nothing stored). */
 export class TaskDigestsQuery extends Query<TaskDigests> {
   constructor(public readonly taskDir: string) {
+    super();
+  }
+}
+
+/** `assay rejudge FILE --task DIR`: a result bundle's selected snapshot judged again, RejudgeCompleted recorded. */
+export class RejudgeBundleCommand extends Command<RejudgeReport> {
+  constructor(public readonly options: Omit<RejudgeBundleOptions, Composed>) {
     super();
   }
 }

@@ -13,6 +13,8 @@ import type { RunStatusView } from '@assay/run';
 import type { BaselineList } from '../run-views';
 import { listBaselines, listRuns, recordedRunLogs } from '../run-views';
 import { importTask, taskDigests, type TaskImport } from '../task-import';
+import { rejudgeBundle } from '../rejudge-bundle';
+import type { RejudgeReport } from '@assay/bundles';
 import type { TaskDigests } from '@assay/task-format';
 import { runResearch, type RunReport } from '../run-runtime';
 import { checkTask, type TaskCheckReport } from '../task-check';
@@ -31,6 +33,7 @@ import {
   ListBaselinesQuery,
   ListRunsQuery,
   RecordedRunLogsQuery,
+  RejudgeBundleCommand,
   RecordBaselineCommand,
   RunResearchCommand,
 } from './runtime.commands';
@@ -136,6 +139,14 @@ export class TaskDigestsHandler implements IQueryHandler<TaskDigestsQuery> {
   }
 }
 
+@CommandHandler(RejudgeBundleCommand)
+export class RejudgeBundleHandler implements ICommandHandler<RejudgeBundleCommand> {
+  constructor(private readonly c: RuntimeComposition) {}
+  execute(cmd: RejudgeBundleCommand): Promise<RejudgeReport> {
+    return rejudgeBundle({ ...cmd.options, clock: this.c.clock, ids: this.c.ids, containers: this.c.containers });
+  }
+}
+
 export const RUNTIME_HANDLERS = [
   RunResearchHandler,
   CheckTaskHandler,
@@ -148,6 +159,7 @@ export const RUNTIME_HANDLERS = [
   ListBaselinesHandler,
   ImportTaskHandler,
   TaskDigestsHandler,
+  RejudgeBundleHandler,
 ];
 
 @Module({})
