@@ -30,4 +30,5 @@ export {
   ImportTaskCommand,
   TaskDigestsQuery,
   RejudgeBundleCommand,
+  RunEventsSinceQuery,
 } from './nest/runtime.commands';

@@ -3,6 +3,7 @@ import { AssayError, escapeTerminalText } from '@assay/core';
 import type { RunEventRecord, RunStatusView } from '@assay/run';
 import type { CliContext } from '../cli-context';
 import { libs } from '../libs';
+import { withRuntimeBuses } from '../nest-context';
 
 /**
  * `assay watch RUN_ID [--interval MS] [--json]` (docs/projections.md, "Watching a run"): follows a run in the ledger
@@ -27,24 +28,23 @@ export function register(program: Command, ctx: CliContext): void {
       const interval = /^[0-9]{1,5}$/.test(o.interval) ? Number(o.interval) : NaN;
       if (!(interval >= 100 && interval <= 60_000))
         throw new AssayError('CLI_USAGE', 'invalid_input', '--interval must be an integer 100-60000 (milliseconds)');
-      const { LedgerHome } = libs.ledger();
-      const { randomIds, systemClock } = await import('@assay/core');
-      const { readRunEventsFrom, runStatusView } = libs.run();
-      const home = await LedgerHome.open(ctx.home, { clock: systemClock, ids: randomIds, readOnly: true });
+      const { runStatusView } = libs.run();
+      const { RunEventsSinceQuery } = libs.runtime();
       let stop = false;
       const onSignal = () => {
         stop = true;
       };
       process.once('SIGINT', onSignal);
       process.once('SIGTERM', onSignal);
-      try {
+      // one module for the whole watch: the ledger opened read-only once, read again every interval
+      await withRuntimeBuses(ctx, async ({ queries }) => {
         const events: RunEventRecord[] = [];
         let position = 0;
         let printed = 0;
         let best: { round: number; score: number } | null = null;
         let header = false;
         for (let first = true; !stop; first = false) {
-          const r = await readRunEventsFrom(home.ledger, id, position, events.length > 0);
+          const r = await queries.execute(new RunEventsSinceQuery(id, position, events.length > 0));
           position = r.next;
           events.push(...r.events);
           if (events.length === 0) {
@@ -83,11 +83,10 @@ export function register(program: Command, ctx: CliContext): void {
           }
           await new Promise((res) => setTimeout(res, interval));
         }
-      } finally {
+      }).finally(() => {
         process.off('SIGINT', onSignal);
         process.off('SIGTERM', onSignal);
-        await home.close();
-      }
+      });
     });
 }
 

@@ -4,7 +4,7 @@
  * add the Clock, the ids and the container runtime that RuntimeModule binds.
  */
 import { Command, Query } from '@nestjs/cqrs';
-import type { RunStatusView } from '@assay/run';
+import type { RunEventRecord, RunStatusView } from '@assay/run';
 import type { BaselineList } from '../run-views';
 import type { TaskImport } from '../task-import';
 import type { RejudgeBundleOptions } from '../rejudge-bundle';
@@ -109,6 +109,20 @@ export class TaskDigestsQuery extends Query<TaskDigests> {
 /** `assay rejudge FILE --task DIR`: a result bundle's selected snapshot judged again, RejudgeCompleted recorded. */
 export class RejudgeBundleCommand extends Command<RejudgeReport> {
   constructor(public readonly options: Omit<RejudgeBundleOptions, Composed>) {
+    super();
+  }
+}
+
+/**
+ * `assay watch RUN_ID`: the run's events stored from `fromPosition` on and the position to read from next (read-only;
+ * `known`: whether the run's own stream had started before this read).
+ */
+export class RunEventsSinceQuery extends Query<{ events: RunEventRecord[]; next: number }> {
+  constructor(
+    public readonly run: string,
+    public readonly fromPosition: number,
+    public readonly known: boolean,
+  ) {
     super();
   }
 }

@@ -9,7 +9,7 @@ import { CommandHandler, QueryHandler, type ICommandHandler, type IQueryHandler 
 import { CLOCK, ID_GENERATOR, type Clock, type IdGenerator } from '@assay/core';
 import { CONTAINER_RUNTIME, DockerodeRuntime, type ContainerRuntime } from '@assay/containers';
 import { LedgerHomeProvider, LedgerModule } from '@assay/ledger';
-import type { RunStatusView } from '@assay/run';
+import { readRunEventsFrom, type RunEventRecord, type RunStatusView } from '@assay/run';
 import type { BaselineList } from '../run-views';
 import { listBaselines, listRuns, recordedRunLogs } from '../run-views';
 import { importTask, taskDigests, type TaskImport } from '../task-import';
@@ -34,6 +34,7 @@ import {
   ListRunsQuery,
   RecordedRunLogsQuery,
   RejudgeBundleCommand,
+  RunEventsSinceQuery,
   RecordBaselineCommand,
   RunResearchCommand,
 } from './runtime.commands';
@@ -147,6 +148,14 @@ export class RejudgeBundleHandler implements ICommandHandler<RejudgeBundleComman
   }
 }
 
+@QueryHandler(RunEventsSinceQuery)
+export class RunEventsSinceHandler implements IQueryHandler<RunEventsSinceQuery> {
+  constructor(private readonly ledger: LedgerHomeProvider) {}
+  async execute(q: RunEventsSinceQuery): Promise<{ events: RunEventRecord[]; next: number }> {
+    return readRunEventsFrom((await this.ledger.reader()).ledger, q.run, q.fromPosition, q.known);
+  }
+}
+
 export const RUNTIME_HANDLERS = [
   RunResearchHandler,
   CheckTaskHandler,
@@ -160,6 +169,7 @@ export const RUNTIME_HANDLERS = [
   ImportTaskHandler,
   TaskDigestsHandler,
   RejudgeBundleHandler,
+  RunEventsSinceHandler,
 ];
 
 @Module({})
