@@ -3,31 +3,19 @@
  * as ImageBuilt (docs/judge.md, "Images"). Each opens the runtime node's JudgeRuntime (Docker, the ledger) for the
  * call, checks the daemon answers first, and closes it.
  */
-import { systemClock, type Clock, type IdGenerator, type Progress } from '@assay/core';
-import type { ContainerRuntime } from '@assay/containers';
+import { systemClock } from '@assay/core';
 import type { TaskImages } from '@assay/judge';
 import { loadTaskPlan } from '@assay/task-format';
 import { buildBaseImage, type BaseImageResult } from './base-image';
-import { JudgeRuntime } from './judge-runtime';
+import { openJudgeRuntime, type JudgeRuntime, type RuntimeUseCaseOptions } from './judge-runtime';
 
-export interface ImagesOptions {
-  readonly home: string;
+export interface ImagesOptions extends RuntimeUseCaseOptions {
   /** Rebuild even when an image of the same recipe exists. */
   readonly force?: boolean;
-  readonly clock?: Clock;
-  readonly ids?: IdGenerator;
-  readonly containers?: ContainerRuntime;
-  readonly progress?: Progress;
 }
 
 async function withJudgeRuntime<T>(o: ImagesOptions, fn: (rt: JudgeRuntime) => Promise<T>): Promise<T> {
-  const rt = await JudgeRuntime.open({
-    home: o.home,
-    ...(o.clock ? { clock: o.clock } : {}),
-    ...(o.ids ? { ids: o.ids } : {}),
-    ...(o.containers ? { containers: o.containers } : {}),
-    ...(o.progress ? { progress: o.progress } : {}),
-  });
+  const rt = await openJudgeRuntime(o);
   try {
     await rt.containers.ping();
     return await fn(rt);

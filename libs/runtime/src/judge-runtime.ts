@@ -168,3 +168,26 @@ export class JudgeRuntime {
     await this.ledgerHome.close();
   }
 }
+
+/** What a runtime use case is composed with (RuntimeModule binds the clock, the ids and the container runtime). */
+export interface RuntimeUseCaseOptions {
+  readonly home: string;
+  readonly clock?: Clock;
+  readonly ids?: IdGenerator;
+  readonly containers?: ContainerRuntime;
+  readonly progress?: Progress;
+}
+
+/** What a sweep of dead judging processes removed. */
+export type JudgeSweep = Awaited<ReturnType<JudgeRunner['sweep']>>;
+
+/** JudgeRuntime.open for a use case: what it was not given keeps JudgeRuntime's default. */
+export function openJudgeRuntime(o: RuntimeUseCaseOptions): Promise<JudgeRuntime> {
+  return JudgeRuntime.open({
+    home: o.home,
+    ...(o.clock ? { clock: o.clock } : {}),
+    ...(o.ids ? { ids: o.ids } : {}),
+    ...(o.containers ? { containers: o.containers } : {}),
+    ...(o.progress ? { progress: o.progress } : {}),
+  });
+}

@@ -9,16 +9,12 @@
  *
  * The caller (the CLI through JudgeSnapshotCommand) presents what it is told at each step and decides the exit status.
  */
-import type { Clock, IdGenerator, Progress } from '@assay/core';
-import type { ContainerRuntime } from '@assay/containers';
 import type { JudgeResult, RepeatedResult } from '@assay/judge';
-import { JudgeRuntime, type LoadedTask } from './judge-runtime';
+import { openJudgeRuntime, type JudgeSweep, type LoadedTask, type RuntimeUseCaseOptions } from './judge-runtime';
 
-type SweepReport = Awaited<ReturnType<JudgeRuntime['runner']['sweep']>>;
 type JudgeLimits = LoadedTask['prepared']['limits'];
 
-export interface JudgeSnapshotOptions {
-  readonly home: string;
+export interface JudgeSnapshotOptions extends RuntimeUseCaseOptions {
   readonly taskDir: string;
   /** A snapshot CID in the store, or a directory to snapshot first. */
   readonly snapshot: string;
@@ -26,14 +22,10 @@ export interface JudgeSnapshotOptions {
   readonly repeat: number;
   /** The primary metric, over the task's [metadata.assay] primary_metric. */
   readonly metric?: string | null;
-  readonly clock?: Clock;
-  readonly ids?: IdGenerator;
-  readonly containers?: ContainerRuntime;
-  readonly progress?: Progress;
   /** Aborting kills the running Judge (recorded as infrastructure_error) and starts no other. */
   readonly signal?: AbortSignal;
   /** What dead judging processes left behind was removed (called only when there was something). */
-  onSwept?(swept: SweepReport): void;
+  onSwept?(swept: JudgeSweep): void;
   /** The task, its images and the snapshot are ready; the first Judge starts next. */
   onReady?(ready: JudgeSnapshotReady): void;
   /** Each Judge's result as it ends. */
@@ -66,13 +58,7 @@ export interface JudgeSnapshotReport {
 }
 
 export async function judgeSnapshot(o: JudgeSnapshotOptions): Promise<JudgeSnapshotReport> {
-  const rt = await JudgeRuntime.open({
-    home: o.home,
-    ...(o.clock ? { clock: o.clock } : {}),
-    ...(o.ids ? { ids: o.ids } : {}),
-    ...(o.containers ? { containers: o.containers } : {}),
-    ...(o.progress ? { progress: o.progress } : {}),
-  });
+  const rt = await openJudgeRuntime(o);
   const onAbort = () => void rt.runner.cancel(String(o.signal?.reason ?? 'cancelled'));
   o.signal?.addEventListener('abort', onAbort, { once: true });
   try {

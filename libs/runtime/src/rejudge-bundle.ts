@@ -6,19 +6,15 @@
  */
 import { createReadStream } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { AssayError, randomIds, type Clock, type IdGenerator, type Progress } from '@assay/core';
-import type { ContainerRuntime } from '@assay/containers';
+import { AssayError, randomIds } from '@assay/core';
 import { rejudge, verifyBundle, type RejudgeReport, type VerifyBundleOptions } from '@assay/bundles';
 import { judgeError } from '@assay/judge';
 import { runClaimRules } from '@assay/run';
 import { checkTolerance, loadTaskPlan } from '@assay/task-format';
-import { JudgeRuntime } from './judge-runtime';
+import { openJudgeRuntime, type JudgeRuntime, type JudgeSweep, type RuntimeUseCaseOptions } from './judge-runtime';
 import { taskDigests } from './task-import';
 
-type SweepReport = Awaited<ReturnType<JudgeRuntime['runner']['sweep']>>;
-
-export interface RejudgeBundleOptions {
-  readonly home: string;
+export interface RejudgeBundleOptions extends RuntimeUseCaseOptions {
   readonly bundleFile: string;
   /** The task directory, hidden tests included (resolved). */
   readonly taskDir: string;
@@ -31,16 +27,12 @@ export interface RejudgeBundleOptions {
   readonly tolerance: number | null;
   /** The auditor's trust: root keys and, optionally, a witness policy (as `assay verify`). */
   readonly trust: Pick<VerifyBundleOptions, 'trustedKeys' | 'witnessPolicy'>;
-  readonly clock?: Clock;
-  readonly ids?: IdGenerator;
-  readonly containers?: ContainerRuntime;
-  readonly progress?: Progress;
   /** Aborting kills the running Judge (recorded) and starts no other; no RejudgeCompleted is recorded. */
   readonly signal?: AbortSignal;
   /** Progress lines of the re-judge (each step, each Judge). */
   note?(line: string): void;
   /** What dead judging processes left behind was removed. */
-  onSwept?(swept: SweepReport): void;
+  onSwept?(swept: JudgeSweep): void;
 }
 
 export async function rejudgeBundle(o: RejudgeBundleOptions): Promise<RejudgeReport> {
@@ -67,13 +59,7 @@ export async function rejudgeBundle(o: RejudgeBundleOptions): Promise<RejudgeRep
           return { name: plan.name, digest, tolerance: stated ? t : null };
         },
         prepare: async () => {
-          rt = await JudgeRuntime.open({
-            home: o.home,
-            ...(o.clock ? { clock: o.clock } : {}),
-            ...(o.ids ? { ids: o.ids } : {}),
-            ...(o.containers ? { containers: o.containers } : {}),
-            ...(o.progress ? { progress: o.progress } : {}),
-          });
+          rt = await openJudgeRuntime(o);
           if (o.signal?.aborted) onAbort();
           if (!rt.ledgerHome.ledger.key('controller'))
             throw new AssayError('LEDGER_NO_KEY_FOR_ROLE', 'refused', `recording RejudgeCompleted needs this home's controller key (in ${o.home}/keys)`);
