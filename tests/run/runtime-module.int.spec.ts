@@ -4,7 +4,7 @@
  * runtime is the in-memory fake with its daemon "down", so each command shows which runtime it was given (the fake's
  * own message) without building an image; the ledger is a real SQLite ledger under a temporary ASSAY_HOME.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { NestFactory } from '@nestjs/core';
@@ -17,6 +17,8 @@ import {
   BuildBaseImageCommand,
   BuildTaskImagesCommand,
   CheckTaskCommand,
+  ExportRejudgeBundleCommand,
+  ExportRunBundleCommand,
   ImportTaskCommand,
   JudgeSnapshotCommand,
   ListRunsQuery,
@@ -97,6 +99,18 @@ describe('RuntimeModule: the runtime use cases as commands', () => {
       message: expect.stringContaining('fake: unavailable'),
     });
     expect((await app.get(QueryBus).execute(new ReadEventsQuery())).some((e) => e.envelope.type === 'TaskRegistered')).toBe(false);
+  }, 30_000);
+
+  it("bundle exports sign with the module's ledger: an unknown run and an unknown re-judging are refused, nothing written", async () => {
+    const out = join(home, 'no.bundle');
+    await expect(
+      app.get(CommandBus).execute(new ExportRunBundleCommand({ run: 'r-none', out, snapshots: 'none', logs: 'none', hostnames: [] })),
+    ).rejects.toMatchObject({ code: 'BUNDLE_RUN_NOT_FOUND' });
+    await expect(app.get(CommandBus).execute(new ExportRejudgeBundleCommand({ rejudge: 'none', out, cosigned: true }))).rejects.toMatchObject({
+      code: 'BUNDLE_CHECKPOINT_INVALID',
+      message: expect.stringContaining(join(home, 'ledger', 'checkpoint.cosigned')),
+    });
+    expect(existsSync(out)).toBe(false);
   }, 30_000);
 
   it('a task check and a baseline do too', async () => {

@@ -15,6 +15,7 @@ export { ensureBaseImage, ensureTaskImages, type ImagesOptions } from './images'
 export { listBaselines, listRuns, recordedRunLogs, type BaselineList } from './run-views';
 export { importTask, taskDigests, type TaskImport } from './task-import';
 export { rejudgeBundle, type RejudgeBundleOptions } from './rejudge-bundle';
+export { exportRunBundle, exportRejudgeReport, type ExportRunBundleOptions, type BundleSigning } from './bundle-export';
 export { judgeSnapshot, type JudgeSnapshotOptions, type JudgeSnapshotReport, type JudgeSnapshotReady } from './judge-snapshot';
 export { RuntimeModule, RUNTIME_HANDLERS } from './nest/runtime.module';
 export {
@@ -31,4 +32,6 @@ export {
   TaskDigestsQuery,
   RejudgeBundleCommand,
   RunEventsSinceQuery,
+  ExportRunBundleCommand,
+  ExportRejudgeBundleCommand,
 } from './nest/runtime.commands';

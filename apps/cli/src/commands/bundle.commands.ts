@@ -1,10 +1,11 @@
-import { closeSync, createReadStream, existsSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
+import { closeSync, createReadStream, existsSync, openSync, readSync, statSync } from 'node:fs';
 import { hostname } from 'node:os';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { AssayError, escapeTerminalText } from '@assay/core';
 import type { CliContext } from '../cli-context';
 import { libs } from '../libs';
+import { withRuntimeBuses } from '../nest-context';
 import { trustedKeysOf, witnessPolicyOf } from './trust-options';
 import { readText } from './checkpoint.commands';
 
@@ -56,34 +57,6 @@ function hostnamesOfThisMachine(): string[] {
   return [h, h.split('.')[0] as string];
 }
 
-/** A private key file that the ledger registers with role publisher or controller, not revoked. */
-async function publisherKey(file: string, home: import('@assay/ledger').LedgerHome): Promise<import('@assay/ledger').SigningKey> {
-  const { readPrivateKey, toSigningKey } = libs.ledger();
-  const key = toSigningKey(readPrivateKey(file));
-  const rec = (await home.keyRegistry()).get(key.signer);
-  if (!rec || (rec.role !== 'publisher' && rec.role !== 'controller') || rec.revokedAt !== null)
-    throw new AssayError(
-      'BUNDLE_KEY_NOT_REGISTERED',
-      'refused',
-      `--key ${file}: ${key.signer} is not a registered, unrevoked publisher or controller key of this ledger (assay keys register --role publisher)`,
-    );
-  return key;
-}
-
-/** `--cosigned`: the checkpoint witnesses cosigned, as `assay ledger checkpoint --witness...` kept it. */
-function cosignedCheckpoint(home: string): string {
-  const cosignedFile = join(home, 'ledger', 'checkpoint.cosigned');
-  try {
-    return readFileSync(cosignedFile, 'utf8');
-  } catch (e) {
-    throw new AssayError(
-      'BUNDLE_CHECKPOINT_INVALID',
-      'invalid_input',
-      `--cosigned: cannot read ${cosignedFile} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}): have a checkpoint cosigned first (assay ledger checkpoint --witness FILE | --witness-cmd CMD)`,
-    );
-  }
-}
-
 /** `-o FILE` resolved; a directory is refused. */
 function outputFile(output: string): string {
   const out = resolve(output);
@@ -91,38 +64,11 @@ function outputFile(output: string): string {
   return out;
 }
 
-/** The key that signs a bundle's statement: `--key`, else the home's controller key. */
-async function signingKeyOf(
-  home: import('@assay/ledger').LedgerHome,
-  keyFile: string | undefined,
-  homeDir: string,
-): Promise<import('@assay/ledger').SigningKey> {
-  const publisher = keyFile !== undefined ? await publisherKey(keyFile, home) : home.ledger.key('controller');
-  if (!publisher) throw new AssayError('LEDGER_NO_KEY_FOR_ROLE', 'refused', `signing a bundle needs the controller key (in ${homeDir}/keys) or --key`);
-  return publisher;
-}
-
 /** One line for a valid report bundle's claim (RejudgeCompleted data). */
 function reportLine(id: string | null, r: Record<string, unknown>): string {
   const n = (x: unknown) => (x === null || x === undefined ? 'none' : String(x));
   const judges = Array.isArray(r.scores) ? r.scores.length : 0;
   return `valid: re-judge report ${n(id)} of run ${n(r.run)}: ${String(r.verdict).replace(/_/g, ' ')}, median ${n(r.median)} against the recorded ${n(r.recordedScore)} (delta ${n(r.delta)}, tolerance ${n(r.tolerance)}, ${judges} Judge${judges === 1 ? '' : 's'}; re-judged bundle ${n(r.bundleDigest)})`;
-}
-
-/** Opens the home's ledger and the key that signs a bundle's statement (`--key`, else the controller key), for `fn`. */
-async function withPublishingHome<T>(
-  ctx: CliContext,
-  keyFile: string | undefined,
-  fn: (home: import('@assay/ledger').LedgerHome, publisher: import('@assay/ledger').SigningKey) => Promise<T>,
-): Promise<T> {
-  const { LedgerHome } = libs.ledger();
-  const { randomIds, systemClock } = await import('@assay/core');
-  const home = await LedgerHome.open(ctx.home, { clock: systemClock, ids: randomIds });
-  try {
-    return await fn(home, await signingKeyOf(home, keyFile, ctx.home));
-  } finally {
-    await home.close();
-  }
 }
 
 export function register(program: Command, ctx: CliContext): void {
@@ -158,46 +104,45 @@ export function register(program: Command, ctx: CliContext): void {
       if (!(LOG_MODES as readonly string[]).includes(o.logs)) throw usage(`--logs must be one of ${LOG_MODES.join(', ')}, got "${o.logs}"`);
       const logs = o.logs as (typeof LOG_MODES)[number];
       const out = outputFile(o.output);
-      return withPublishingHome(ctx, o.key, async (home, publisher) => {
-        const progress = ctx.progress();
-        progress.start('exporting events');
-        const checkpoint = o.cosigned ? cosignedCheckpoint(ctx.home) : undefined;
-        const taskDir = o.task;
-        const r = await libs.bundles().exportRunBundleFromHome({
-          homeDir: ctx.home,
-          home,
-          publisher,
-          run,
-          out,
-          snapshots: mode,
-          logs,
-          ...(checkpoint !== undefined ? { checkpoint } : {}),
-          ...(taskDir !== undefined ? { taskDir } : {}),
-          hostnames: hostnamesOfThisMachine(),
-          progress: (d, t) => progress.tick(d, t),
-        });
-        progress.end();
-        if (o.json)
-          return ctx.out(
-            JSON.stringify(
-              { path: r.path, run, events: r.events, treeSize: r.treeSize, bytes: r.bytes, contentDigest: r.contentDigest, claim: r.claim },
-              null,
-              2,
-            ),
-          );
-        const c = r.claim;
-        ctx.out(`bundle    ${r.path} (${r.bytes} bytes)`);
-        ctx.out(
-          `run       ${run}: ${c.status}, ${c.round !== null ? `round ${c.round}, score ${c.claimedScore} (${c.metric ?? 'reward'}, ${c.direction})` : 'no valid submission'}`,
+      const { ExportRunBundleCommand } = libs.runtime();
+      const taskDir = o.task;
+      const progress = ctx.progress();
+      progress.start('exporting events');
+      const r = await withRuntimeBuses(ctx, ({ commands }) =>
+        commands.execute(
+          new ExportRunBundleCommand({
+            run,
+            out,
+            snapshots: mode,
+            logs,
+            ...(o.key !== undefined ? { keyFile: o.key } : {}),
+            ...(o.cosigned ? { cosigned: true } : {}),
+            ...(taskDir !== undefined ? { taskDir } : {}),
+            hostnames: hostnamesOfThisMachine(),
+            progress: (d, t) => progress.tick(d, t),
+          }),
+        ),
+      ).finally(() => progress.end());
+      if (o.json)
+        return ctx.out(
+          JSON.stringify(
+            { path: r.path, run, events: r.events, treeSize: r.treeSize, bytes: r.bytes, contentDigest: r.contentDigest, claim: r.claim },
+            null,
+            2,
+          ),
         );
-        ctx.out(`events    ${r.events}, proved against a checkpoint of ${r.treeSize}; signed by ${publisher.signer}`);
-        ctx.out(`snapshots ${r.snapshotRoots.length === 0 ? 'none carried' : r.snapshotRoots.join(', ')}`);
-        ctx.out(`logs      ${logs === 'none' ? 'none carried (their digests are in the events)' : `${r.logs} carried, ${logs}`}`);
-        ctx.out(
-          `task      ${taskDir === undefined ? 'no files carried (its digest is in the events)' : `public files of ${taskDir} (tests/ and solution/ withheld)`}`,
-        );
-        ctx.out(`check it  assay verify ${o.output} --trusted-key <the ledger's controller public key>`);
-      });
+      const c = r.claim;
+      ctx.out(`bundle    ${r.path} (${r.bytes} bytes)`);
+      ctx.out(
+        `run       ${run}: ${c.status}, ${c.round !== null ? `round ${c.round}, score ${c.claimedScore} (${c.metric ?? 'reward'}, ${c.direction})` : 'no valid submission'}`,
+      );
+      ctx.out(`events    ${r.events}, proved against a checkpoint of ${r.treeSize}; signed by ${r.signer}`);
+      ctx.out(`snapshots ${r.snapshotRoots.length === 0 ? 'none carried' : r.snapshotRoots.join(', ')}`);
+      ctx.out(`logs      ${logs === 'none' ? 'none carried (their digests are in the events)' : `${r.logs} carried, ${logs}`}`);
+      ctx.out(
+        `task      ${taskDir === undefined ? 'no files carried (its digest is in the events)' : `public files of ${taskDir} (tests/ and solution/ withheld)`}`,
+      );
+      ctx.out(`check it  assay verify ${o.output} --trusted-key <the ledger's controller public key>`);
     });
 
   bundle
@@ -216,25 +161,27 @@ export function register(program: Command, ctx: CliContext): void {
     .action(async (id: string, o: { output: string; key?: string; cosigned?: boolean; json?: boolean }) => {
       if (!/^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/.test(id)) throw usage(`"${id}" is not a re-judging id`);
       const out = outputFile(o.output);
-      return withPublishingHome(ctx, o.key, async (home, publisher) => {
-        const checkpoint = o.cosigned ? cosignedCheckpoint(ctx.home) : undefined;
-        const r = await libs.bundles().exportRejudgeBundle(home.ledger, { rejudge: id, out, publisher, checkpoint });
-        if (o.json)
-          return ctx.out(
-            JSON.stringify(
-              { path: r.path, rejudge: id, events: r.events, treeSize: r.treeSize, bytes: r.bytes, contentDigest: r.contentDigest, report: r.report },
-              null,
-              2,
-            ),
-          );
-        const rep = r.report as Record<string, unknown>;
-        ctx.out(`bundle    ${r.path} (${r.bytes} bytes)`);
-        ctx.out(
-          `report    ${id}: run ${String(rep.run)}, ${String(rep.verdict).replace(/_/g, ' ')} (median ${String(rep.median)}, recorded ${String(rep.recordedScore)})`,
+      const { ExportRejudgeBundleCommand } = libs.runtime();
+      const r = await withRuntimeBuses(ctx, ({ commands }) =>
+        commands.execute(
+          new ExportRejudgeBundleCommand({ rejudge: id, out, ...(o.key !== undefined ? { keyFile: o.key } : {}), ...(o.cosigned ? { cosigned: true } : {}) }),
+        ),
+      );
+      if (o.json)
+        return ctx.out(
+          JSON.stringify(
+            { path: r.path, rejudge: id, events: r.events, treeSize: r.treeSize, bytes: r.bytes, contentDigest: r.contentDigest, report: r.report },
+            null,
+            2,
+          ),
         );
-        ctx.out(`events    ${r.events}, proved against a checkpoint of ${r.treeSize}; signed by ${publisher.signer}`);
-        ctx.out(`check it  assay verify ${o.output} --trusted-key <this ledger's controller public key>`);
-      });
+      const rep = r.report as Record<string, unknown>;
+      ctx.out(`bundle    ${r.path} (${r.bytes} bytes)`);
+      ctx.out(
+        `report    ${id}: run ${String(rep.run)}, ${String(rep.verdict).replace(/_/g, ' ')} (median ${String(rep.median)}, recorded ${String(rep.recordedScore)})`,
+      );
+      ctx.out(`events    ${r.events}, proved against a checkpoint of ${r.treeSize}; signed by ${r.signer}`);
+      ctx.out(`check it  assay verify ${o.output} --trusted-key <this ledger's controller public key>`);
     });
 
   bundle

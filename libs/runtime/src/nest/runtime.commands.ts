@@ -8,7 +8,8 @@ import type { RunEventRecord, RunStatusView } from '@assay/run';
 import type { BaselineList } from '../run-views';
 import type { TaskImport } from '../task-import';
 import type { RejudgeBundleOptions } from '../rejudge-bundle';
-import type { RejudgeReport } from '@assay/bundles';
+import type { ExportRejudgeResult, ExportResult, RejudgeReport } from '@assay/bundles';
+import type { BundleSigning, ExportRunBundleOptions } from '../bundle-export';
 import type { TaskDigests } from '@assay/task-format';
 import type { RunReport, RunStartOptions } from '../run-runtime';
 import type { TaskCheckOptions, TaskCheckReport } from '../task-check';
@@ -123,6 +124,20 @@ export class RunEventsSinceQuery extends Query<{ events: RunEventRecord[]; next:
     public readonly fromPosition: number,
     public readonly known: boolean,
   ) {
+    super();
+  }
+}
+
+/** `assay bundle export RUN -o FILE`: a run's result bundle from this home's ledger. */
+export class ExportRunBundleCommand extends Command<ExportResult & { signer: string }> {
+  constructor(public readonly options: ExportRunBundleOptions) {
+    super();
+  }
+}
+
+/** `assay bundle export-rejudge ID -o FILE`: a re-judge report's own bundle. */
+export class ExportRejudgeBundleCommand extends Command<ExportRejudgeResult & { signer: string }> {
+  constructor(public readonly options: BundleSigning & { readonly rejudge: string; readonly out: string }) {
     super();
   }
 }

@@ -14,7 +14,8 @@ import type { BaselineList } from '../run-views';
 import { listBaselines, listRuns, recordedRunLogs } from '../run-views';
 import { importTask, taskDigests, type TaskImport } from '../task-import';
 import { rejudgeBundle } from '../rejudge-bundle';
-import type { RejudgeReport } from '@assay/bundles';
+import type { ExportRejudgeResult, ExportResult, RejudgeReport } from '@assay/bundles';
+import { exportRejudgeReport, exportRunBundle } from '../bundle-export';
 import type { TaskDigests } from '@assay/task-format';
 import { runResearch, type RunReport } from '../run-runtime';
 import { checkTask, type TaskCheckReport } from '../task-check';
@@ -27,6 +28,8 @@ import {
   BuildBaseImageCommand,
   BuildTaskImagesCommand,
   CheckTaskCommand,
+  ExportRejudgeBundleCommand,
+  ExportRunBundleCommand,
   ImportTaskCommand,
   JudgeSnapshotCommand,
   TaskDigestsQuery,
@@ -156,6 +159,22 @@ export class RunEventsSinceHandler implements IQueryHandler<RunEventsSinceQuery>
   }
 }
 
+@CommandHandler(ExportRunBundleCommand)
+export class ExportRunBundleHandler implements ICommandHandler<ExportRunBundleCommand> {
+  constructor(private readonly ledger: LedgerHomeProvider) {}
+  async execute(cmd: ExportRunBundleCommand): Promise<ExportResult & { signer: string }> {
+    return exportRunBundle(await this.ledger.get(), this.ledger.home, cmd.options);
+  }
+}
+
+@CommandHandler(ExportRejudgeBundleCommand)
+export class ExportRejudgeBundleHandler implements ICommandHandler<ExportRejudgeBundleCommand> {
+  constructor(private readonly ledger: LedgerHomeProvider) {}
+  async execute(cmd: ExportRejudgeBundleCommand): Promise<ExportRejudgeResult & { signer: string }> {
+    return exportRejudgeReport(await this.ledger.get(), this.ledger.home, cmd.options);
+  }
+}
+
 export const RUNTIME_HANDLERS = [
   RunResearchHandler,
   CheckTaskHandler,
@@ -170,6 +189,8 @@ export const RUNTIME_HANDLERS = [
   TaskDigestsHandler,
   RejudgeBundleHandler,
   RunEventsSinceHandler,
+  ExportRunBundleHandler,
+  ExportRejudgeBundleHandler,
 ];
 
 @Module({})
