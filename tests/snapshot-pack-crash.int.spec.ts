@@ -19,6 +19,7 @@ describe('a writer killed mid-write', () => {
     const ws = join(base, 'ws');
     const child = spawnTs('tests/support/snapshot-writer-child.ts', [home, ws]);
     const roots: string[] = [];
+    let sawOrphan = false;
     let stderr = '';
     child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
     const exited = new Promise<NodeJS.Signals | null>((resolve) => child.on('close', (_code, signal) => resolve(signal)));
@@ -42,7 +43,8 @@ describe('a writer killed mid-write', () => {
           polling = true;
           const started = Date.now();
           const poll = setInterval(() => {
-            if (orphanPacks().length > 0 || Date.now() - started > 10_000) {
+            sawOrphan = orphanPacks().length > 0;
+            if (sawOrphan || Date.now() - started > 10_000) {
               clearInterval(poll);
               child.kill('SIGKILL');
               resolve();
@@ -54,8 +56,10 @@ describe('a writer killed mid-write', () => {
     });
     expect(await exited).toBe('SIGKILL');
 
-    // The killed batch left packs the index does not name (unless it committed in the instant before the kill).
-    expect(orphanPacks().length + roots.length).toBeGreaterThan(2);
+    // The kill came while a batch was under way: a pack the index did not name was on disk. (The batch may still
+    // have committed in the instant between that look and the kill, without printing its root: the checks below
+    // hold either way.)
+    expect(sawOrphan).toBe(true);
     const store = FsBlobStore.open(dir);
     let blobs = 0;
     for await (const b of store.list()) {
