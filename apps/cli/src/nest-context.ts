@@ -38,12 +38,17 @@ export function withRuntimeBuses<T>(ctx: CliContext, fn: (b: Buses) => Promise<T
 
 /**
  * The snapshot store's module (@assay/snapshots' SnapshotsModule): for `assay snapshot ...`. `sink` is where
- * SnapshotTaken / WorkspaceEdited go (the ledger's, for the CLI), asked for when the store is first opened.
+ * SnapshotTaken / WorkspaceEdited go: `'ledger'` binds the ledger's (LedgerSnapshotSink over LedgerModule's
+ * provider), a function gives another (tests give an in-memory one), asked for when the store is first opened.
  */
 export function withSnapshotBuses<T>(
   ctx: CliContext,
-  sink: () => Promise<import('@assay/snapshots').SnapshotEventSink | null>,
+  sink: 'ledger' | (() => Promise<import('@assay/snapshots').SnapshotEventSink | null>),
   fn: (b: Buses) => Promise<T>,
 ): Promise<T> {
-  return withModule(libs.snapshots().SnapshotsModule.forHome(ctx.home, { sink }), fn);
+  const module =
+    sink === 'ledger'
+      ? (require('./snapshot-ledger-sink') as typeof import('./snapshot-ledger-sink')).snapshotsRecordedInLedger(ctx.home, (line) => ctx.err(line))
+      : libs.snapshots().SnapshotsModule.forHome(ctx.home, { sink });
+  return withModule(module, fn);
 }

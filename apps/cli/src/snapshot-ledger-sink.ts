@@ -2,12 +2,17 @@
  * Records what the snapshot commands do in the ledger under ASSAY_HOME: SnapshotTaken and WorkspaceEdited, in the
  * catalogue's shape (docs/events.md), signed by the runtime key. Without a ledger in ASSAY_HOME, snapshots still
  * work and a one-line notice says that nothing was recorded.
+ *
+ * The sink is a provider of the CLI's snapshot application (see `snapshotsRecordedInLedger`): it appends through
+ * LedgerModule's LedgerHomeProvider, so one call opens the ledger once, and its events carry the module's clock and
+ * ids.
  */
 import { existsSync } from 'node:fs';
-import { randomIds, systemClock } from '@assay/core';
-import { LedgerHome, homePaths, type JsonObject } from '@assay/ledger';
+import type { DynamicModule } from '@nestjs/common';
+import type { Clock, IdGenerator } from '@assay/core';
+import { homePaths, type JsonObject, type LedgerHomeProvider } from '@assay/ledger';
 import type { SnapshotEventSink, SnapshotTakenData, WorkspaceEditedData } from '@assay/snapshots';
-import type { CliContext } from './cli-context';
+import { libs } from './libs';
 
 export const SNAPSHOT_STREAM = 'snapshot-cli';
 
@@ -44,21 +49,18 @@ export function workspaceEditedEvent(d: WorkspaceEditedData): JsonObject {
 
 export class LedgerSnapshotSink implements SnapshotEventSink {
   constructor(
-    private readonly ctx: CliContext,
+    private readonly ledger: LedgerHomeProvider,
+    /** Where the one-line notice goes when ASSAY_HOME has no ledger. */
+    private readonly notice: (line: string) => void,
     private readonly stream = SNAPSHOT_STREAM,
   ) {}
 
   private async append(type: string, data: JsonObject): Promise<void> {
-    if (!existsSync(homePaths(this.ctx.home).config)) {
-      this.ctx.err(`assay: note: no ledger in ${this.ctx.home}; ${type} not recorded (run \`assay ledger init\` to record snapshots)`);
+    if (!existsSync(homePaths(this.ledger.home).config)) {
+      this.notice(`assay: note: no ledger in ${this.ledger.home}; ${type} not recorded (run \`assay ledger init\` to record snapshots)`);
       return;
     }
-    const home = await LedgerHome.open(this.ctx.home, { clock: systemClock, ids: randomIds });
-    try {
-      await home.ledger.append(this.stream, [{ type, data }]);
-    } finally {
-      await home.close();
-    }
+    await (await this.ledger.get()).ledger.append(this.stream, [{ type, data }]);
   }
 
   snapshotTaken(d: SnapshotTakenData): Promise<void> {
@@ -68,4 +70,20 @@ export class LedgerSnapshotSink implements SnapshotEventSink {
   workspaceEdited(d: WorkspaceEditedData): Promise<void> {
     return this.append('WorkspaceEdited', workspaceEditedEvent(d));
   }
+}
+
+/**
+ * The snapshot store's module (SnapshotsModule) with the ledger's module imported and LedgerSnapshotSink bound as
+ * where SnapshotTaken / WorkspaceEdited go.
+ */
+export function snapshotsRecordedInLedger(home: string, notice: (line: string) => void, o: { clock?: Clock; ids?: IdGenerator } = {}): DynamicModule {
+  const ledger = libs.ledger();
+  return libs.snapshots().SnapshotsModule.forHome(home, {
+    ...(o.clock ? { clock: o.clock } : {}),
+    bindSink: {
+      imports: [ledger.LedgerModule.forHome(home, o)],
+      inject: [ledger.LedgerHomeProvider],
+      useFactory: (l: LedgerHomeProvider) => new LedgerSnapshotSink(l, notice),
+    },
+  });
 }

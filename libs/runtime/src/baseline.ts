@@ -14,19 +14,21 @@
 import * as fs from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { AssayError, silentProgress, systemClock, type Clock, type Progress } from '@assay/core';
+import { AssayError, systemClock, type Clock, type IdGenerator, type Progress } from '@assay/core';
 import type { ContainerRuntime } from '@assay/containers';
 import { judgeError } from '@assay/judge';
 import { loadTaskPlan, type RunSettingsOverrides } from '@assay/task-format';
 import { baselineEventData, baselineStream, summarizeScores, taskIdOf, type BaselineKind, type BaselineRepeat } from '@assay/run';
 import type { JsonObject } from '@assay/ledger';
-import { JudgeRuntime } from './judge-runtime';
+import { openJudgeRuntime } from './judge-runtime';
 import { runFingerprint } from './run-fingerprint';
 import { applyOracle, containerSpec, extractDir } from './task-check';
 
 export interface BaselineOptions {
-  /** Times the recording (its duration); the system's by default. */
+  /** Times the recording (its duration) and stamps its events; the system's by default. */
   readonly clock?: Clock;
+  /** The ids of its events and Judges; random by default. */
+  readonly ids?: IdGenerator;
   /** ASSAY_HOME: its ledger records the Judges and the baselines; its store keeps the snapshots judged. */
   readonly home: string;
   /** Judges of each workspace (1 to 20; default 3). */
@@ -82,7 +84,7 @@ export async function recordBaseline(taskDir: string, o: BaselineOptions): Promi
   const repeat = o.repeat ?? 3;
   const log = o.log ?? (() => undefined);
   await loadTaskPlan(dir); // an invalid task fails here, before Docker or the ledger is touched
-  const rt = await JudgeRuntime.open({ home: o.home, progress: o.progress ?? silentProgress, ...(o.containers ? { containers: o.containers } : {}) });
+  const rt = await openJudgeRuntime(o);
   const scratch = fs.mkdtempSync(join(tmpdir(), 'assay-baseline-'));
   try {
     const ledger = rt.ledgerHome.ledger;

@@ -13,7 +13,7 @@ import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve, sep } from 'node:path';
-import { randomIds, silentProgress, systemClock, type Clock, type Progress } from '@assay/core';
+import { randomIds, systemClock, type Clock, type IdGenerator, type Progress } from '@assay/core';
 import { readTar, type ContainerRuntime, type ContainerSpec } from '@assay/containers';
 import { LedgerHome } from '@assay/ledger';
 import {
@@ -32,12 +32,14 @@ import {
 } from '@assay/task-format';
 import { judgeError, type JudgeResult } from '@assay/judge';
 import type { GpuRuntimeCheck } from '@assay/run';
-import { JudgeRuntime, type LoadedTask } from './judge-runtime';
+import { openJudgeRuntime, type JudgeRuntime, type LoadedTask } from './judge-runtime';
 import { DockerGpuRuntimeCheck, daemonInfoOf } from './gpu-host';
 
 export interface TaskCheckOptions {
   /** Times the check (its duration and the image builds'); the system's by default. */
   readonly clock?: Clock;
+  /** The ids of the scratch ledger's events and of the Judges; random by default. */
+  readonly ids?: IdGenerator;
   /** Judges of the start and of the oracle, each (1 to 20; default 2). */
   readonly repeat?: number;
   readonly progress?: Progress;
@@ -115,8 +117,8 @@ export async function checkTask(taskDir: string, o: TaskCheckOptions = {}): Prom
   let rt: JudgeRuntime | null = null;
   try {
     const home = join(scratch, 'home');
-    await LedgerHome.init(home, { clock: systemClock, ids: randomIds, origin: 'assay.task-check/scratch' });
-    rt = await JudgeRuntime.open({ home, progress: o.progress ?? silentProgress, ...(o.containers ? { containers: o.containers } : {}) });
+    await LedgerHome.init(home, { clock: o.clock ?? systemClock, ids: o.ids ?? randomIds, origin: 'assay.task-check/scratch' });
+    rt = await openJudgeRuntime({ ...o, home });
     const runtime = rt.containers;
     const opened = rt;
     o.signal?.addEventListener('abort', () => void opened.runner.cancel('cancelled'), { once: true });

@@ -30,4 +30,11 @@ export { exportCar, importCar, MAX_CAR_ROOTS, type ExportReport, type ImportRepo
 export { CarCheck, carMalformed, carTruncated, MAX_CAR_HEADER_BYTES, MAX_CAR_SECTION_BYTES } from './domain/car-check';
 export * from './home/snapshot-home';
 export * from './nest/snapshots.commands';
-export { SnapshotsModule, SnapshotHomeProvider, SNAPSHOT_HANDLERS, type SnapshotsModuleOptions } from './nest/snapshots.module';
+export {
+  SnapshotsModule,
+  SnapshotHomeProvider,
+  SNAPSHOT_EVENT_SINK,
+  SNAPSHOT_HANDLERS,
+  type SnapshotSinkBinding,
+  type SnapshotsModuleOptions,
+} from './nest/snapshots.module';

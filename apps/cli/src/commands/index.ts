@@ -29,7 +29,7 @@ const groups: Register[] = [
   judge,
   images,
   run,
-  (p, ctx) => snapshot(p, ctx, { sink: (c) => new (require('../snapshot-ledger-sink') as typeof import('../snapshot-ledger-sink')).LedgerSnapshotSink(c) }),
+  (p, ctx) => snapshot(p, ctx, { sink: 'ledger' }),
   api,
   bundle,
   checkpoint,

@@ -19,8 +19,9 @@ const parseCid = (text: string) => libs.snapshots().parseCid(text);
  *   checkout CID DIR [--json]      export CID... -o FILE [--json]  import FILE [--json]
  *   gc [--dry-run] [--grace SECONDS] [--json]                       pins [--json]      unpin CID
  *
- * The ledger is plugged in through a SnapshotEventSink: pass one to `register` or set it with
- * `setSnapshotEventSink`. Without one, snapshots work and no event is appended.
+ * The ledger is plugged in through a SnapshotEventSink: `register(..., { sink: 'ledger' })` binds the ledger's
+ * (what the program does); a test passes its own or sets one with `setSnapshotEventSink`. Without one, snapshots
+ * work and no event is appended.
  */
 export type SinkProvider = SnapshotEventSink | ((ctx: CliContext) => SnapshotEventSink | Promise<SnapshotEventSink>);
 
@@ -77,14 +78,12 @@ function describeChange(c: DiffChange): string {
   return `${mark} ${c.path} (${c.sizeBefore ?? 0} -> ${c.sizeAfter ?? 0} bytes)${mode}`;
 }
 
-export function register(program: Command, ctx: CliContext, options: { sink?: SinkProvider | null } = {}): void {
-  // one SnapshotsModule per call: the store under ASSAY_HOME, the ledger's sink (SnapshotTaken / WorkspaceEdited)
-  const dispatch = <T>(fn: (b: Buses, S: ReturnType<typeof libs.snapshots>) => Promise<T>): Promise<T> =>
-    withSnapshotBuses(
-      ctx,
-      () => resolveSink(options.sink ?? moduleSink, ctx),
-      (b) => fn(b, libs.snapshots()),
-    );
+export function register(program: Command, ctx: CliContext, options: { sink?: SinkProvider | 'ledger' | null } = {}): void {
+  // one SnapshotsModule per call: the store under ASSAY_HOME, the sink of SnapshotTaken / WorkspaceEdited
+  const dispatch = <T>(fn: (b: Buses, S: ReturnType<typeof libs.snapshots>) => Promise<T>): Promise<T> => {
+    const sink = options.sink ?? moduleSink;
+    return withSnapshotBuses(ctx, sink === 'ledger' ? 'ledger' : () => resolveSink(sink, ctx), (b) => fn(b, libs.snapshots()));
+  };
   const print = (json: boolean | undefined, data: unknown, human: string) => ctx.out(json ? JSON.stringify(data, null, 2) : human);
 
   const snap = program.command('snapshot').description('content-addressed snapshots of workspaces (blobs in <ASSAY_HOME>/blobs)');

@@ -64,7 +64,7 @@ export class RunResearchHandler implements ICommandHandler<RunResearchCommand> {
 export class CheckTaskHandler implements ICommandHandler<CheckTaskCommand> {
   constructor(private readonly c: RuntimeComposition) {}
   execute(cmd: CheckTaskCommand): Promise<TaskCheckReport> {
-    return checkTask(cmd.taskDir, { ...cmd.options, clock: this.c.clock, containers: this.c.containers });
+    return checkTask(cmd.taskDir, { ...cmd.options, clock: this.c.clock, ids: this.c.ids, containers: this.c.containers });
   }
 }
 
@@ -72,7 +72,7 @@ export class CheckTaskHandler implements ICommandHandler<CheckTaskCommand> {
 export class RecordBaselineHandler implements ICommandHandler<RecordBaselineCommand> {
   constructor(private readonly c: RuntimeComposition) {}
   execute(cmd: RecordBaselineCommand): Promise<BaselineReport> {
-    return recordBaseline(cmd.taskDir, { ...cmd.options, clock: this.c.clock, containers: this.c.containers });
+    return recordBaseline(cmd.taskDir, { ...cmd.options, clock: this.c.clock, ids: this.c.ids, containers: this.c.containers });
   }
 }
 

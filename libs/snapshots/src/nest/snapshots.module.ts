@@ -1,10 +1,11 @@
 /**
  * The snapshot store as a NestJS module: the composition root of `assay snapshot ...`. It binds the store under
  * ASSAY_HOME (SnapshotHomeProvider: opened on first use, closed with the module), the Clock (CLOCK; the system's by
- * default) and where SnapshotTaken / WorkspaceEdited go (the sink; none by default: the CLI gives the ledger's), and
+ * default) and where SnapshotTaken / WorkspaceEdited go (the sink; none by default: the CLI binds the ledger's, built
+ * from LedgerModule's provider, through SNAPSHOT_EVENT_SINK), and
  * registers one handler per command or query of snapshots.commands.ts.
  */
-import { Inject, Injectable, Module, type DynamicModule, type OnModuleDestroy } from '@nestjs/common';
+import { Inject, Injectable, Module, Optional, type DynamicModule, type FactoryProvider, type ModuleMetadata, type OnModuleDestroy } from '@nestjs/common';
 import { CommandHandler, CqrsModule, QueryHandler, type ICommandHandler, type IQueryHandler } from '@nestjs/cqrs';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -26,6 +27,19 @@ import {
 
 const SNAPSHOTS_OPTIONS = Symbol('SNAPSHOTS_OPTIONS');
 
+/**
+ * Where SnapshotTaken / WorkspaceEdited go, as a provider of the application: the CLI binds the ledger's sink here,
+ * built from the ledger module's own provider (one ledger opened per call, stamped with the module's clock and ids).
+ */
+export const SNAPSHOT_EVENT_SINK = Symbol('SNAPSHOT_EVENT_SINK');
+
+/** How SnapshotsModule.forHome binds the sink from other modules' providers (`imports` must provide what it injects). */
+export interface SnapshotSinkBinding {
+  readonly imports: NonNullable<ModuleMetadata['imports']>;
+  readonly inject: NonNullable<FactoryProvider['inject']>;
+  readonly useFactory: (...deps: never[]) => SnapshotEventSink | null;
+}
+
 export interface SnapshotsModuleOptions {
   readonly home: string;
   /** Where SnapshotTaken / WorkspaceEdited go, asked for when the store is first opened for writing; none by default. */
@@ -44,10 +58,11 @@ export class SnapshotHomeProvider implements OnModuleDestroy {
   constructor(
     @Inject(SNAPSHOTS_OPTIONS) private readonly o: SnapshotsModuleOptions,
     @Inject(CLOCK) private readonly clock: Clock,
+    @Optional() @Inject(SNAPSHOT_EVENT_SINK) private readonly boundSink: SnapshotEventSink | null = null,
   ) {}
 
   writer(): Promise<SnapshotHome> {
-    this.opened ??= (async () => SnapshotHome.open(this.o.home, { clock: this.clock, sink: (await this.o.sink?.()) ?? null }))();
+    this.opened ??= (async () => SnapshotHome.open(this.o.home, { clock: this.clock, sink: this.boundSink ?? (await this.o.sink?.()) ?? null }))();
     return this.opened;
   }
 
@@ -171,13 +186,18 @@ export const SNAPSHOT_HANDLERS = [
 
 @Module({})
 export class SnapshotsModule {
-  static forHome(home: string, o: { clock?: Clock; sink?: SnapshotsModuleOptions['sink'] } = {}): DynamicModule {
+  /**
+   * The store under `home`. The sink is either a function (`sink`) or a binding to other modules' providers
+   * (`bindSink`); without either, nothing is recorded.
+   */
+  static forHome(home: string, o: { clock?: Clock; sink?: SnapshotsModuleOptions['sink']; bindSink?: SnapshotSinkBinding } = {}): DynamicModule {
     return {
       module: SnapshotsModule,
-      imports: [CqrsModule],
+      imports: [CqrsModule, ...(o.bindSink?.imports ?? [])],
       providers: [
         { provide: SNAPSHOTS_OPTIONS, useValue: { home, ...(o.sink ? { sink: o.sink } : {}) } satisfies SnapshotsModuleOptions },
         { provide: CLOCK, useValue: o.clock ?? systemClock },
+        ...(o.bindSink ? [{ provide: SNAPSHOT_EVENT_SINK, inject: o.bindSink.inject, useFactory: o.bindSink.useFactory }] : []),
         SnapshotHomeProvider,
         ...SNAPSHOT_HANDLERS,
       ],
