@@ -5,10 +5,15 @@
  * then. The import survives a rebuild of the read models, and the API shows it.
  */
 import { createHash } from 'node:crypto';
-import { copyFileSync, existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, createReadStream, existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { homePaths } from '@assay/ledger';
-import type { LeaderboardGroup } from '@assay/projections';
+import { NestFactory } from '@nestjs/core';
+import { CommandBus, QueryBus } from '@nestjs/cqrs';
+import { ManualClock } from '@assay/core';
+import { LedgerModule, homePaths, parseVerifierKey } from '@assay/ledger';
+import { ImportBundleCommand, LeaderboardQuery, ProjectionsModule, type LeaderboardGroup } from '@assay/projections';
+import { verifyBundle } from '@assay/bundles';
+import { runClaimRules } from '@assay/run';
 import { createApi } from '../../apps/api/src/main';
 import { assay } from '../support/cli';
 import { makeTmpDir } from '../support/ledger-fixtures';
@@ -159,5 +164,32 @@ describe('assay bundle import', () => {
     const r = await assay(['bundle', 'import', copy, '--trusted-key', 'not-a-key'], home);
     expect(r.code).toBe(2);
     expect(existsSync(join(home, 'imports', 'copy.bundle'))).toBe(false);
+  });
+});
+
+describe('ImportBundleCommand (ProjectionsModule), as the CLI and the API dispatch it', () => {
+  it("stamps the import with the module's clock, and the next leaderboard query of the same module shows the row", async () => {
+    const own = join(tmp.dir, 'module-home');
+    await homeWith(own, [...preamble(), ...sampleVariant({ run: 'r-own', scores: [0.9, 0.8, 0.5] })]);
+    const clock = new ManualClock('2026-07-04T12:00:00.000Z');
+    const ledgerModule = LedgerModule.forHome(own, { clock });
+    const app = await NestFactory.createApplicationContext(ProjectionsModule.forLedger(ledgerModule), { logger: false, abortOnError: false });
+    try {
+      // the read models are opened (and the imports table not yet made) before the import
+      expect(rowsOf(await app.get(QueryBus).execute(new LeaderboardQuery('tiny-optimizer')))).toEqual([['r-own', 'ledger', 1, null]]);
+      const key = parseVerifierKey(readFileSync(KEY, 'utf8').trim()).text;
+      const verify = (path: string) => verifyBundle(createReadStream(path), { trustedKeys: [key], claims: runClaimRules() });
+      const r = await app.get(CommandBus).execute(new ImportBundleCommand(BUNDLE, 'the fixture', key, verify));
+      expect(r).toMatchObject({ added: true, row: { source: 'imported', imported: { bundleDigest: DIGEST, importedAt: '2026-07-04T12:00:00.000Z' } } });
+      const rows = rowsOf(await app.get(QueryBus).execute(new LeaderboardQuery('tiny-optimizer')));
+      expect(rows).toContainEqual(['r-20261202-0001', 'imported', 1, DIGEST]);
+      expect(rows).toContainEqual(['r-own', 'ledger', 2, null]);
+      const refused = app
+        .get(CommandBus)
+        .execute(new ImportBundleCommand(BUNDLE, 'the fixture', key, async () => ({ ...(await verify(BUNDLE)), verdict: 'invalid' as const })));
+      await expect(refused).rejects.toMatchObject({ code: 'BUNDLE_IMPORT_REFUSED' });
+    } finally {
+      await app.close();
+    }
   });
 });

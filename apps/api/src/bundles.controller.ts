@@ -1,7 +1,7 @@
 /**
  * Importing a result bundle over HTTP (operator): `POST /bundles?publisherKey=<verifier key text>` with the bundle file
  * as the body (`content-type: application/octet-stream`, at most ASSAY_API_BUNDLE_MAX_BYTES, default 256 MiB). The
- * same use case as `assay bundle import` (@assay/projections importBundle): verified against the publisher's key,
+ * same command as `assay bundle import` (@assay/projections ImportBundleCommand): verified against the publisher's key,
  * refused and not kept when it does not verify, then an imported leaderboard row.
  */
 import { createReadStream, mkdirSync, readFileSync, rmSync } from 'node:fs';
@@ -14,8 +14,9 @@ import type { FastifyReply as Response } from 'fastify';
 import { ApiBearerAuth, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
 import type { FastifyRequest as Request } from 'fastify';
 import { LedgerHomeProvider } from '@assay/ledger';
-import { AssayError, CLOCK, type Clock } from '@assay/core';
-import { importBundle, ReadModelsProvider, SqliteImportStore, importsDbPath, importsDir } from '@assay/projections';
+import { AssayError } from '@assay/core';
+import { ImportBundleCommand, importsDir } from '@assay/projections';
+import { CommandBus } from '@nestjs/cqrs';
 import { exportRunBundleFromHome, verifyBundle } from '@assay/bundles';
 import { RUN_ID_RE, runClaimRules } from '@assay/run';
 import { Roles } from './access';
@@ -86,8 +87,7 @@ export class RunBundleController {
 export class BundlesController {
   constructor(
     @Inject(API_CONFIG) private readonly config: ApiConfig,
-    private readonly readModels: ReadModelsProvider,
-    @Inject(CLOCK) private readonly clock: Clock,
+    private readonly commands: CommandBus,
   ) {}
 
   @Post()
@@ -104,22 +104,12 @@ export class BundlesController {
     const upload = join(dir, `.upload-${process.pid}-${randomBytes(6).toString('hex')}.tmp`);
     try {
       await receiveBody(req, upload, limit, 'the bundle');
-      const store = SqliteImportStore.open(importsDbPath(this.config.home));
-      try {
-        const r = await importBundle({
-          dir,
-          file: upload,
-          label: 'the request body',
-          publisherKey: key,
-          store,
-          now: () => this.clock.now(),
-          verify: (path) => verifyBundle(createReadStream(path), { trustedKeys: [key], claims: runClaimRules() }),
-        });
-        return { imported: r.added, row: r.row };
-      } finally {
-        store.close();
-        this.readModels.importsChanged();
-      }
+      const r = await this.commands.execute(
+        new ImportBundleCommand(upload, 'the request body', key, (path) =>
+          verifyBundle(createReadStream(path), { trustedKeys: [key], claims: runClaimRules() }),
+        ),
+      );
+      return { imported: r.added, row: r.row };
     } finally {
       rmSync(upload, { force: true });
     }

@@ -5,7 +5,7 @@ import type { Command } from 'commander';
 import { AssayError, escapeTerminalText } from '@assay/core';
 import type { CliContext } from '../cli-context';
 import { libs } from '../libs';
-import { withRuntimeBuses } from '../nest-context';
+import { withModule, withRuntimeBuses } from '../nest-context';
 import { trustedKeysOf, witnessPolicyOf } from './trust-options';
 import { readText } from './checkpoint.commands';
 
@@ -203,34 +203,24 @@ export function register(program: Command, ctx: CliContext): void {
         if (e instanceof AssayError) throw e;
         throw new AssayError('BUNDLE_UNREADABLE', 'not_found', `cannot read bundle ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
       }
-      const store = p.SqliteImportStore.open(p.importsDbPath(ctx.home));
-      let r: import('@assay/projections').ImportBundleResult;
-      try {
-        const progress = ctx.progress();
-        r = await p.importBundle({
-          dir: p.importsDir(ctx.home),
-          file,
-          label: file,
-          publisherKey: libs.ledger().parseVerifierKey(publisherKey!).text,
-          store,
-          now: () => new Date(),
-          verify: async (path) => {
-            progress.start(`verifying ${file}`);
-            try {
-              return await libs.bundles().verifyBundle(createReadStream(path), {
-                trustedKeys: [publisherKey!],
-                claims: libs.run().runClaimRules(),
-                witnessPolicy,
-                progress: (d, t) => progress.tick(d, t),
-              });
-            } finally {
-              progress.end();
-            }
-          },
-        });
-      } finally {
-        store.close();
-      }
+      const key = libs.ledger().parseVerifierKey(publisherKey!).text;
+      const progress = ctx.progress();
+      const verify = async (path: string) => {
+        progress.start(`verifying ${file}`);
+        try {
+          return await libs.bundles().verifyBundle(createReadStream(path), {
+            trustedKeys: [publisherKey!],
+            claims: libs.run().runClaimRules(),
+            witnessPolicy,
+            progress: (d, t) => progress.tick(d, t),
+          });
+        } finally {
+          progress.end();
+        }
+      };
+      const r = await withModule(p.ProjectionsModule.forLedger(libs.ledger().LedgerModule.forHome(ctx.home)), ({ commands }) =>
+        commands.execute(new p.ImportBundleCommand(file, file, key, verify)),
+      );
       const { added, row } = r;
       if (o.json) return ctx.out(JSON.stringify({ imported: added, row }, null, 2));
       const score = row.best ? `best ${row.best.score} (round ${row.best.round})` : 'no valid submission';

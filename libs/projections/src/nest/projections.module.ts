@@ -1,17 +1,18 @@
 /**
- * The read models as a NestJS module (docs/projections.md): queries for leaderboards, trajectories and reports,
- * dispatched by the API through @nestjs/cqrs. Every query first catches the read models up with the ledger (verified,
+ * The read models as a NestJS module (docs/projections.md): queries for leaderboards, trajectories and reports, and
+ * the import of someone else's result bundle, dispatched by the API and the CLI through @nestjs/cqrs. Every query first catches the read models up with the ledger (verified,
  * up to its latest signed checkpoint); concurrent queries share one catch-up.
  */
 import { Inject, Injectable, Module, type DynamicModule, type OnModuleDestroy } from '@nestjs/common';
-import { CqrsModule, IQueryHandler, Query, QueryHandler } from '@nestjs/cqrs';
-import { AssayError, type Progress } from '@assay/core';
+import { Command, CommandHandler, CqrsModule, IQueryHandler, Query, QueryHandler, type ICommandHandler } from '@nestjs/cqrs';
+import { AssayError, CLOCK, type Clock, type Progress } from '@assay/core';
 import { LedgerHomeProvider } from '@assay/ledger';
 import { existsSync } from 'node:fs';
 import { SqliteReadModelStore, readModelsPath } from '../adapters/sqlite-read-model-store';
-import { SqliteImportStore, importsDbPath } from '../adapters/sqlite-import-store';
+import { SqliteImportStore, importsDbPath, importsDir } from '../adapters/sqlite-import-store';
 import { catchUpRetrying, leaderboardOf, runReportOf, taskBudgetReportOf, tasksOf, type CatchUpResult } from '../application/projector';
 import type { ImportStore } from '../ports/import-store.port';
+import { importBundle, type BundleCheck, type ImportBundleResult } from '../application/import-bundle';
 import type { LeaderboardGroup } from '../domain/leaderboard';
 import type { RunReport, TaskBudgetReport } from '../domain/reports';
 import type { Trajectory } from '../domain/trajectory';
@@ -183,7 +184,52 @@ export class TaskBudgetHandler implements IQueryHandler<TaskBudgetQuery> {
   }
 }
 
-const HANDLERS = [ListTasksHandler, LeaderboardHandler, TrajectoryHandler, RunReportHandler, TaskBudgetHandler];
+/**
+ * `assay bundle import FILE` and `POST /bundles`: someone else's result bundle as an imported leaderboard row
+ * (docs/projections.md, "Imported bundles"). `verify` is the offline verifier against the publisher's key (the app
+ * composes it from @assay/bundles: this lib does not import it); nothing is kept when it does not verify.
+ */
+export class ImportBundleCommand extends Command<ImportBundleResult> {
+  constructor(
+    readonly file: string,
+    /** How the file is named in messages (the caller's path, or "the request body"). */
+    readonly label: string,
+    /** The publisher's verifier key text, as parsed (`name+hex+base64`). */
+    readonly publisherKey: string,
+    readonly verify: (path: string) => Promise<BundleCheck>,
+  ) {
+    super();
+  }
+}
+
+/** Imports into `<home>/imports` (its own SQLite file, opened per import), stamped with the module's clock. */
+@CommandHandler(ImportBundleCommand)
+export class ImportBundleHandler implements ICommandHandler<ImportBundleCommand> {
+  constructor(
+    private readonly p: ReadModelsProvider,
+    private readonly ledger: LedgerHomeProvider,
+    @Inject(CLOCK) private readonly clock: Clock,
+  ) {}
+  async execute(c: ImportBundleCommand): Promise<ImportBundleResult> {
+    const store = SqliteImportStore.open(importsDbPath(this.ledger.home));
+    try {
+      return await importBundle({
+        dir: importsDir(this.ledger.home),
+        file: c.file,
+        label: c.label,
+        publisherKey: c.publisherKey,
+        store,
+        now: () => this.clock.now(),
+        verify: c.verify,
+      });
+    } finally {
+      store.close();
+      this.p.importsChanged();
+    }
+  }
+}
+
+const HANDLERS = [ListTasksHandler, LeaderboardHandler, TrajectoryHandler, RunReportHandler, TaskBudgetHandler, ImportBundleHandler];
 
 @Module({})
 export class ProjectionsModule {
