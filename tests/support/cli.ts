@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { silentProgress } from '@assay/core';
+import { silentProgress, type Clock } from '@assay/core';
 import { runCli } from '../../apps/cli/src/main';
 import type { CliContext } from '../../apps/cli/src/cli-context';
 import { REPO_ROOT, TS_REGISTER, finished, type ChildResult } from './child-process';
@@ -15,11 +15,14 @@ export function assay(args: string[], home: string, timeoutMs = 60_000): Promise
   return finished(child, timeoutMs);
 }
 
-/** Runs the `assay` CLI in this process (runCli with a capturing context, no progress), with `home` as ASSAY_HOME. */
-export async function assayInProcess(args: string[], home: string): Promise<{ code: number; out: string; err: string }> {
+/**
+ * Runs the `assay` CLI in this process (runCli with a capturing context, no progress), with `home` as ASSAY_HOME and
+ * `clock` as the context's clock (the system's when absent).
+ */
+export async function assayInProcess(args: string[], home: string, clock?: Clock): Promise<{ code: number; out: string; err: string }> {
   const out: string[] = [];
   const err: string[] = [];
-  const ctx: CliContext = { home, out: (t) => void out.push(t), err: (t) => void err.push(t), progress: () => silentProgress };
+  const ctx: CliContext = { home, out: (t) => void out.push(t), err: (t) => void err.push(t), progress: () => silentProgress, ...(clock ? { clock } : {}) };
   const code = await runCli(args, ctx);
   process.exitCode = 0;
   return { code, out: out.join('\n'), err: err.join('\n') };

@@ -7,7 +7,8 @@
 import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { checkWitnessPolicy, parseWitnessPolicy, verifyCosignature, cosignerFromKeyText } from '@assay/ledger';
-import { assay } from '../support/cli';
+import { ManualClock } from '@assay/core';
+import { assay, assayInProcess } from '../support/cli';
 import { TS_REGISTER } from '../support/child-process';
 import { makeTmpDir } from '../support/ledger-fixtures';
 import { buildSampleHome, copyHome } from '../support/ledger-home-fixtures';
@@ -122,6 +123,25 @@ describe('witnessed checkpoints (CLI, SQLite ledgers)', () => {
     expect(e.details).toMatchObject({ knownSize: sizeOf(cp2), equivocation: false });
     expect(readFileSync(stateFile, 'utf8')).toBe(before);
     expect(readdirSync(state).filter((f) => f.startsWith('equivocation-'))).toEqual([]);
+  });
+
+  it("names the equivocation report it keeps in the state directory by the log's origin and the context clock's time", async () => {
+    const a = freshHome();
+    const b = join(tmp.dir, `fork-${++n}`);
+    copyHome(a, b);
+    const state = join(tmp.dir, 'state-fork-clock');
+    const base = await checkpoint(a);
+    await ok([...cosignArgs(w['witness-c']!, state), '--checkpoint', base], a);
+    await append(a, 'history A');
+    await append(b, 'history B');
+    const cpA = await checkpoint(a);
+    const cpB = await checkpoint(b);
+    await ok([...cosignArgs(w['witness-c']!, state), '--checkpoint', cpA, '--proof', await proofFile(a, sizeOf(base), sizeOf(cpA))], a);
+    const r = await assayInProcess([...cosignArgs(w['witness-c']!, state), '--checkpoint', cpB, '--json'], b, new ManualClock('2026-08-01T10:00:00.000Z'));
+    expect(r.code).toBe(5);
+    expect(readdirSync(state).filter((f) => f.startsWith('equivocation-'))).toEqual([
+      expect.stringMatching(/^equivocation-[0-9a-f]{16}-2026-08-01T10-00-00-000Z\.json$/),
+    ]);
   });
 
   it('refuses a fork with an equivocation report that `checkpoint equivocation` proves', async () => {

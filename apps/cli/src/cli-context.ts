@@ -1,5 +1,5 @@
 import { resolve } from 'node:path';
-import { TerminalProgress, type Progress } from '@assay/core';
+import { TerminalProgress, systemClock, type Clock, type Progress } from '@assay/core';
 
 /** What every CLI command gets: where state lives, how to print, how to show progress. */
 export interface CliContext {
@@ -11,6 +11,13 @@ export interface CliContext {
   err(text: string): void;
   /** A progress display on stderr when it is a terminal; silent otherwise. */
   progress(): Progress;
+  /** The time a command stamps what it writes outside a module (a witness's cosignature); the system's by default. */
+  clock?: Clock;
+}
+
+/** The context's clock, or the system's. */
+export function clockOf(ctx: CliContext): Clock {
+  return ctx.clock ?? systemClock;
 }
 
 export function defaultContext(env: NodeJS.ProcessEnv = process.env): CliContext {

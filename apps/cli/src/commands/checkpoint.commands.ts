@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { Command } from 'commander';
 import { AssayError, makeDirectories, writeFileAtomic } from '@assay/core';
 import type { NoteVerifier, WitnessState, WitnessStateStore } from '@assay/ledger';
-import type { CliContext } from '../cli-context';
+import { clockOf, type CliContext } from '../cli-context';
 import { libs } from '../libs';
 
 /**
@@ -129,7 +129,7 @@ function cosign(o: CosignOptions, ctx: CliContext): void {
     logVerifiers: verifiers,
     request,
     ...(trust ? { trust } : {}),
-    nowSeconds: Math.floor(Date.now() / 1000),
+    nowSeconds: Math.floor(clockOf(ctx).now().getTime() / 1000),
   });
   if (!r.ok) {
     const { error, report } = r.refusal;
@@ -139,7 +139,7 @@ function cosign(o: CosignOptions, ctx: CliContext): void {
         o.equivocationOut ??
         join(
           o.state,
-          `equivocation-${createHash('sha256').update(report.origin).digest('hex').slice(0, 16)}-${new Date().toISOString().replace(/[:.]/g, '-')}.json`,
+          `equivocation-${createHash('sha256').update(report.origin).digest('hex').slice(0, 16)}-${clockOf(ctx).now().toISOString().replace(/[:.]/g, '-')}.json`,
         );
       makeDirectories(o.state, 0o700);
       writeFileAtomic(reportPath, led.formatEquivocationReport(report));
