@@ -125,18 +125,28 @@ describe('witnessed checkpoints (CLI, SQLite ledgers)', () => {
     expect(readdirSync(state).filter((f) => f.startsWith('equivocation-'))).toEqual([]);
   });
 
-  it("names the equivocation report it keeps in the state directory by the log's origin and the context clock's time", async () => {
+  /**
+   * Two histories of one log (same keys, same origin: the operator runs both): the witness cosigns their common base,
+   * then history A's checkpoint; history B's checkpoint of the same size is the fork.
+   */
+  const forkedLog = async (wi: Witness, stateName: string) => {
     const a = freshHome();
     const b = join(tmp.dir, `fork-${++n}`);
     copyHome(a, b);
-    const state = join(tmp.dir, 'state-fork-clock');
+    const state = join(tmp.dir, stateName);
     const base = await checkpoint(a);
-    await ok([...cosignArgs(w['witness-c']!, state), '--checkpoint', base], a);
+    await ok([...cosignArgs(wi, state), '--checkpoint', base], a);
     await append(a, 'history A');
     await append(b, 'history B');
     const cpA = await checkpoint(a);
     const cpB = await checkpoint(b);
-    await ok([...cosignArgs(w['witness-c']!, state), '--checkpoint', cpA, '--proof', await proofFile(a, sizeOf(base), sizeOf(cpA))], a);
+    expect(sizeOf(cpA)).toBe(sizeOf(cpB));
+    await ok([...cosignArgs(wi, state), '--checkpoint', cpA, '--proof', await proofFile(a, sizeOf(base), sizeOf(cpA))], a);
+    return { a, b, state, cpA, cpB };
+  };
+
+  it("names the equivocation report it keeps in the state directory by the log's origin and the context clock's time", async () => {
+    const { b, state, cpB } = await forkedLog(w['witness-c']!, 'state-fork-clock');
     const r = await assayInProcess([...cosignArgs(w['witness-c']!, state), '--checkpoint', cpB, '--json'], b, new ManualClock('2026-08-01T10:00:00.000Z'));
     expect(r.code).toBe(5);
     expect(readdirSync(state).filter((f) => f.startsWith('equivocation-'))).toEqual([
@@ -145,18 +155,7 @@ describe('witnessed checkpoints (CLI, SQLite ledgers)', () => {
   });
 
   it('refuses a fork with an equivocation report that `checkpoint equivocation` proves', async () => {
-    const a = freshHome();
-    const b = join(tmp.dir, `fork-${++n}`);
-    copyHome(a, b); // same keys, same origin: the operator runs two histories
-    const state = join(tmp.dir, 'state-fork');
-    const base = await checkpoint(a);
-    await ok([...cosignArgs(w['witness-b']!, state), '--checkpoint', base], a);
-    await append(a, 'history A');
-    await append(b, 'history B');
-    const cpA = await checkpoint(a);
-    const cpB = await checkpoint(b);
-    expect(sizeOf(cpA)).toBe(sizeOf(cpB));
-    await ok([...cosignArgs(w['witness-b']!, state), '--checkpoint', cpA, '--proof', await proofFile(a, sizeOf(base), sizeOf(cpA))], a);
+    const { a, b, state, cpA, cpB } = await forkedLog(w['witness-b']!, 'state-fork');
     const report = join(tmp.dir, 'equivocation.json');
     const r = await assay([...cosignArgs(w['witness-b']!, state), '--checkpoint', cpB, '--equivocation-out', report, '--json'], b);
     expect(r.code).toBe(5);
