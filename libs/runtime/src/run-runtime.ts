@@ -106,6 +106,7 @@ import {
   stripSetIdBits,
   type BoundedWorkspace,
   type Lifeline,
+  type WorkWarden,
 } from './work-containment';
 
 export const WORK_LABELS = { role: 'org.assay.role', run: 'org.assay.run', home: 'org.assay.home' } as const;
@@ -204,9 +205,16 @@ export interface RunStartOptions {
   readonly gpuProbe?: GpuProbe;
   /**
    * The container runtime for Work and the Judges; default DockerodeRuntime. Tests of GPU tasks on machines without
-   * a GPU pass SimulatedGpuDockerRuntime (@assay/containers' testing entry).
+   * a GPU pass SimulatedGpuDockerRuntime (@assay/containers' testing entry); a whole run on the in-memory
+   * FakeContainerRuntime is tests/run/run-fake-runtime.int.spec.ts.
    */
   readonly containers?: ContainerRuntime;
+  /**
+   * Ties Work's container to this controller from outside: given Work's id, closed when the session ends (or by
+   * this process's death). Default startWorkWarden, a detached process that kills the container through Docker;
+   * a run on another container runtime passes its own.
+   */
+  readonly workWarden?: (workId: string) => WorkWarden;
 }
 
 interface RunMeta {
@@ -744,7 +752,7 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
           // A Work paused when this controller dies cannot read its lifeline: the warden kills it from outside.
           guardWork: (id) => {
             work.id = id;
-            return startWorkWarden(id);
+            return (o.workWarden ?? startWorkWarden)(id);
           },
           // a missing codex/claude fails before RunStarted
           checkWork: (id) => checkAgentBinary(rt.containers, id, agent, task.images.work.id),
