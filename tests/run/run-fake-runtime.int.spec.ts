@@ -2,113 +2,33 @@
  * A whole research run on the in-memory container runtime, without Docker: runResearch's preparation (the task's
  * images built, the workspace seeded, Work's container spec), the controller session (runWorkSession), the agent's
  * submissions over the real submission socket, the real JudgeRunner judging real snapshots of the workspace, and the
- * end (the transcript's digest, the checkpoint), all recorded in a real signing ledger under a ManualClock.
+ * end (the transcript's digest, the checkpoint), all recorded in a real signing ledger under a ManualClock; a cancel;
+ * and a controller SIGKILLed mid-run, then resumed.
  */
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
-import { request } from 'node:http';
 import { join } from 'node:path';
 import { ManualClock, SequentialIds } from '@assay/core';
-import type { ContainerSpec } from '@assay/containers';
 import { LedgerHome, type ReadEvent } from '@assay/ledger';
 import { runClaimRules } from '@assay/run';
-import { FakeContainerRuntime, type FakeProcess } from '../../libs/containers/src/testing';
-import { runResearch, type RunStartOptions } from '../../libs/runtime/src/run-runtime';
+import { runResearch } from '../../libs/runtime/src/run-runtime';
 import { LIFELINE_CMD } from '../../libs/runtime/src/work-containment';
-import { installFakeEntrypoint, tmp, writeTask } from '../judge/judge-fakes';
+import { tmp } from '../judge/judge-fakes';
+import { spawnTs } from '../support/child-process';
+import { FAKE_RUN_TIME as T, fakeRun, submitFromWork, writeFakeRunTask } from './support/fake-run';
 
-const T = '2026-09-01T08:00:00.000Z';
 const cleanup: string[] = [];
 afterAll(() => {
   for (const d of cleanup) fs.rmSync(d, { recursive: true, force: true });
 });
 
-/** POST /submit over Work's submission socket (the host path its /run/assay mount binds), as rsi-submit does. */
-function submit(p: FakeProcess): Promise<string> {
-  const mount = p.spec.mounts.find((m) => m.target === '/run/assay');
-  if (!mount || mount.type !== 'bind') throw new Error('Work has no /run/assay bind');
-  const token = p.readFile('/run/assay/token').toString('utf8').trim();
-  return new Promise((resolve, reject) => {
-    const req = request(
-      { socketPath: join(mount.source, 'submit.sock'), method: 'POST', path: '/submit', headers: { authorization: `Bearer ${token}`, accept: 'text/plain' } },
-      (res) => {
-        let body = '';
-        res.setEncoding('utf8').on('data', (d: string) => (body += d));
-        res.on('end', () => resolve(body));
-      },
-    );
-    req.on('error', reject);
-    req.end();
-  });
-}
-
-interface Setup {
-  readonly home: string;
-  readonly taskDir: string;
-  readonly clock: ManualClock;
-  readonly fake: FakeContainerRuntime;
-  /** Work's container spec, as the agent's exec saw it. */
-  work: ContainerSpec | null;
-  readonly wardens: Array<{ id: string; closed: boolean }>;
-  readonly options: RunStartOptions;
-  readonly lines: string[];
-  readonly shown: string[];
-}
-
-/** A fake task (reward 0.5 per Judge), a ledger, and a fake runtime whose `bash` is the agent `agent`. */
-async function setup(run: string, agent: (p: FakeProcess) => Promise<number>): Promise<Setup> {
+/** A home with a ledger and a fake task. */
+async function homeAndTask(): Promise<{ home: string; taskDir: string }> {
   const home = tmp('fake-run-home-');
-  const taskDir = writeTask(tmp('fake-run-task-'), { files: { 'reward.json': '{"reward": 0.5}' } });
+  const taskDir = writeFakeRunTask(tmp('fake-run-task-'));
   cleanup.push(home, taskDir);
-  fs.mkdirSync(join(taskDir, 'environment', 'workspace'), { recursive: true });
-  fs.writeFileSync(join(taskDir, 'environment', 'workspace', 'start.txt'), 'the start\n');
-  const clock = new ManualClock(T);
-  await LedgerHome.init(home, { clock, ids: new SequentialIds(), origin: 'assay.test/fake-run' });
-  const fake = new FakeContainerRuntime();
-  fake.addImage({ tag: 'assay/base:bookworm' });
-  installFakeEntrypoint(fake);
-  fake.defineProgram('sh', async (p) => {
-    if (p.argv.join(' ') === LIFELINE_CMD.join(' ')) {
-      await p.sleep(3_600_000); // Work's first process: until the container is killed
-      return 0;
-    }
-    return 3; // the seed container: the image has nothing in its workdir
-  });
-  fake.defineProgram('test', async (p) => (p.exists(p.argv[2] ?? '') ? 0 : 1)); // is the bounded workspace seen?
-  const s: Setup = {
-    home,
-    taskDir,
-    clock,
-    fake,
-    work: null,
-    wardens: [],
-    lines: [],
-    shown: [],
-    options: {
-      home,
-      taskDir,
-      agent: 'command:solve',
-      runId: run,
-      clock,
-      ids: new SequentialIds('11111111-0000-4000-8000'),
-      containers: fake,
-      overrides: { maxSubmissions: 2, cooldownSec: 0 },
-      snapshotIntervalSec: 0,
-      checkpointIntervalSec: 0,
-      log: (l) => s.lines.push(l),
-      agentOutput: (chunk) => s.shown.push(chunk.toString('utf8')),
-      workWarden: (id) => {
-        const w = { id, closed: false };
-        s.wardens.push(w);
-        return { pid: -1, close: () => void (w.closed = true) };
-      },
-    },
-  };
-  fake.defineProgram('bash', (p) => {
-    s.work = p.spec;
-    return agent(p);
-  });
-  return s;
+  await LedgerHome.init(home, { clock: new ManualClock(T), ids: new SequentialIds(), origin: 'assay.test/fake-run' });
+  return { home, taskDir };
 }
 
 async function ledgerOf(home: string): Promise<{ events: ReadEvent[]; verified: boolean }> {
@@ -120,14 +40,17 @@ async function ledgerOf(home: string): Promise<{ events: ReadEvent[]; verified: 
   }
 }
 
+const typesOf = (events: ReadEvent[], stream: string) => events.filter((e) => e.envelope.stream === stream).map((e) => e.envelope.type);
+
 describe('a research run on the in-memory container runtime', () => {
   it('builds, starts Work, takes two submissions, judges them and completes, all signed in the ledger', async () => {
+    const { home, taskDir } = await homeAndTask();
     const replies: string[] = [];
-    const s = await setup('r-fake', async (p) => {
+    const s = fakeRun(home, taskDir, 'r-fake', async (p) => {
       p.writeFile('/workspace/solution.txt', 'first try\n');
-      replies.push(await submit(p));
+      replies.push(await submitFromWork(p));
       p.writeFile('/workspace/solution.txt', 'second try\n');
-      replies.push(await submit(p));
+      replies.push(await submitFromWork(p));
       p.write('stdout', 'agent: done\n');
       return 0;
     });
@@ -141,10 +64,9 @@ describe('a research run on the in-memory container runtime', () => {
     expect(replies.map((r) => /^status: (\S+)$/m.exec(r)?.[1])).toEqual(['completed', 'completed']);
 
     // the ledger: the run's stream in order, the Judges' own streams, all at the clock's time, all verifying
-    const { events, verified } = await ledgerOf(s.home);
+    const { events, verified } = await ledgerOf(home);
     expect(verified).toBe(true);
-    const runEvents = events.filter((e) => e.envelope.stream === 'run-r-fake').map((e) => e.envelope);
-    expect(runEvents.map((e) => e.type)).toEqual([
+    expect(typesOf(events, 'run-r-fake')).toEqual([
       'RunStarted',
       'WorkStarted',
       'SnapshotTaken', // the baseline
@@ -158,6 +80,7 @@ describe('a research run on the in-memory container runtime', () => {
       'BudgetConsumed',
       'RunCompleted',
     ]);
+    const runEvents = events.filter((e) => e.envelope.stream === 'run-r-fake').map((e) => e.envelope);
     expect(events.filter((e) => e.envelope.type === 'RewardRecorded').map((e) => e.envelope.data)).toEqual([
       expect.objectContaining({ run: 'r-fake', round: 1, primaryScore: 0.5 }),
       expect.objectContaining({ run: 'r-fake', round: 2, primaryScore: 0.5 }),
@@ -182,7 +105,7 @@ describe('a research run on the in-memory container runtime', () => {
     expect(s.wardens).toEqual([{ id: workId, closed: true }]);
 
     // the workspace: seeded from the task, then the agent's edits; Work is gone, nothing left running
-    const ws = join(s.home, 'runs', 'r-fake', 'workspace');
+    const ws = join(home, 'runs', 'r-fake', 'workspace');
     expect(fs.readFileSync(join(ws, 'start.txt'), 'utf8')).toBe('the start\n');
     expect(fs.readFileSync(join(ws, 'solution.txt'), 'utf8')).toBe('second try\n');
     expect(await s.fake.listContainers({})).toEqual([]);
@@ -193,8 +116,9 @@ describe('a research run on the in-memory container runtime', () => {
   }, 60_000);
 
   it('an operator cancel while the agent works: Work killed and removed, the run recorded as cancelled', async () => {
+    const { home, taskDir } = await homeAndTask();
     const ac = new AbortController();
-    const s = await setup('r-cancel', async (p) => {
+    const s = fakeRun(home, taskDir, 'r-cancel', async (p) => {
       p.writeFile('/workspace/solution.txt', 'unfinished\n');
       ac.abort();
       await p.sleep(3_600_000); // killed with Work
@@ -202,12 +126,64 @@ describe('a research run on the in-memory container runtime', () => {
     });
     const report = await runResearch({ ...s.options, signal: ac.signal });
     expect(report).toMatchObject({ run: 'r-cancel', status: 'cancelled', rounds: [] });
-    const { events, verified } = await ledgerOf(s.home);
+    const { events, verified } = await ledgerOf(home);
     expect(verified).toBe(true);
-    const runEvents = events.filter((e) => e.envelope.stream === 'run-r-cancel').map((e) => e.envelope);
-    expect(runEvents.map((e) => e.type)).toEqual(['RunStarted', 'WorkStarted', 'SnapshotTaken', 'RunCompleted']);
-    expect(runEvents.at(-1)!.data).toMatchObject({ status: 'cancelled' });
+    expect(typesOf(events, 'run-r-cancel')).toEqual(['RunStarted', 'WorkStarted', 'SnapshotTaken', 'RunCompleted']);
+    expect(events.find((e) => e.envelope.type === 'RunCompleted')!.envelope.data).toMatchObject({ status: 'cancelled' });
     expect(await s.fake.listContainers({})).toEqual([]);
     expect(s.wardens.map((w) => w.closed)).toEqual([true]);
   }, 60_000);
+
+  it('a controller SIGKILLed mid-run, then resumed: the orphan edit is recorded before the agent goes on, and the run completes', async () => {
+    const { home, taskDir } = await homeAndTask();
+    const child = spawnTs('tests/run/support/fake-run-child.ts', [home, taskDir, 'r-crash']);
+    let stderr = '';
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    const killed = new Promise<NodeJS.Signals | null>((resolve) => child.on('close', (_code, signal) => resolve(signal)));
+    await new Promise<void>((resolve, reject) => {
+      let out = '';
+      child.stdout.setEncoding('utf8').on('data', (d: string) => {
+        out += d;
+        if (out.includes('READY\n')) resolve();
+      });
+      child.on('close', () => reject(new Error(`the controller ended before it was killed: ${out} ${stderr}`)));
+    });
+    child.kill('SIGKILL');
+    expect(await killed).toBe('SIGKILL');
+
+    const s = fakeRun(home, taskDir, 'r-crash', async (p) => {
+      // the resumed agent finds the workspace as the dead session's agent left it
+      expect(p.readFile('/workspace/solution.txt').toString('utf8')).toBe('edited by the agent its controller left behind\n');
+      p.writeFile('/workspace/solution.txt', 'second try\n');
+      await submitFromWork(p);
+      return 0;
+    });
+    // another process: ids of its own
+    const report = await runResearch({ ...s.options, ids: new SequentialIds('22222222-0000-4000-8000'), resume: true });
+    expect(report).toMatchObject({ run: 'r-crash', status: 'completed' });
+    expect(report.rounds.map((r) => [r.round, r.status])).toEqual([
+      [1, 'completed'],
+      [2, 'completed'],
+    ]);
+    expect(s.lines.some((l) => /controller pid \d+ .* is gone; taking the run over/.test(l))).toBe(true);
+
+    const { events, verified } = await ledgerOf(home);
+    expect(verified).toBe(true);
+    const types = typesOf(events, 'run-r-crash');
+    // the second session: Work again, the workspace as the orphan left it (its edit recorded), then round 2
+    const second = types.lastIndexOf('WorkStarted');
+    expect(second).toBeGreaterThan(types.indexOf('WorkStarted'));
+    expect(types.slice(second)).toEqual([
+      'WorkStarted',
+      'SnapshotTaken',
+      'WorkspaceEdited',
+      'SubmissionReceived',
+      'SnapshotTaken',
+      'WorkspaceEdited',
+      'BudgetConsumed',
+      'RunCompleted',
+    ]);
+    const orphanEdit = events.filter((e) => e.envelope.stream === 'run-r-crash' && e.envelope.type === 'WorkspaceEdited').map((e) => e.envelope.data)[1];
+    expect(orphanEdit).toMatchObject({ changed: 1, paths: { changed: ['solution.txt'] } });
+  }, 120_000);
 });
