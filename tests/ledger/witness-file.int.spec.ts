@@ -5,7 +5,8 @@
  */
 import fs from 'node:fs';
 import { join } from 'node:path';
-import { FileCheckpointWitness } from '@assay/ledger';
+import { ManualClock, SequentialIds } from '@assay/core';
+import { FileCheckpointWitness, LedgerHome, homePaths } from '@assay/ledger';
 import { makeTmpDir } from '../support/ledger-fixtures';
 
 describe('checkpoint.last (FileCheckpointWitness)', () => {
@@ -64,5 +65,40 @@ describe('checkpoint.last (FileCheckpointWitness)', () => {
     jest.restoreAllMocks();
     expect(w.load()).toEqual(cp(1));
     expect(fs.readdirSync(tmp.dir)).toEqual(['checkpoint.last']);
+  });
+});
+
+describe("a home's ledger signing as other roles (LedgerHome.ledgerSigningAs, the Judge's recorder)", () => {
+  it('holds only those keys and still sees the checkpoint witness: a database restored from before a checkpoint is caught', async () => {
+    const tmp = makeTmpDir('assay-witness-roles-');
+    try {
+      const home = join(tmp.dir, 'home');
+      const deps = { clock: new ManualClock('2026-05-01T00:00:00.000Z'), ids: new SequentialIds() };
+      await LedgerHome.init(home, { ...deps, origin: 'assay.test/witness-roles' });
+      const p = homePaths(home);
+      const older = join(tmp.dir, 'ledger.db.older');
+      fs.copyFileSync(p.db, older); // a backup from before the next checkpoint
+      const h = await LedgerHome.open(home, deps);
+      await h.ledger.append('note-w', [{ type: 'Note', data: { text: 'after the backup' } }]);
+      const signed = await h.ledger.checkpoint();
+      await h.close();
+      for (const f of fs.readdirSync(p.ledgerDir)) if (f.startsWith('ledger.db-')) fs.rmSync(join(p.ledgerDir, f));
+      fs.copyFileSync(older, p.db); // the database restored; checkpoint.last still says what was signed
+
+      const restored = await LedgerHome.open(home, deps);
+      try {
+        const judge = restored.ledgerSigningAs(['runtime', 'judge']);
+        expect(judge.key('controller')).toBeUndefined();
+        expect(judge.key('judge')?.role).toBe('judge');
+        expect(judge.key('runtime')?.role).toBe('runtime');
+        expect(restored.db.checkpoints.latest()!.treeSize).toBeLessThan(signed.treeSize);
+        expect(judge.lastSigned()?.treeSize).toBe(signed.treeSize);
+        expect(judge.lastSigned()?.treeSize).toBe(restored.ledger.lastSigned()?.treeSize);
+      } finally {
+        await restored.close();
+      }
+    } finally {
+      tmp.cleanup();
+    }
   });
 });

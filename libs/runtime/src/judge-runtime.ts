@@ -9,7 +9,7 @@ import { availableParallelism } from 'node:os';
 import { join, resolve } from 'node:path';
 import { randomIds, silentProgress, systemClock, type Clock, type IdGenerator, type Progress } from '@assay/core';
 import { DockerodeRuntime, type ContainerRuntime } from '@assay/containers';
-import { Ledger, LedgerHome } from '@assay/ledger';
+import { LedgerHome } from '@assay/ledger';
 import { SnapshotHome } from '@assay/snapshots';
 import { loadTaskPlan, type HostEnv, type TaskPlan } from '@assay/task-format';
 import {
@@ -96,16 +96,8 @@ export class JudgeRuntime {
           );
         }
       }
-      const ledger = new Ledger({
-        store: ledgerHome.db.events,
-        merkle: ledgerHome.db.merkleNodes,
-        checkpoints: ledgerHome.db.checkpoints,
-        lock: ledgerHome.db.lock,
-        keys,
-        clock,
-        ids,
-        origin: ledgerHome.config.origin,
-      });
+      // the home's ledger (its checkpoint witness included), signing with the runtime and judge keys only
+      const ledger = ledgerHome.ledgerSigningAs(['runtime', 'judge']);
       const recorder = new LedgerJudgeRecorder(ledger);
       const snapshotHome = SnapshotHome.open(home, { clock });
       const snapshots = new SnapshotStoreAdapter(snapshotHome);

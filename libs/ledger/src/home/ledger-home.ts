@@ -231,6 +231,21 @@ export interface ReadEvent {
   bytes?: string;
 }
 
+/** The one way a Ledger is built over a home's database: its checkpoint witness file always included. */
+function ledgerOver(p: HomePaths, db: SqliteLedgerDatabase, keys: SigningKey[], o: OpenOptions, origin: string): Ledger {
+  return new Ledger({
+    store: db.events,
+    merkle: db.merkleNodes,
+    checkpoints: db.checkpoints,
+    lock: db.lock,
+    witness: new FileCheckpointWitness(p.witness),
+    keys,
+    clock: o.clock,
+    ids: o.ids,
+    origin,
+  });
+}
+
 export class LedgerHome {
   private constructor(
     readonly paths: HomePaths,
@@ -238,7 +253,22 @@ export class LedgerHome {
     readonly db: SqliteLedgerDatabase,
     readonly ledger: Ledger,
     readonly keys: SigningKey[],
+    private readonly deps: OpenOptions,
   ) {}
+
+  /**
+   * The same ledger (database, checkpoint witness, clock, ids, origin) signing with the keys of `roles` only: the
+   * Judge's recorder signs with the runtime and judge keys and never holds the controller's.
+   */
+  ledgerSigningAs(roles: readonly Role[]): Ledger {
+    return ledgerOver(
+      this.paths,
+      this.db,
+      this.keys.filter((k) => roles.includes(k.role)),
+      this.deps,
+      this.config.origin,
+    );
+  }
 
   static async init(home: string, o: OpenOptions & { origin?: string | undefined }): Promise<InitResult> {
     const p = homePaths(home);
@@ -264,17 +294,7 @@ export class LedgerHome {
     const origin = o.origin ?? `assay.ledger/${randomBytes(8).toString('hex')}`;
     const db = SqliteLedgerDatabase.open(p.db, { clock: o.clock });
     try {
-      const ledger = new Ledger({
-        store: db.events,
-        merkle: db.merkleNodes,
-        checkpoints: db.checkpoints,
-        lock: db.lock,
-        witness: new FileCheckpointWitness(p.witness),
-        keys,
-        clock: o.clock,
-        ids: o.ids,
-        origin,
-      });
+      const ledger = ledgerOver(p, db, keys, o, origin);
       await ledger.genesis();
       for (const k of keys) if (k !== controller) await ledger.registerKey(k);
       const config: LedgerConfig = { format: 1, origin, rootKey: controller.publicKeyText, createdAt: o.clock.now().toISOString() };
@@ -298,18 +318,7 @@ export class LedgerHome {
       throw new AssayError('LEDGER_DB_MISSING', 'not_found', `the ledger database ${p.db} is missing, but ${p.config} says a ledger was created here`);
     const keys = o.readOnly ? [] : loadKeys(p.keys);
     const db = SqliteLedgerDatabase.open(p.db, { clock: o.clock, ...(o.readOnly ? { readOnly: true } : {}) });
-    const ledger = new Ledger({
-      store: db.events,
-      merkle: db.merkleNodes,
-      checkpoints: db.checkpoints,
-      lock: db.lock,
-      witness: new FileCheckpointWitness(p.witness),
-      keys,
-      clock: o.clock,
-      ids: o.ids,
-      origin: config.origin,
-    });
-    return new LedgerHome(p, config, db, ledger, keys);
+    return new LedgerHome(p, config, db, ledgerOver(p, db, keys, o, config.origin), keys, o);
   }
 
   verify(opts: VerifyDatabaseOptions): Promise<VerificationReport> {
