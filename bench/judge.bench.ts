@@ -18,7 +18,7 @@ import { randomIds, systemClock } from '@assay/core';
 import { DockerodeRuntime, type ContainerRuntime } from '@assay/containers';
 import { LedgerHome } from '@assay/ledger';
 import { JudgeRunner, ProcessOwnerRegistry } from '@assay/judge';
-import { JudgeRuntime, SnapshotStoreAdapter, homeTag } from '@assay/runtime';
+import { openJudgeRuntime, SnapshotStoreAdapter, homeTag } from '@assay/runtime';
 import { arg, fmt, now, percentile, report } from './bench-util';
 
 const REPO = resolve(__dirname, '..').replace(/\/dist$/, '');
@@ -69,7 +69,7 @@ async function main(): Promise<void> {
       },
       acc,
     );
-    const rt = await JudgeRuntime.open({ home, containers });
+    const rt = await openJudgeRuntime({ home, containers });
     // The same runner as `assay judge` builds, with the snapshot port timed as well.
     const runner = new JudgeRunner({
       runtime: containers,

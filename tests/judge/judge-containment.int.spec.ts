@@ -18,7 +18,7 @@ import { randomIds, systemClock } from '@assay/core';
 import { LedgerHome } from '@assay/ledger';
 import { runClaimRules } from '@assay/run';
 import type { JudgeResult } from '@assay/judge';
-import { JudgeRuntime, type LoadedTask } from '../../libs/runtime/src';
+import { openJudgeRuntime, type JudgeRuntime, type LoadedTask } from '../../libs/runtime/src';
 import { describeDocker } from '../support/docker';
 import { tmp } from './judge-fakes';
 
@@ -56,7 +56,7 @@ describeDocker('Judge containment against hostile candidates (Docker)', () => {
   beforeAll(async () => {
     home = tmp('assay-judge-contain-');
     await LedgerHome.init(home, { clock: systemClock, ids: randomIds, origin: 'assay.test/judge-containment' });
-    rt = await JudgeRuntime.open({ home });
+    rt = await openJudgeRuntime({ home });
     await rt.containers.ping();
   }, 60_000);
 
@@ -85,7 +85,7 @@ describeDocker('Judge containment against hostile candidates (Docker)', () => {
 
   /** The same, by a runtime of an operator who chose ASSAY_JUDGE_PROC=visible (no setup step). */
   async function judgeVisible(taskDir: string, files: Record<string, string>): Promise<JudgeResult> {
-    const visible = await JudgeRuntime.open({ home, procVisibility: 'visible' });
+    const visible = await openJudgeRuntime({ home, procVisibility: 'visible' });
     try {
       return await judge(taskDir, files, visible);
     } finally {

@@ -13,7 +13,7 @@ import { LedgerHome } from '@assay/ledger';
 import { parseCid } from '@assay/snapshots';
 import { runClaimRules } from '@assay/run';
 import type { JudgeResult } from '@assay/judge';
-import { JudgeRuntime, homeTag, type LoadedTask } from '../../libs/runtime/src';
+import { openJudgeRuntime, homeTag, type JudgeRuntime, type LoadedTask } from '../../libs/runtime/src';
 import { describeDocker } from '../support/docker';
 import { tmp } from './judge-fakes';
 
@@ -32,7 +32,7 @@ describeDocker('Judge on Docker (must-show cases)', () => {
   beforeAll(async () => {
     home = tmp('assay-judge-int-');
     await LedgerHome.init(home, { clock: systemClock, ids: randomIds, origin: 'assay.test/judge-int' });
-    rt = await JudgeRuntime.open({ home });
+    rt = await openJudgeRuntime({ home });
     await rt.containers.ping();
   }, 60_000);
 

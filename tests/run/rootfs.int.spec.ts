@@ -10,7 +10,7 @@ import { randomIds, systemClock } from '@assay/core';
 import { LedgerHome } from '@assay/ledger';
 import { parseCid } from '@assay/snapshots';
 import { ROOTFS_IMAGE_ROLE } from '@assay/judge';
-import { ContainerSnapshotter, JudgeRuntime, type LoadedTask } from '../../libs/runtime/src';
+import { ContainerSnapshotter, openJudgeRuntime, type JudgeRuntime, type LoadedTask } from '../../libs/runtime/src';
 import { BASE_IMAGE, describeDocker } from '../support/docker';
 import { tmp } from '../judge/judge-fakes';
 
@@ -27,7 +27,7 @@ describeDocker('full-rootfs snapshots and Judges (Docker)', () => {
   beforeAll(async () => {
     home = tmp('assay-rootfs-int-');
     await LedgerHome.init(home, { clock: systemClock, ids: randomIds, origin: 'assay.test/rootfs-int' });
-    rt = await JudgeRuntime.open({ home });
+    rt = await openJudgeRuntime({ home });
     await rt.containers.ping();
   }, 60_000);
 

@@ -12,7 +12,8 @@ import { CommandBus, QueryBus } from '@nestjs/cqrs';
 import type { INestApplicationContext } from '@nestjs/common';
 import { ManualClock, SequentialIds } from '@assay/core';
 import { CONTAINER_RUNTIME } from '@assay/containers';
-import { InitLedgerCommand, ReadEventsQuery } from '@assay/ledger';
+import { AppendEventsCommand, InitLedgerCommand, LedgerHomeProvider, ReadEventsQuery } from '@assay/ledger';
+import { SnapshotHomeProvider, parseCid } from '@assay/snapshots';
 import {
   BuildBaseImageCommand,
   BuildTaskImagesCommand,
@@ -26,11 +27,30 @@ import {
   RecordedRunLogsQuery,
   RecordBaselineCommand,
   RunResearchCommand,
+  RuntimeComposition,
   RuntimeModule,
 } from '@assay/runtime';
 import { FakeContainerRuntime } from '../../libs/containers/src/testing';
+import { installFakeEntrypoint } from '../judge/judge-fakes';
+import { writeFakeRunTask } from './support/fake-run';
 
 const TASK = join(__dirname, '..', '..', 'examples', 'tasks', 'hello-judge');
+
+/** RuntimeModule over a fresh home (its ledger initialised through the module), with `fake` as its container runtime. */
+async function bootModule(
+  prefix: string,
+  clock: ManualClock,
+  ids: string,
+  fake: FakeContainerRuntime,
+): Promise<{ home: string; app: INestApplicationContext }> {
+  const home = mkdtempSync(join(tmpdir(), prefix));
+  const app = await NestFactory.createApplicationContext(RuntimeModule.forHome(home, { clock, ids: new SequentialIds(ids), containers: fake }), {
+    logger: false,
+    abortOnError: false,
+  });
+  await app.get(CommandBus).execute(new InitLedgerCommand());
+  return { home, app };
+}
 
 describe('RuntimeModule: the runtime use cases as commands', () => {
   let home: string;
@@ -39,14 +59,9 @@ describe('RuntimeModule: the runtime use cases as commands', () => {
   const clock = new ManualClock('2026-05-01T12:00:00.000Z');
 
   beforeAll(async () => {
-    home = mkdtempSync(join(tmpdir(), 'assay-runtime-module-'));
     fake = new FakeContainerRuntime();
     fake.available = false;
-    app = await NestFactory.createApplicationContext(
-      RuntimeModule.forHome(home, { clock, ids: new SequentialIds('00000000-0000-4000-8000'), containers: fake }),
-      { logger: false, abortOnError: false },
-    );
-    await app.get(CommandBus).execute(new InitLedgerCommand());
+    ({ home, app } = await bootModule('assay-runtime-module-', clock, '00000000-0000-4000-8000', fake));
   }, 30_000);
 
   afterAll(async () => {
@@ -123,4 +138,54 @@ describe('RuntimeModule: the runtime use cases as commands', () => {
       message: expect.stringContaining('fake: unavailable'),
     });
   }, 30_000);
+});
+
+describe("RuntimeModule's JudgeRuntime: the module's ledger and snapshot store, shared by its commands", () => {
+  let home: string;
+  let app: INestApplicationContext;
+  const clock = new ManualClock('2026-05-02T09:00:00.000Z');
+
+  beforeAll(async () => {
+    const fake = new FakeContainerRuntime();
+    fake.addImage({ tag: 'assay/base:bookworm' });
+    installFakeEntrypoint(fake);
+    ({ home, app } = await bootModule('assay-runtime-module-judge-', clock, '33333333-0000-4000-8000', fake));
+  }, 30_000);
+
+  afterAll(async () => {
+    await app?.close();
+    rmSync(home, { recursive: true, force: true });
+  });
+
+  it('is composed over the providers the module holds, and closing it leaves them open', async () => {
+    const rt = await app.get(RuntimeComposition).judgeRuntime({});
+    expect(rt.ledgerHome).toBe(await app.get(LedgerHomeProvider).get());
+    expect(rt.snapshotHome).toBe(await app.get(SnapshotHomeProvider).writer());
+    await rt.close();
+    // still open: the module's ledger appends, its store answers
+    await app.get(CommandBus).execute(new AppendEventsCommand('note-module', [{ type: 'Note', data: { text: 'after close' } }]));
+    expect(await rt.snapshotHome.pins()).toEqual(expect.any(Array));
+  });
+
+  it('Judges on a snapshot record through the module ledger, with its clock and ids', async () => {
+    const task = writeFakeRunTask(mkdtempSync(join(tmpdir(), 'assay-runtime-module-task-')));
+    try {
+      const r = await app
+        .get(CommandBus)
+        .execute(new JudgeSnapshotCommand({ home, taskDir: task, snapshot: join(task, 'environment', 'workspace'), repeat: 2 }));
+      expect(r.results.map((j) => [j.status, j.status === 'completed' ? j.primaryScore : null])).toEqual([
+        ['completed', 0.5],
+        ['completed', 0.5],
+      ]);
+      const events = (await app.get(QueryBus).execute(new ReadEventsQuery({ limit: 1000 }))).map((e) => e.envelope);
+      const judged = events.filter((e) => ['ImageBuilt', 'JudgeLaunched', 'JudgeCompleted', 'RewardRecorded'].includes(e.type));
+      expect(judged.map((e) => e.type)).toEqual(['ImageBuilt', 'ImageBuilt', ...Array(2).fill(['JudgeLaunched', 'JudgeCompleted', 'RewardRecorded']).flat()]);
+      expect(new Set(judged.map((e) => e.time))).toEqual(new Set(['2026-05-02T09:00:00.000Z']));
+      expect(judged.every((e) => e.id.startsWith('33333333-0000-4000-8000-'))).toBe(true);
+      // the snapshot judged is in the module's store
+      expect(await (await app.get(SnapshotHomeProvider).reader()).verify(parseCid(r.snapshot))).toBeTruthy();
+    } finally {
+      rmSync(task, { recursive: true, force: true });
+    }
+  }, 60_000);
 });

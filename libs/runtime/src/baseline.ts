@@ -20,7 +20,7 @@ import { judgeError } from '@assay/judge';
 import { loadTaskPlan, type RunSettingsOverrides } from '@assay/task-format';
 import { baselineEventData, baselineStream, summarizeScores, taskIdOf, type BaselineKind, type BaselineRepeat } from '@assay/run';
 import type { JsonObject } from '@assay/ledger';
-import { openJudgeRuntime } from './judge-runtime';
+import { judgeRuntimeFor, type JudgeRuntimeSource } from './judge-runtime';
 import { runFingerprint } from './run-fingerprint';
 import { applyOracle, containerSpec, extractDir } from './task-check';
 
@@ -29,6 +29,8 @@ export interface BaselineOptions {
   readonly clock?: Clock;
   /** The ids of its events and Judges; random by default. */
   readonly ids?: IdGenerator;
+  /** The module's JudgeRuntime (RuntimeModule binds it); absent: one opened over `home` for the call. */
+  readonly judgeRuntime?: JudgeRuntimeSource;
   /** ASSAY_HOME: its ledger records the Judges and the baselines; its store keeps the snapshots judged. */
   readonly home: string;
   /** Judges of each workspace (1 to 20; default 3). */
@@ -84,7 +86,7 @@ export async function recordBaseline(taskDir: string, o: BaselineOptions): Promi
   const repeat = o.repeat ?? 3;
   const log = o.log ?? (() => undefined);
   await loadTaskPlan(dir); // an invalid task fails here, before Docker or the ledger is touched
-  const rt = await openJudgeRuntime(o);
+  const rt = await judgeRuntimeFor(o);
   const scratch = fs.mkdtempSync(join(tmpdir(), 'assay-baseline-'));
   try {
     const ledger = rt.ledgerHome.ledger;

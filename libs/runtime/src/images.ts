@@ -1,13 +1,13 @@
 /**
  * `assay images`' use cases: the Debian base image and a task's work and judge images, built or reused and recorded
- * as ImageBuilt (docs/judge.md, "Images"). Each opens the runtime node's JudgeRuntime (Docker, the ledger) for the
- * call, checks the daemon answers first, and closes it.
+ * as ImageBuilt (docs/judge.md, "Images"). Each takes the runtime node's JudgeRuntime (Docker, the ledger: the
+ * module's, or one opened for the call), checks the daemon answers first, and releases it.
  */
 import { systemClock } from '@assay/core';
 import type { TaskImages } from '@assay/judge';
 import { loadTaskPlan } from '@assay/task-format';
 import { buildBaseImage, type BaseImageResult } from './base-image';
-import { openJudgeRuntime, type JudgeRuntime, type RuntimeUseCaseOptions } from './judge-runtime';
+import { judgeRuntimeFor, type JudgeRuntime, type RuntimeUseCaseOptions } from './judge-runtime';
 
 export interface ImagesOptions extends RuntimeUseCaseOptions {
   /** Rebuild even when an image of the same recipe exists. */
@@ -15,7 +15,7 @@ export interface ImagesOptions extends RuntimeUseCaseOptions {
 }
 
 async function withJudgeRuntime<T>(o: ImagesOptions, fn: (rt: JudgeRuntime) => Promise<T>): Promise<T> {
-  const rt = await openJudgeRuntime(o);
+  const rt = await judgeRuntimeFor(o);
   try {
     await rt.containers.ping();
     return await fn(rt);

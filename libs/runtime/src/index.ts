@@ -1,7 +1,17 @@
 // @assay/runtime, the runtime node: the composition of Docker, the snapshot store and the ledger for the Judges
 // (JudgeRuntime), task images, task checks and baselines, and the research run's Work container (runResearch).
 // Only apps import it (lib-layers-runtime): it is the outermost lib, built on judge, run and the layers below.
-export { JudgeRuntime, homeTag, type JudgeRuntimeOptions, type LoadedTask } from './judge-runtime';
+export {
+  JudgeRuntime,
+  composeJudgeRuntime,
+  homeTag,
+  judgeRuntimeFor,
+  openJudgeRuntime,
+  type JudgeRuntimeOptions,
+  type JudgeRuntimeParts,
+  type JudgeRuntimeSource,
+  type LoadedTask,
+} from './judge-runtime';
 export { SnapshotStoreAdapter } from './snapshot-store.adapter';
 export { ContainerSnapshotter, rootfsSnapshotPolicy } from './rootfs-snapshotter';
 export { buildBaseImage, type BaseImageResult } from './base-image';
@@ -17,7 +27,7 @@ export { importTask, taskDigests, type TaskImport } from './task-import';
 export { rejudgeBundle, type RejudgeBundleOptions } from './rejudge-bundle';
 export { exportRunBundle, exportRejudgeReport, type ExportRunBundleOptions, type BundleSigning } from './bundle-export';
 export { judgeSnapshot, type JudgeSnapshotOptions, type JudgeSnapshotReport, type JudgeSnapshotReady } from './judge-snapshot';
-export { RuntimeModule, RUNTIME_HANDLERS } from './nest/runtime.module';
+export { RuntimeComposition, RuntimeModule, RUNTIME_HANDLERS } from './nest/runtime.module';
 export {
   RunResearchCommand,
   CheckTaskCommand,

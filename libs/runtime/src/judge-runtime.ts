@@ -1,7 +1,9 @@
 /**
- * The runtime node's composition root for Judges and images: Docker (dockerode), the snapshot store under
- * ASSAY_HOME, and the signing ledger. The runtime signs with the runtime and judge keys only: the controller key is
- * never loaded into the Ledger it appends through, so an event type that needs it cannot be signed from here.
+ * The runtime node's composition of Judges and images: the container runtime (dockerode by default), the snapshot
+ * store under ASSAY_HOME, and the signing ledger. `composeJudgeRuntime` composes it over parts already opened
+ * (RuntimeModule's); `openJudgeRuntime` opens a home's parts for it. The Judge's recorder signs with the runtime and
+ * judge keys only: the controller key is never in the Ledger it appends through, so an event type that needs it
+ * cannot be signed from there.
  */
 import { createHash } from 'node:crypto';
 import { existsSync, statSync } from 'node:fs';
@@ -66,8 +68,18 @@ export function homeTag(home: string): string {
   return createHash('sha256').update(resolve(home)).digest('hex').slice(0, 16);
 }
 
+/** What a JudgeRuntime is composed of: the home's opened ledger and snapshot store, and the runtime's providers. */
+export interface JudgeRuntimeParts extends Omit<JudgeRuntimeOptions, 'home' | 'clock' | 'ids' | 'containers'> {
+  readonly ledgerHome: LedgerHome;
+  readonly snapshotHome: SnapshotHome;
+  readonly containers: ContainerRuntime;
+  readonly clock: Clock;
+  readonly ids: IdGenerator;
+}
+
 export class JudgeRuntime {
-  private constructor(
+  /** Use `composeJudgeRuntime` (parts already opened) or `openJudgeRuntime` (opens the home's parts itself). */
+  constructor(
     readonly home: string,
     readonly containers: ContainerRuntime,
     readonly ledgerHome: LedgerHome,
@@ -77,60 +89,9 @@ export class JudgeRuntime {
     readonly runner: JudgeRunner,
     readonly images: TaskImageBuilder,
     private readonly outputCapBytes: number | undefined,
+    /** Closes what was opened for this runtime alone (nothing when its parts belong to a module). */
+    private readonly release: () => Promise<void>,
   ) {}
-
-  static async open(o: JudgeRuntimeOptions): Promise<JudgeRuntime> {
-    const home = resolve(o.home);
-    const clock = o.clock ?? systemClock;
-    const ids = o.ids ?? randomIds;
-    const progress = o.progress ?? silentProgress;
-    const ledgerHome = await LedgerHome.open(home, { clock, ids });
-    try {
-      const keys = ledgerHome.keys.filter((k) => k.role === 'runtime' || k.role === 'judge');
-      for (const role of ['runtime', 'judge'] as const) {
-        if (!keys.some((k) => k.role === role)) {
-          throw judgeError(
-            'JUDGE_KEYS_MISSING',
-            `no ${role} key in ${join(home, 'keys')}; the runtime signs Judge events with the runtime and judge keys (\`assay ledger init\` creates them)`,
-            { role },
-          );
-        }
-      }
-      // the home's ledger (its checkpoint witness included), signing with the runtime and judge keys only
-      const ledger = ledgerHome.ledgerSigningAs(['runtime', 'judge']);
-      const recorder = new LedgerJudgeRecorder(ledger);
-      const snapshotHome = SnapshotHome.open(home, { clock });
-      const snapshots = new SnapshotStoreAdapter(snapshotHome);
-      const containers = o.containers ?? new DockerodeRuntime();
-      const runner = new JudgeRunner({
-        runtime: containers,
-        snapshots,
-        recorder,
-        owners: o.owners ?? new ProcessOwnerRegistry(),
-        clock,
-        ids,
-        judgesDir: join(home, 'judges'),
-        homeTag: homeTag(home),
-        hostCpus: o.hostCpus ?? availableParallelism(),
-        progress,
-        judgeRuntimeDir: o.judgeRuntimeDir ?? join(assayRoot(), 'task-runtime', 'judge'),
-        procVisibility: o.procVisibility ?? procVisibilityFromEnv(),
-      });
-      const images = new TaskImageBuilder({
-        runtime: containers,
-        snapshots,
-        recorder,
-        clock,
-        logsDir: join(home, 'images', 'logs'),
-        judgeRuntimeDir: o.judgeRuntimeDir ?? join(assayRoot(), 'task-runtime', 'judge'),
-        progress,
-      });
-      return new JudgeRuntime(home, containers, ledgerHome, snapshotHome, snapshots, recorder, runner, images, o.outputCapBytes);
-    } catch (e) {
-      await ledgerHome.close();
-      throw e;
-    }
-  }
 
   /** Validates the task, builds (or reuses) its images, and prepares what every Judge of it shares. */
   async loadTask(taskDir: string, o: { metric?: string | null; hostEnv?: HostEnv; forceBuild?: boolean; gpusFromPool?: boolean } = {}): Promise<LoadedTask> {
@@ -155,9 +116,75 @@ export class JudgeRuntime {
     return { cid: arg, from: 'cid' };
   }
 
+  /** Releases what was opened for this runtime alone; a module's ledger and store stay open for the module. */
   async close(): Promise<void> {
-    await this.snapshotHome.close();
-    await this.ledgerHome.close();
+    await this.release();
+  }
+}
+
+/**
+ * A JudgeRuntime over parts already opened (RuntimeModule's ledger and snapshot store): the Judge's recorder signs
+ * through the home's ledger with the runtime and judge keys only (JUDGE_KEYS_MISSING without them). `release` is what
+ * its close() does; nothing by default, since the parts' owner closes them.
+ */
+export function composeJudgeRuntime(parts: JudgeRuntimeParts, release: () => Promise<void> = async () => undefined): JudgeRuntime {
+  const home = resolve(parts.ledgerHome.paths.home);
+  const { ledgerHome, snapshotHome, containers, clock, ids } = parts;
+  const progress = parts.progress ?? silentProgress;
+  const keys = ledgerHome.keys.filter((k) => k.role === 'runtime' || k.role === 'judge');
+  for (const role of ['runtime', 'judge'] as const) {
+    if (!keys.some((k) => k.role === role)) {
+      throw judgeError(
+        'JUDGE_KEYS_MISSING',
+        `no ${role} key in ${join(home, 'keys')}; the runtime signs Judge events with the runtime and judge keys (\`assay ledger init\` creates them)`,
+        { role },
+      );
+    }
+  }
+  // the home's ledger (its checkpoint witness included), signing with the runtime and judge keys only
+  const recorder = new LedgerJudgeRecorder(ledgerHome.ledgerSigningAs(['runtime', 'judge']));
+  const snapshots = new SnapshotStoreAdapter(snapshotHome);
+  const judgeRuntimeDir = parts.judgeRuntimeDir ?? join(assayRoot(), 'task-runtime', 'judge');
+  const runner = new JudgeRunner({
+    runtime: containers,
+    snapshots,
+    recorder,
+    owners: parts.owners ?? new ProcessOwnerRegistry(),
+    clock,
+    ids,
+    judgesDir: join(home, 'judges'),
+    homeTag: homeTag(home),
+    hostCpus: parts.hostCpus ?? availableParallelism(),
+    progress,
+    judgeRuntimeDir,
+    procVisibility: parts.procVisibility ?? procVisibilityFromEnv(),
+  });
+  const images = new TaskImageBuilder({ runtime: containers, snapshots, recorder, clock, logsDir: join(home, 'images', 'logs'), judgeRuntimeDir, progress });
+  return new JudgeRuntime(home, containers, ledgerHome, snapshotHome, snapshots, recorder, runner, images, parts.outputCapBytes, release);
+}
+
+/**
+ * A JudgeRuntime of its own over `o.home`: opens the home's ledger and snapshot store (closed by its close()), with
+ * the system's clock, random ids and the dockerode adapter unless given. For a home no module holds (a task check's
+ * scratch home, a test); RuntimeModule's commands use the module's (`RuntimeUseCaseOptions.judgeRuntime`).
+ */
+export async function openJudgeRuntime(o: JudgeRuntimeOptions): Promise<JudgeRuntime> {
+  const home = resolve(o.home);
+  const clock = o.clock ?? systemClock;
+  const ids = o.ids ?? randomIds;
+  const ledgerHome = await LedgerHome.open(home, { clock, ids });
+  let snapshotHome: SnapshotHome | null = null;
+  try {
+    snapshotHome = SnapshotHome.open(home, { clock });
+    const opened = snapshotHome;
+    return composeJudgeRuntime({ ...o, ledgerHome, snapshotHome: opened, containers: o.containers ?? new DockerodeRuntime(), clock, ids }, async () => {
+      await opened.close();
+      await ledgerHome.close();
+    });
+  } catch (e) {
+    await snapshotHome?.close();
+    await ledgerHome.close();
+    throw e;
   }
 }
 
@@ -168,14 +195,23 @@ export interface RuntimeUseCaseOptions {
   readonly ids?: IdGenerator;
   readonly containers?: ContainerRuntime;
   readonly progress?: Progress;
+  /** The module's JudgeRuntime for this call (RuntimeModule binds it); absent: the use case opens its own. */
+  readonly judgeRuntime?: JudgeRuntimeSource;
 }
+
+/** A JudgeRuntime over a module's opened parts, with this call's progress display; closing it closes nothing shared. */
+export type JudgeRuntimeSource = (o: { readonly progress?: Progress }) => Promise<JudgeRuntime>;
 
 /** What a sweep of dead judging processes removed. */
 export type JudgeSweep = Awaited<ReturnType<JudgeRunner['sweep']>>;
 
-/** JudgeRuntime.open for a use case: what it was not given keeps JudgeRuntime's default. */
-export function openJudgeRuntime(o: RuntimeUseCaseOptions): Promise<JudgeRuntime> {
-  return JudgeRuntime.open({
+/**
+ * The JudgeRuntime of a use case: the module's (`o.judgeRuntime`, over RuntimeModule's ledger and store) when the
+ * use case is dispatched, else one of its own over `o.home`.
+ */
+export function judgeRuntimeFor(o: RuntimeUseCaseOptions): Promise<JudgeRuntime> {
+  if (o.judgeRuntime) return o.judgeRuntime(o.progress ? { progress: o.progress } : {});
+  return openJudgeRuntime({
     home: o.home,
     ...(o.clock ? { clock: o.clock } : {}),
     ...(o.ids ? { ids: o.ids } : {}),

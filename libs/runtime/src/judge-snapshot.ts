@@ -10,7 +10,7 @@
  * The caller (the CLI through JudgeSnapshotCommand) presents what it is told at each step and decides the exit status.
  */
 import type { JudgeResult, RepeatedResult } from '@assay/judge';
-import { openJudgeRuntime, type JudgeSweep, type LoadedTask, type RuntimeUseCaseOptions } from './judge-runtime';
+import { judgeRuntimeFor, type JudgeSweep, type LoadedTask, type RuntimeUseCaseOptions } from './judge-runtime';
 
 type JudgeLimits = LoadedTask['prepared']['limits'];
 
@@ -58,7 +58,7 @@ export interface JudgeSnapshotReport {
 }
 
 export async function judgeSnapshot(o: JudgeSnapshotOptions): Promise<JudgeSnapshotReport> {
-  const rt = await openJudgeRuntime(o);
+  const rt = await judgeRuntimeFor(o);
   const onAbort = () => void rt.runner.cancel(String(o.signal?.reason ?? 'cancelled'));
   o.signal?.addEventListener('abort', onAbort, { once: true });
   try {

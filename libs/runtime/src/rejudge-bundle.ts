@@ -11,7 +11,7 @@ import { rejudge, verifyBundle, type RejudgeReport, type VerifyBundleOptions } f
 import { judgeError } from '@assay/judge';
 import { runClaimRules } from '@assay/run';
 import { checkTolerance, loadTaskPlan } from '@assay/task-format';
-import { openJudgeRuntime, type JudgeRuntime, type JudgeSweep, type RuntimeUseCaseOptions } from './judge-runtime';
+import { judgeRuntimeFor, type JudgeRuntime, type JudgeSweep, type RuntimeUseCaseOptions } from './judge-runtime';
 import { taskDigests } from './task-import';
 
 export interface RejudgeBundleOptions extends RuntimeUseCaseOptions {
@@ -59,7 +59,7 @@ export async function rejudgeBundle(o: RejudgeBundleOptions): Promise<RejudgeRep
           return { name: plan.name, digest, tolerance: stated ? t : null };
         },
         prepare: async () => {
-          rt = await openJudgeRuntime(o);
+          rt = await judgeRuntimeFor(o);
           if (o.signal?.aborted) onAbort();
           if (!rt.ledgerHome.ledger.key('controller'))
             throw new AssayError('LEDGER_NO_KEY_FOR_ROLE', 'refused', `recording RejudgeCompleted needs this home's controller key (in ${o.home}/keys)`);

@@ -86,7 +86,7 @@ import {
 } from '@assay/run';
 import { type RunSettingsOverrides } from '@assay/task-format';
 import { runFingerprint } from './run-fingerprint';
-import { openJudgeRuntime, homeTag, type JudgeRuntime, type LoadedTask } from './judge-runtime';
+import { judgeRuntimeFor, homeTag, type JudgeRuntime, type JudgeRuntimeSource, type LoadedTask } from './judge-runtime';
 import { assayRoot } from './repo-paths';
 import { acquireControllerLock } from './controller-lock';
 import { carryOverRootfsWork, removeCarriedImages } from './rootfs-carry-over';
@@ -215,6 +215,8 @@ export interface RunStartOptions {
    * a run on another container runtime passes its own.
    */
   readonly workWarden?: (workId: string) => WorkWarden;
+  /** The module's JudgeRuntime (RuntimeModule binds it: its ledger and store); absent: one opened over `home`. */
+  readonly judgeRuntime?: JudgeRuntimeSource;
 }
 
 interface RunMeta {
@@ -512,7 +514,7 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
   // A cancel asked of an earlier controller that ended before acting on it does not cancel this one.
   rmSync(join(p.dir, RUN_CANCEL_REQUEST), { force: true });
   try {
-    const rt = await openJudgeRuntime({ home, clock, ids, containers });
+    const rt = await judgeRuntimeFor({ home, clock, ids, containers, ...(o.judgeRuntime ? { judgeRuntime: o.judgeRuntime } : {}) });
     const work: { id: string | null } = { id: null }; // Work's container, once the session created it
     let secrets: AgentLaunchSpec | null = null; // whose values never leave in an error message
     const transcripts: AgentTranscript[] = [];

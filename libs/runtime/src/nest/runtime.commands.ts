@@ -20,7 +20,7 @@ import type { BaseImageResult } from '../base-image';
 import type { TaskImages } from '@assay/judge';
 
 /** What the composition root gives every runtime use case, so a command never carries them. */
-type Composed = 'clock' | 'ids' | 'containers';
+type Composed = 'clock' | 'ids' | 'containers' | 'judgeRuntime';
 
 /** `assay run TASK_DIR` and `assay run --resume RUN_ID`. */
 export class RunResearchCommand extends Command<RunReport> {

@@ -1,7 +1,8 @@
 /**
  * The runtime node as a NestJS module: the composition root of the runtime's use cases for the CLI. It binds the
  * container runtime (CONTAINER_RUNTIME: the dockerode adapter, or what the caller passes: tests give the in-memory
- * fake) and imports LedgerModule, which binds the Clock and the IdGenerator (CLOCK, ID_GENERATOR) and the buses, so
+ * fake), imports SnapshotsModule (the store under the home) and LedgerModule, which binds the Clock and the
+ * IdGenerator (CLOCK, ID_GENERATOR) and the buses, so
  * a run, a task check, a baseline or Judges on a snapshot stamp time and ids from the same providers as the ledger's own commands.
  */
 import { Inject, Injectable, Module, type DynamicModule } from '@nestjs/common';
@@ -9,6 +10,8 @@ import { CommandHandler, QueryHandler, type ICommandHandler, type IQueryHandler 
 import { CLOCK, ID_GENERATOR, type Clock, type IdGenerator } from '@assay/core';
 import { CONTAINER_RUNTIME, DockerodeRuntime, type ContainerRuntime } from '@assay/containers';
 import { LedgerHomeProvider, LedgerModule } from '@assay/ledger';
+import { SnapshotHomeProvider, SnapshotsModule } from '@assay/snapshots';
+import { composeJudgeRuntime, type JudgeRuntimeSource } from '../judge-runtime';
 import { readRunEventsFrom, type RunEventRecord, type RunStatusView } from '@assay/run';
 import type { BaselineList } from '../run-views';
 import { listBaselines, listRuns, recordedRunLogs } from '../run-views';
@@ -42,21 +45,43 @@ import {
   RunResearchCommand,
 } from './runtime.commands';
 
-/** What every handler takes from the module: time, ids and the container runtime. */
+/**
+ * What every handler takes from the module: time, ids, the container runtime, and the module's JudgeRuntime: the
+ * Judges and image builds composed over the module's own ledger (LedgerModule's LedgerHomeProvider) and snapshot
+ * store (SnapshotsModule's SnapshotHomeProvider), so a command opens each once and closing its JudgeRuntime closes
+ * nothing the module holds.
+ */
 @Injectable()
 export class RuntimeComposition {
   constructor(
     @Inject(CLOCK) readonly clock: Clock,
     @Inject(ID_GENERATOR) readonly ids: IdGenerator,
     @Inject(CONTAINER_RUNTIME) readonly containers: ContainerRuntime,
+    private readonly ledger: LedgerHomeProvider,
+    private readonly store: SnapshotHomeProvider,
   ) {}
+
+  readonly judgeRuntime: JudgeRuntimeSource = async ({ progress }) =>
+    composeJudgeRuntime({
+      ledgerHome: await this.ledger.get(),
+      snapshotHome: await this.store.writer(),
+      containers: this.containers,
+      clock: this.clock,
+      ids: this.ids,
+      ...(progress ? { progress } : {}),
+    });
+
+  /** What a use case is composed with: the module's providers, its JudgeRuntime included. */
+  get composed() {
+    return { clock: this.clock, ids: this.ids, containers: this.containers, judgeRuntime: this.judgeRuntime };
+  }
 }
 
 @CommandHandler(RunResearchCommand)
 export class RunResearchHandler implements ICommandHandler<RunResearchCommand> {
   constructor(private readonly c: RuntimeComposition) {}
   execute(cmd: RunResearchCommand): Promise<RunReport> {
-    return runResearch({ ...cmd.options, clock: this.c.clock, ids: this.c.ids, containers: this.c.containers });
+    return runResearch({ ...cmd.options, ...this.c.composed });
   }
 }
 
@@ -72,7 +97,7 @@ export class CheckTaskHandler implements ICommandHandler<CheckTaskCommand> {
 export class RecordBaselineHandler implements ICommandHandler<RecordBaselineCommand> {
   constructor(private readonly c: RuntimeComposition) {}
   execute(cmd: RecordBaselineCommand): Promise<BaselineReport> {
-    return recordBaseline(cmd.taskDir, { ...cmd.options, clock: this.c.clock, ids: this.c.ids, containers: this.c.containers });
+    return recordBaseline(cmd.taskDir, { ...cmd.options, ...this.c.composed });
   }
 }
 
@@ -80,7 +105,7 @@ export class RecordBaselineHandler implements ICommandHandler<RecordBaselineComm
 export class JudgeSnapshotHandler implements ICommandHandler<JudgeSnapshotCommand> {
   constructor(private readonly c: RuntimeComposition) {}
   execute(cmd: JudgeSnapshotCommand): Promise<JudgeSnapshotReport> {
-    return judgeSnapshot({ ...cmd.options, clock: this.c.clock, ids: this.c.ids, containers: this.c.containers });
+    return judgeSnapshot({ ...cmd.options, ...this.c.composed });
   }
 }
 
@@ -88,7 +113,7 @@ export class JudgeSnapshotHandler implements ICommandHandler<JudgeSnapshotComman
 export class BuildBaseImageHandler implements ICommandHandler<BuildBaseImageCommand> {
   constructor(private readonly c: RuntimeComposition) {}
   execute(cmd: BuildBaseImageCommand): Promise<BaseImageResult> {
-    return ensureBaseImage({ ...cmd.options, clock: this.c.clock, ids: this.c.ids, containers: this.c.containers });
+    return ensureBaseImage({ ...cmd.options, ...this.c.composed });
   }
 }
 
@@ -96,7 +121,7 @@ export class BuildBaseImageHandler implements ICommandHandler<BuildBaseImageComm
 export class BuildTaskImagesHandler implements ICommandHandler<BuildTaskImagesCommand> {
   constructor(private readonly c: RuntimeComposition) {}
   execute(cmd: BuildTaskImagesCommand): Promise<TaskImages & { task: string }> {
-    return ensureTaskImages(cmd.taskDir, { ...cmd.options, clock: this.c.clock, ids: this.c.ids, containers: this.c.containers });
+    return ensureTaskImages(cmd.taskDir, { ...cmd.options, ...this.c.composed });
   }
 }
 
@@ -147,7 +172,7 @@ export class TaskDigestsHandler implements IQueryHandler<TaskDigestsQuery> {
 export class RejudgeBundleHandler implements ICommandHandler<RejudgeBundleCommand> {
   constructor(private readonly c: RuntimeComposition) {}
   execute(cmd: RejudgeBundleCommand): Promise<RejudgeReport> {
-    return rejudgeBundle({ ...cmd.options, clock: this.c.clock, ids: this.c.ids, containers: this.c.containers });
+    return rejudgeBundle({ ...cmd.options, ...this.c.composed });
   }
 }
 
@@ -198,7 +223,10 @@ export class RuntimeModule {
   static forHome(home: string, o: { clock?: Clock; ids?: IdGenerator; containers?: ContainerRuntime } = {}): DynamicModule {
     return {
       module: RuntimeModule,
-      imports: [LedgerModule.forHome(home, { ...(o.clock ? { clock: o.clock } : {}), ...(o.ids ? { ids: o.ids } : {}) })],
+      imports: [
+        LedgerModule.forHome(home, { ...(o.clock ? { clock: o.clock } : {}), ...(o.ids ? { ids: o.ids } : {}) }),
+        SnapshotsModule.forHome(home, o.clock ? { clock: o.clock } : {}),
+      ],
       providers: [{ provide: CONTAINER_RUNTIME, useFactory: () => o.containers ?? new DockerodeRuntime() }, RuntimeComposition, ...RUNTIME_HANDLERS],
       exports: [CONTAINER_RUNTIME],
     };
