@@ -1,10 +1,12 @@
 /**
  * Checkpoints signed while a run goes on (libs/runtime startLiveCheckpoints): one when the log grew, none when it did
- * not, a failure logged once and tried again, and stop() waiting for a signing under way.
+ * not, a failure logged once and tried again, one signing at a time, and stop() waiting for a signing under way.
+ * The ticks are fired by the test (an injected ticker), so no assertion rests on how soon a loaded machine runs a
+ * timer; one test checks that the default interval fires at all, waiting for it without a fixed window.
  */
 import { join } from 'node:path';
 import { LedgerHome } from '@assay/ledger';
-import { startLiveCheckpoints } from '../../libs/runtime/src/run-runtime';
+import { startLiveCheckpoints, type Ticker } from '../../libs/runtime/src/run-runtime';
 import { makeTmpDir } from '../support/ledger-fixtures';
 import { deps } from '../support/ledger-home-fixtures';
 
@@ -27,26 +29,44 @@ describe('live checkpoints during a run', () => {
 
   it('signs a checkpoint after the log grows, and none while it does not', async () => {
     const lines: string[] = [];
-    const live = startLiveCheckpoints(home, 50, (l) => lines.push(l));
+    const ticks = manualTicker();
+    const live = startLiveCheckpoints(home, 50, (l) => lines.push(l), ticks.ticker);
     try {
+      expect(ticks.intervalMs).toBe(50);
       await home.ledger.append('note-1', [{ type: 'Note', data: { text: 'one' } }]);
-      await sleep(300);
+      await ticks.fire();
       const size = await home.db.events.size();
       expect(home.db.checkpoints.latest()?.treeSize).toBe(size);
       const count = home.db.checkpoints.all().length;
-      await sleep(300);
+      await ticks.fire();
+      await ticks.fire();
       expect(home.db.checkpoints.all().length).toBe(count);
       await home.ledger.append('note-1', [{ type: 'Note', data: { text: 'two' } }]);
-      await sleep(300);
+      await ticks.fire();
       expect(home.db.checkpoints.latest()?.treeSize).toBe(size + 1);
       expect(home.db.checkpoints.all().length).toBe(count + 1);
     } finally {
       await live.stop();
     }
+    expect(ticks.cancelled).toBe(true);
     expect(lines).toEqual([]);
   });
 
-  it('logs a failure once, tries again, and is off with an interval of 0', async () => {
+  it('signs on the default interval without being driven', async () => {
+    const live = startLiveCheckpoints(home, 20, () => undefined);
+    try {
+      await home.ledger.append('note-1', [{ type: 'Note', data: { text: 'three' } }]);
+      const size = await home.db.events.size();
+      // however late a loaded machine runs the interval, it runs: wait for it rather than for a fixed time
+      const deadline = Date.now() + 30_000;
+      while ((home.db.checkpoints.latest()?.treeSize ?? 0) < size && Date.now() < deadline) await sleep(20);
+      expect(home.db.checkpoints.latest()?.treeSize).toBe(size);
+    } finally {
+      await live.stop();
+    }
+  });
+
+  it('logs a failure once, tries again at each tick, and is off with an interval of 0', async () => {
     const lines: string[] = [];
     let calls = 0;
     const failing = {
@@ -58,15 +78,68 @@ describe('live checkpoints during a run', () => {
         },
       },
     };
-    const live = startLiveCheckpoints(failing, 20, (l) => lines.push(l));
-    await sleep(200);
+    const ticks = manualTicker();
+    const live = startLiveCheckpoints(failing, 20, (l) => lines.push(l), ticks.ticker);
+    await ticks.fire();
+    await ticks.fire();
+    await ticks.fire();
     await live.stop();
-    expect(calls).toBeGreaterThan(2);
+    expect(calls).toBe(3);
     expect(lines).toEqual(['a live checkpoint was not signed (tried again in 0 s): database is locked']);
-    const off = startLiveCheckpoints(failing, 0, (l) => lines.push(l));
-    const before = calls;
-    await sleep(60);
+    const offTicks = manualTicker();
+    const off = startLiveCheckpoints(failing, 0, (l) => lines.push(l), offTicks.ticker);
     await off.stop();
-    expect(calls).toBe(before);
+    expect(offTicks.started).toBe(false);
+    expect(calls).toBe(3);
+  });
+
+  it('one signing at a time: a tick while one is under way waits for it and signs nothing more', async () => {
+    let calls = 0;
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    const slow = {
+      db: { events: { size: async () => 5 }, checkpoints: { latest: () => null } },
+      ledger: {
+        checkpoint: async () => {
+          calls++;
+          await held;
+        },
+      },
+    };
+    const ticks = manualTicker();
+    const live = startLiveCheckpoints(slow, 20, () => undefined, ticks.ticker);
+    const first = ticks.fire();
+    const second = ticks.fire();
+    const stopped = live.stop();
+    let stoppedYet = false;
+    void stopped.then(() => (stoppedYet = true));
+    await sleep(20);
+    expect(stoppedYet).toBe(false);
+    release();
+    await Promise.all([first, second, stopped]);
+    expect(calls).toBe(1);
   });
 });
+
+/** A ticker the test fires by hand; each fire resolves when that tick's signing (if any) has settled. */
+function manualTicker() {
+  let tick: (() => Promise<void>) | null = null;
+  const state = {
+    started: false,
+    cancelled: false,
+    intervalMs: 0,
+    ticker: ((t: () => Promise<void>, intervalMs: number) => {
+      tick = t;
+      state.started = true;
+      state.intervalMs = intervalMs;
+      return () => {
+        state.cancelled = true;
+      };
+    }) as Ticker,
+    fire: (): Promise<void> => {
+      if (!tick) throw new Error('the ticker was not started');
+      return tick();
+    },
+  };
+  return state;
+}

@@ -844,21 +844,35 @@ function report(run: string, s: RunState, agentExitCode: number | null, dir: str
 const CANCEL_POLL_MS = 1000;
 
 /**
+ * Calls `tick` every `intervalMs` until the returned function is called. The default is a Node interval that does not
+ * keep the process alive; a test passes its own and fires the ticks itself, so nothing it asserts rests on how soon
+ * a loaded machine runs a timer.
+ */
+export type Ticker = (tick: () => Promise<void>, intervalMs: number) => () => void;
+
+export const intervalTicker: Ticker = (tick, intervalMs) => {
+  const timer = setInterval(() => void tick(), intervalMs);
+  timer.unref();
+  return () => clearInterval(timer);
+};
+
+/**
  * Signs a checkpoint every `intervalMs` while the run goes on, when the log grew since the latest one: what the
  * read models (and so `assay serve`'s live views) may show is what a signed checkpoint covers. One signing at a
- * time; a failure is logged and tried again at the next tick. `stop()` waits for a signing under way.
+ * time (a tick while one is under way does nothing); a failure is logged once and tried again at the next tick.
+ * `stop()` waits for a signing under way.
  */
-
 export function startLiveCheckpoints(
   home: { db: { events: { size(): Promise<number> }; checkpoints: { latest(): { treeSize: number } | null } }; ledger: { checkpoint(): Promise<unknown> } },
   intervalMs: number,
   log: (line: string) => void,
+  ticker: Ticker = intervalTicker,
 ): { stop(): Promise<void> } {
   if (!(intervalMs > 0)) return { stop: async () => undefined };
   let busy: Promise<void> | null = null;
   let failed = false;
-  const tick = () => {
-    if (busy) return;
+  const tick = (): Promise<void> => {
+    if (busy) return busy;
     busy = (async () => {
       const size = await home.db.events.size();
       if (size > (home.db.checkpoints.latest()?.treeSize ?? 0)) await home.ledger.checkpoint();
@@ -871,12 +885,12 @@ export function startLiveCheckpoints(
       .finally(() => {
         busy = null;
       });
+    return busy;
   };
-  const timer = setInterval(tick, intervalMs);
-  timer.unref();
+  const cancel = ticker(tick, intervalMs);
   return {
     stop: async () => {
-      clearInterval(timer);
+      cancel();
       await busy;
     },
   };
