@@ -128,7 +128,7 @@ export class JudgeRuntime {
  * its close() does; nothing by default, since the parts' owner closes them.
  */
 export function composeJudgeRuntime(parts: JudgeRuntimeParts, release: () => Promise<void> = async () => undefined): JudgeRuntime {
-  const home = resolve(parts.ledgerHome.paths.home);
+  const home = parts.ledgerHome.paths.home;
   const { ledgerHome, snapshotHome, containers, clock, ids } = parts;
   const progress = parts.progress ?? silentProgress;
   const keys = ledgerHome.keys.filter((k) => k.role === 'runtime' || k.role === 'judge');
@@ -210,12 +210,7 @@ export type JudgeSweep = Awaited<ReturnType<JudgeRunner['sweep']>>;
  * use case is dispatched, else one of its own over `o.home`.
  */
 export function judgeRuntimeFor(o: RuntimeUseCaseOptions): Promise<JudgeRuntime> {
-  if (o.judgeRuntime) return o.judgeRuntime(o.progress ? { progress: o.progress } : {});
-  return openJudgeRuntime({
-    home: o.home,
-    ...(o.clock ? { clock: o.clock } : {}),
-    ...(o.ids ? { ids: o.ids } : {}),
-    ...(o.containers ? { containers: o.containers } : {}),
-    ...(o.progress ? { progress: o.progress } : {}),
-  });
+  const { judgeRuntime, ...own } = o;
+  if (judgeRuntime) return judgeRuntime(o.progress ? { progress: o.progress } : {});
+  return openJudgeRuntime(own);
 }
