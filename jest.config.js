@@ -32,7 +32,11 @@ const base = {
 // Code run in child processes, worker threads and containers is not counted.
 const COVERAGE_FLOORS = require('./tests/coverage-floors.json');
 
+// Jest's default 5 s per test is a wall-clock limit that a loaded 2-core machine running the suite under coverage
+// exceeds for tests that start processes, Nest apps or containers; a hung test still fails, after a minute. Tests
+// that need longer set their own.
 module.exports = {
+  testTimeout: 60_000,
   coverageProvider: 'v8',
   collectCoverageFrom: ['libs/*/src/**/*.ts', 'apps/*/src/**/*.ts', '!**/*.spec.ts', '!**/index.ts', '!**/*.worker.ts'],
   coverageReporters: ['text-summary', 'json-summary'],

@@ -164,14 +164,9 @@ describe('the native directory lister', () => {
     try {
       const a = rootStat(join(dir, 'a'));
       const d = rootStat(join(dir, 'd'));
-      const idA = l.prefetcherAdd(h, join(dir, 'a'), a.dev, a.ino);
       const idBad = l.prefetcherAdd(h, join(dir, 'd'), d.dev, d.ino + 1n);
-      expect(idA).toBeGreaterThan(0);
       expect(idBad).toBeGreaterThan(0);
-      // A request the threads have not started yet is handed back (null) for the caller to list; give them time.
-      await new Promise((r) => setTimeout(r, 300));
-      const listingA = l.prefetcherTake(h, idA);
-      if (!listingA) throw new Error('a was not prefetched');
+      const { id: idA, listing: listingA } = await prefetched(l, h, join(dir, 'a'), a);
       expect(plain(decodeListing(listingA))).toEqual(plain(decodeListing(l.listDirSync(join(dir, 'a'), a.dev, a.ino))));
       const [b, ...more] = childListings(listingA);
       expect(more).toEqual([]);
@@ -202,10 +197,7 @@ describe('the native directory lister', () => {
     const h = l.prefetcherCreate(16, false);
     try {
       const a = rootStat(join(dir, 'a'));
-      const id = l.prefetcherAdd(h, join(dir, 'a'), a.dev, a.ino);
-      await new Promise((r) => setTimeout(r, 300));
-      const listing = l.prefetcherTake(h, id);
-      if (!listing) throw new Error('a was not prefetched');
+      const { listing } = await prefetched(l, h, join(dir, 'a'), a);
       expect(decodeListing(listing).map((e) => e.name)).toEqual(['b']);
       expect(childListings(listing)).toEqual([]);
     } finally {
@@ -312,3 +304,24 @@ describe('re-snapshots with the native lister', () => {
     }
   });
 });
+
+/**
+ * Queues `path` and takes its listing once the prefetcher's threads have listed it. A request they have not started
+ * yet is handed back (null) and dropped, so on a loaded machine the request is queued again after a longer wait,
+ * instead of counting on the threads to start within a fixed time.
+ */
+async function prefetched(
+  l: NativeLister,
+  h: ReturnType<NativeLister['prefetcherCreate']>,
+  path: string,
+  st: { dev: bigint; ino: bigint },
+): Promise<{ id: number; listing: Buffer }> {
+  for (let attempt = 1; attempt <= 10; attempt++) {
+    const id = l.prefetcherAdd(h, path, st.dev, st.ino);
+    expect(id).toBeGreaterThan(0);
+    await new Promise((r) => setTimeout(r, 300 * attempt));
+    const listing = l.prefetcherTake(h, id);
+    if (listing) return { id, listing };
+  }
+  throw new Error(`${path} was not prefetched in 10 tries`);
+}

@@ -102,7 +102,8 @@ describe('assay serve', () => {
       expect((await fetch(`${base}/ui/leaderboard.html`)).status).toBe(200);
       expect((await fetch(`${base}/api/docs/openapi.json`)).status).toBe(200);
       // One JSON access line per request, with the request id and route, never a token.
-      await new Promise((r) => setTimeout(r, 200));
+      const deadline = Date.now() + 30_000;
+      while (!out.stderr.includes('"path":"/tasks"') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
       const access = out.stderr
         .split('\n')
         .filter((l) => l.startsWith('{'))

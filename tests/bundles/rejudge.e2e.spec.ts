@@ -69,9 +69,7 @@ describeDocker('assay rejudge (CLI, Docker)', () => {
 
   it('reproduces the recorded score exactly in a fresh home, records a signed RejudgeCompleted, and the ledger verifies', async () => {
     const home = await freshHome('auditor');
-    const started = Date.now();
     const r = await assay(['rejudge', bundle, '--task', TASK, '--repeat', '2', '--trusted-key', rootPub, '--json'], home, 90_000);
-    const tookMs = Date.now() - started;
     expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: expect.any(String) });
     const rep = JSON.parse(r.stdout) as Report;
     expect(rep).toMatchObject({
@@ -87,7 +85,6 @@ describeDocker('assay rejudge (CLI, Docker)', () => {
     });
     expect(rep.scores).toHaveLength(2);
     for (const s of rep.scores) expect(s).toMatchObject({ status: 'completed', primaryScore: claim.claimedScore });
-    expect(tookMs).toBeLessThan(60_000);
 
     const events = await homeEvents(home);
     const rejudged = events.filter((e) => e.type === 'RejudgeCompleted');

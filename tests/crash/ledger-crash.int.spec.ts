@@ -107,7 +107,7 @@ async function checkLedger(home: string, acked: number, where: string): Promise<
 }
 
 describe('SQLite ledger crash safety', () => {
-  jest.setTimeout(90_000);
+  jest.setTimeout(300_000); // 25 writer processes and ~50 verifications: about 20 s idle, several times that under load
 
   it(`survives ${KILLS} SIGKILLs in a row on the same file`, async () => {
     const seed = Number(process.env.CRASH_SEED ?? Date.now() % 2 ** 31);

@@ -134,10 +134,11 @@ describeDocker('Judge on Docker (must-show cases)', () => {
   it('sleeps past the timeout: verifier_timeout, the container killed, its reward discarded', async () => {
     const t0 = Date.now();
     const r = await judge(fixture('sleep-timeout'), workspace({ 'main.py': '' }));
-    expect(r).toMatchObject({ status: 'verifier_timeout', rewards: null, exitCode: null, detail: expect.stringContaining('verifier timeout of 2 s') });
-    expect(Date.now() - t0).toBeLessThan(15_000);
+    expect(r).toMatchObject({ status: 'verifier_timeout', rewards: null, exitCode: null, detail: expect.stringContaining('verifier timeout of 10 s') });
+    // killed, not waited for: the verifier would sleep 300 s (the 10 s timeout leaves a loaded machine time to start it)
+    expect(Date.now() - t0).toBeLessThan(120_000);
     expect(fs.readFileSync(r.output.path, 'utf8')).toContain('sleeping past the timeout');
-  }, 60_000);
+  }, 180_000);
 
   it('exhausts memory: the 64 MiB limit holds, verifier_error noting the OOM kill', async () => {
     const r = await judge(fixture('memory-hog'), workspace({ 'main.py': '' }));

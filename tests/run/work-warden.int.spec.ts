@@ -86,6 +86,12 @@ describeDocker('Work warden (Docker)', () => {
     }
   };
 
+  /** Waits for a process to end, however long a loaded machine takes to start Node, reach Docker and exit (60 s cap). */
+  const untilDead = async (pid: number): Promise<void> => {
+    const deadline = Date.now() + 60_000;
+    while (alive(pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  };
+
   it('a controller SIGKILLed while Work is paused: the warden kills Work from outside, then exits', async () => {
     const c = await work();
     const ctl = controller(c.id);
@@ -98,7 +104,7 @@ describeDocker('Work warden (Docker)', () => {
     expect((await finished(ctl.child, 30_000)).signal).toBe('SIGKILL');
     // Without the warden it stays paused (frozen processes, held memory) until a resume.
     expect(await stateAfter(c, 15_000, (s) => s === 'exited')).toBe('exited');
-    for (let i = 0; i < 50 && alive(warden); i++) await new Promise((r) => setTimeout(r, 100));
+    await untilDead(warden);
     expect(alive(warden)).toBe(false);
   });
 
@@ -117,7 +123,7 @@ describeDocker('Work warden (Docker)', () => {
     const ctl = controller(c.id, 'close');
     await ctl.ready('closed');
     const warden = ctl.pid();
-    for (let i = 0; i < 50 && alive(warden); i++) await new Promise((r) => setTimeout(r, 100));
+    await untilDead(warden);
     expect(alive(warden)).toBe(false);
     // Its own container is stopped (in a run it is already gone by then); no other container is touched.
     expect(await stateAfter(c, 15_000, (s) => s === 'exited')).toBe('exited');

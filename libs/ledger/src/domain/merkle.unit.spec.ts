@@ -399,12 +399,10 @@ describe('newNodesForAppend and the memory node store', () => {
     store.appendLeaves(leavesOf(3));
     const more = Array.from({ length: 20000 }, (_, i) => leafHash(Buffer.from(`bulk ${i}`)));
     let calls = 0;
-    const t0 = Date.now();
     const nodes = newNodesForAppend(3, more, (l, i) => {
       calls++;
       return store.node(l, i);
     });
-    const ms = Date.now() - t0;
     expect(calls).toBe(2); // 3 = 11b
     // 20000 leaves, and every parent complete in the 20003-leaf tree but not in the 3-leaf one (just node (1, 0) was).
     // A tree of n leaves has n - popcount(n) complete parents: 20003 - 7 = 19996, less the one that existed.
@@ -412,7 +410,6 @@ describe('newNodesForAppend and the memory node store', () => {
     expect(nodes.length).toBe(20000 + 19996 - 1);
     store.appendLeaves(more);
     expect(store.leafCount()).toBe(20003);
-    expect(ms).toBeLessThan(2000);
     const all = [...leavesOf(3), ...more];
     expect(hex(rootAt(20003, (l, i) => store.node(l, i)))).toBe(hex(naiveMth(all)));
   });
