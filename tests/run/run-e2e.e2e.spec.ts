@@ -11,7 +11,7 @@ import Docker from 'dockerode';
 import { assay } from '../support/cli';
 import { REPO_ROOT, TS_REGISTER, finished } from '../support/child-process';
 import { describeDocker } from '../support/docker';
-import { homeEvents } from './support/home-events';
+import { homeEvents, untilEvents } from './support/home-events';
 import { homeTag } from '../../libs/runtime/src';
 
 jest.setTimeout(180_000);
@@ -402,8 +402,24 @@ describeDocker('assay run (CLI, Docker)', () => {
   });
 
   it('snapshots the workspace between submissions and when the agent ends', async () => {
-    const agent = 'command:echo draft > notes.txt; sleep 2.5; echo final > notes.txt';
-    const r = await assay(['run', TASK, '--agent', agent, '--run-id', 'periodic1', '--snapshot-interval', '1', '--json'], home, 120_000);
+    // The draft stays until the test has seen a periodic snapshot record it (the agent waits for a `go` file, at most
+    // 5 minutes), however long a loaded machine takes to take one.
+    const agent = 'command:echo draft > notes.txt; i=0; until [ -e go ] || [ $i -ge 600 ]; do i=$((i+1)); sleep 0.5; done; echo final > notes.txt';
+    const child = spawn(
+      process.execPath,
+      ['-r', TS_REGISTER, 'apps/cli/src/main.ts', 'run', TASK, '--agent', agent, '--run-id', 'periodic1', '--snapshot-interval', '1', '--json'],
+      {
+        cwd: REPO_ROOT,
+        stdio: ['pipe', 'pipe', 'pipe'],
+        env: { ...process.env, NODE_OPTIONS: '', ASSAY_HOME: home },
+      },
+    );
+    child.stdin.end();
+    const done = finished(child, 400_000);
+    await untilEvents(home, 'run-periodic1', (events) => JSON.stringify(events.filter((e) => e.type === 'WorkspaceEdited')).includes('notes.txt'));
+    const live = existsSync(join(home, 'runs/periodic1/workfs')) ? 'workfs' : 'workspace';
+    writeFileSync(join(home, 'runs/periodic1', live, 'go'), '');
+    const r = await done;
     expect(r.code).toBe(0);
     expect((JSON.parse(r.stdout) as Report).status).toBe('no_valid_submission');
     const run = await homeEvents(home, 'run-periodic1');
@@ -412,5 +428,5 @@ describeDocker('assay run (CLI, Docker)', () => {
     const edits = run.filter((e) => e.type === 'WorkspaceEdited');
     expect(edits.length).toBeGreaterThanOrEqual(2);
     expect(JSON.stringify(edits)).toContain('notes.txt');
-  });
+  }, 420_000);
 });

@@ -17,7 +17,7 @@ import Docker from 'dockerode';
 import { assay } from '../support/cli';
 import { REPO_ROOT, TS_REGISTER, finished } from '../support/child-process';
 import { describeDocker } from '../support/docker';
-import { homeEvents } from './support/home-events';
+import { homeEvents, untilEvents } from './support/home-events';
 import { SnapshotHome } from '@assay/snapshots';
 import { PERIODIC_SNAPSHOTS_KEPT } from '../../libs/runtime/src/run-runtime';
 import { homeTag } from '../../libs/runtime/src';
@@ -108,11 +108,19 @@ describeDocker('Work containment (CLI, Docker)', () => {
 
   it('periodic snapshots are not all pinned forever: the baseline, the rounds and the latest few stay pinned', async () => {
     const task = smallTask(root, { storageMb: 64, timeoutSec: 600 });
-    const agent = String.raw`command:for i in $(seq 1 14); do echo "$i" > "$ASSAY_WORKSPACE/optimizer.py.$i"; sleep 0.5; done`;
-    const r = await assay(['run', task, '--agent', agent, '--run-id', 'pins1', '--snapshot-interval', '1', '--json'], home, 200_000);
+    // The agent keeps changing the workspace until the test, having seen enough periodic snapshots recorded, leaves a
+    // `stop` file (at most 5 minutes): how many snapshots fit in a fixed time depends on the machine's load.
+    const agent = String.raw`command:i=0; until [ -e "$ASSAY_WORKSPACE/stop" ] || [ $i -ge 600 ]; do i=$((i+1)); echo "$i" > "$ASSAY_WORKSPACE/optimizer.py.$i"; sleep 0.5; done`;
+    const child = cli(['run', task, '--agent', agent, '--run-id', 'pins1', '--snapshot-interval', '1', '--json'], home);
+    const done = finished(child, 400_000);
+    const isPeriodic = (e: { type: string; data: Record<string, unknown> }) => e.type === 'SnapshotTaken' && e.data.round === undefined;
+    await untilEvents(home, 'run-pins1', (events) => events.filter(isPeriodic).length >= 7);
+    const live = existsSync(join(home, 'runs/pins1/workfs')) ? 'workfs' : 'workspace';
+    writeFileSync(join(home, 'runs/pins1', live, 'stop'), '');
+    const r = await done;
     expect(r.code).toBe(0);
     const run = await homeEvents(home, 'run-pins1');
-    const periodic = run.filter((e) => e.type === 'SnapshotTaken' && e.data.round === undefined).map((e) => String(e.data.root));
+    const periodic = run.filter(isPeriodic).map((e) => String(e.data.root));
     expect(periodic.length).toBeGreaterThanOrEqual(6);
     const sh = SnapshotHome.open(home);
     try {
@@ -124,7 +132,7 @@ describeDocker('Work containment (CLI, Docker)', () => {
     } finally {
       await sh.close();
     }
-  });
+  }, 420_000);
 
   it('resume kills a paused orphan rather than unpausing it: it never runs again', async () => {
     const task = smallTask(root, { storageMb: 64, timeoutSec: 600 });
@@ -156,10 +164,17 @@ describeDocker('Work containment (CLI, Docker)', () => {
 
   it('Ctrl-C records the time the agent ran', async () => {
     const task = smallTask(root, { storageMb: 64, timeoutSec: 600 });
-    const child = cli(['run', task, '--agent', 'command:sleep 120', '--run-id', 'ctrlc1', '--snapshot-interval', '0'], home);
-    child.stderr.on('data', (d: Buffer) => {
-      if (d.toString().includes('agent command starting')) setTimeout(() => child.kill('SIGINT'), 2500);
-    });
+    // SIGINT 3 s after the agent's own first line: its time runs from before that line, whatever the exec cost.
+    const child = cli(['run', task, '--agent', 'command:echo agent-up-now; sleep 120', '--run-id', 'ctrlc1', '--snapshot-interval', '0'], home);
+    let armed = false;
+    const onData = (d: Buffer) => {
+      if (!armed && /agent.*agent-up-now/.test(d.toString()) && !d.toString().includes('echo agent-up-now')) {
+        armed = true;
+        setTimeout(() => child.kill('SIGINT'), 3000);
+      }
+    };
+    child.stdout.on('data', onData);
+    child.stderr.on('data', onData);
     const r = await finished(child, 120_000);
     expect(r.code).toBe(0);
     const run = await homeEvents(home, 'run-ctrlc1');

@@ -18,3 +18,18 @@ export async function homeEvents(home: string, stream?: string): Promise<HomeEve
     await h.close();
   }
 }
+
+/**
+ * Polls `stream` of `home`'s ledger until `enough(events)` holds (a run in another process appending to it), for at
+ * most `timeoutMs`; returns the events seen last. For handshakes with an agent that holds a state until the test has
+ * seen it recorded, instead of counting on a fixed wall-clock window.
+ */
+export async function untilEvents(home: string, stream: string, enough: (events: HomeEvent[]) => boolean, timeoutMs = 180_000): Promise<HomeEvent[]> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const events = await homeEvents(home, stream).catch(() => [] as HomeEvent[]);
+    if (enough(events)) return events;
+    if (Date.now() > deadline) throw new Error(`${stream}: what the test waits for was not recorded in ${timeoutMs / 1000} s (${events.length} events)`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
