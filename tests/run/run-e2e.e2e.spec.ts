@@ -11,7 +11,7 @@ import Docker from 'dockerode';
 import { assay } from '../support/cli';
 import { REPO_ROOT, TS_REGISTER, finished } from '../support/child-process';
 import { describeDocker } from '../support/docker';
-import { homeEvents, untilEvents } from './support/home-events';
+import { homeEvents, leaveInWorkspace, untilEvents } from './support/home-events';
 import { homeTag } from '../../libs/runtime/src';
 
 jest.setTimeout(180_000);
@@ -416,9 +416,11 @@ describeDocker('assay run (CLI, Docker)', () => {
     );
     child.stdin.end();
     const done = finished(child, 400_000);
-    await untilEvents(home, 'run-periodic1', (events) => JSON.stringify(events.filter((e) => e.type === 'WorkspaceEdited')).includes('notes.txt'));
-    const live = existsSync(join(home, 'runs/periodic1/workfs')) ? 'workfs' : 'workspace';
-    writeFileSync(join(home, 'runs/periodic1', live, 'go'), '');
+    try {
+      await untilEvents(home, 'run-periodic1', (events) => JSON.stringify(events.filter((e) => e.type === 'WorkspaceEdited')).includes('notes.txt'));
+    } finally {
+      leaveInWorkspace(home, 'periodic1', 'go');
+    }
     const r = await done;
     expect(r.code).toBe(0);
     expect((JSON.parse(r.stdout) as Report).status).toBe('no_valid_submission');

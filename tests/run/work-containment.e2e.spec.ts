@@ -17,7 +17,7 @@ import Docker from 'dockerode';
 import { assay } from '../support/cli';
 import { REPO_ROOT, TS_REGISTER, finished } from '../support/child-process';
 import { describeDocker } from '../support/docker';
-import { homeEvents, untilEvents } from './support/home-events';
+import { homeEvents, leaveInWorkspace, untilEvents } from './support/home-events';
 import { SnapshotHome } from '@assay/snapshots';
 import { PERIODIC_SNAPSHOTS_KEPT } from '../../libs/runtime/src/run-runtime';
 import { homeTag } from '../../libs/runtime/src';
@@ -114,9 +114,11 @@ describeDocker('Work containment (CLI, Docker)', () => {
     const child = cli(['run', task, '--agent', agent, '--run-id', 'pins1', '--snapshot-interval', '1', '--json'], home);
     const done = finished(child, 400_000);
     const isPeriodic = (e: { type: string; data: Record<string, unknown> }) => e.type === 'SnapshotTaken' && e.data.round === undefined;
-    await untilEvents(home, 'run-pins1', (events) => events.filter(isPeriodic).length >= 7);
-    const live = existsSync(join(home, 'runs/pins1/workfs')) ? 'workfs' : 'workspace';
-    writeFileSync(join(home, 'runs/pins1', live, 'stop'), '');
+    try {
+      await untilEvents(home, 'run-pins1', (events) => events.filter(isPeriodic).length >= 7);
+    } finally {
+      leaveInWorkspace(home, 'pins1', 'stop');
+    }
     const r = await done;
     expect(r.code).toBe(0);
     const run = await homeEvents(home, 'run-pins1');
@@ -166,15 +168,20 @@ describeDocker('Work containment (CLI, Docker)', () => {
     const task = smallTask(root, { storageMb: 64, timeoutSec: 600 });
     // SIGINT 3 s after the agent's own first line: its time runs from before that line, whatever the exec cost.
     const child = cli(['run', task, '--agent', 'command:echo agent-up-now; sleep 120', '--run-id', 'ctrlc1', '--snapshot-interval', '0'], home);
+    // The agent's own line, whole, as the CLI marks agent output (`agent| `), in the output so far of either stream: a
+    // chunk may end mid-line, and the CLI's line naming the command (`echo agent-up-now; ...`) is not it.
     let armed = false;
-    const onData = (d: Buffer) => {
-      if (!armed && /agent.*agent-up-now/.test(d.toString()) && !d.toString().includes('echo agent-up-now')) {
+    const seen = { stdout: '', stderr: '' };
+    const onData = (stream: keyof typeof seen) => (d: Buffer | string) => {
+      seen[stream] += d.toString();
+      const lines = seen[stream].slice(0, seen[stream].lastIndexOf('\n') + 1);
+      if (!armed && /^agent\| agent-up-now$/m.test(lines)) {
         armed = true;
         setTimeout(() => child.kill('SIGINT'), 3000);
       }
     };
-    child.stdout.on('data', onData);
-    child.stderr.on('data', onData);
+    child.stdout.on('data', onData('stdout'));
+    child.stderr.on('data', onData('stderr'));
     const r = await finished(child, 120_000);
     expect(r.code).toBe(0);
     const run = await homeEvents(home, 'run-ctrlc1');

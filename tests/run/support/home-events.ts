@@ -1,4 +1,9 @@
-/** Reading what a run wrote to the ledger of an ASSAY_HOME (e2e tests that run the CLI against a real home). */
+/**
+ * Reading what a run wrote to the ledger of an ASSAY_HOME, and leaving its agent the file it waits for (e2e tests that
+ * run the CLI against a real home).
+ */
+import { existsSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { randomIds, systemClock } from '@assay/core';
 import { LedgerHome } from '@assay/ledger';
 
@@ -32,4 +37,14 @@ export async function untilEvents(home: string, stream: string, enough: (events:
     if (Date.now() > deadline) throw new Error(`${stream}: what the test waits for was not recorded in ${timeoutMs / 1000} s (${events.length} events)`);
     await new Promise((r) => setTimeout(r, 250));
   }
+}
+
+/**
+ * Leaves an empty file `name` in the live workspace of `run` (workfs/ where the host bound it, else workspace/), for an
+ * agent that waits for it; nothing when the run has neither (it never got that far). Call it in a `finally`, so a
+ * failed wait never leaves the agent running until its own timeout.
+ */
+export function leaveInWorkspace(home: string, run: string, name: string): void {
+  const dir = ['workfs', 'workspace'].map((d) => join(home, 'runs', run, d)).find((d) => existsSync(d));
+  if (dir) writeFileSync(join(dir, name), '');
 }
