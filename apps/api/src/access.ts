@@ -14,7 +14,7 @@
 import { SetMetadata, type CanActivate, type ExecutionContext } from '@nestjs/common';
 import type { Reflector } from '@nestjs/core';
 import { AssayError } from '@assay/core';
-import { ApiTokenStore, loadOperatorTokenHash, resolveApiToken, type ApiRole } from '@assay/ledger';
+import type { ApiRole, ApiTokensProvider } from '@assay/ledger';
 import { pathOf, type ApiRequest } from './http-edge';
 
 export type Access = { readonly kind: 'open' } | { readonly kind: 'read' } | { readonly kind: 'roles'; readonly roles: readonly ApiRole[] };
@@ -39,26 +39,13 @@ export function parseReadPolicy(raw: string | undefined): ReadPolicy {
 export type WithPrincipal = ApiRequest;
 
 export class AccessGuard implements CanActivate {
-  private store: ApiTokenStore | null = null;
-
   constructor(
     private readonly reflector: Reflector,
-    private readonly home: string,
+    /** The token table of the API's home (LedgerModule's provider: opened once it exists, closed with the app). */
+    private readonly tokens: ApiTokensProvider,
     private readonly reads: ReadPolicy,
     private readonly env: NodeJS.ProcessEnv = process.env,
   ) {}
-
-  /** The token table, opened once it exists (it may be created after the API starts). */
-  private tokens(): ApiTokenStore {
-    if (this.store?.isOpen()) return this.store;
-    this.store = ApiTokenStore.open(this.home);
-    return this.store;
-  }
-
-  close(): void {
-    this.store?.close();
-    this.store = null;
-  }
 
   canActivate(ctx: ExecutionContext): boolean {
     const access = this.reflector.getAllAndOverride<Access | undefined>(ACCESS_KEY, [ctx.getHandler(), ctx.getClass()]) ?? DEFAULT_ACCESS;
@@ -88,7 +75,7 @@ export class AccessGuard implements CanActivate {
       );
     const m = typeof header === 'string' ? BEARER.exec(header) : null;
     if (!m) throw new AssayError('API_UNAUTHENTICATED', 'unauthenticated', `${req.method} ${pathOf(req)}: send the token as "Authorization: Bearer <token>"`);
-    const principal = resolveApiToken(this.home, m[1] as string, { store: this.tokens(), env: this.env });
+    const principal = this.tokens.principal(m[1] as string, this.env);
     if (!principal) throw new AssayError('API_UNAUTHENTICATED', 'unauthenticated', 'the token is wrong or revoked');
     req.principal = principal;
     if (access.kind === 'read' || principal.role === 'admin' || access.roles.includes(principal.role)) return true;
@@ -103,7 +90,7 @@ export class AccessGuard implements CanActivate {
   }
 
   private anyTokenConfigured(): boolean {
-    return loadOperatorTokenHash(this.home, this.env) !== null || this.tokens().any();
+    return this.tokens.anyConfigured(this.env);
   }
 }
 

@@ -4,7 +4,7 @@ import { ApiExcludeController } from '@nestjs/swagger';
 import { TerminusModule } from '@nestjs/terminus';
 import { ThrottlerModule } from '@nestjs/throttler';
 import { ApiThrottlerGuard, SlidingWindowRateLimitStorage } from './rate-limit-storage';
-import { LedgerModule } from '@assay/ledger';
+import { ApiTokensProvider, LedgerModule } from '@assay/ledger';
 import { ProjectionsModule } from '@assay/projections';
 import { AccessGuard, Open } from './access';
 import { API_CONFIG, ASSAY_HOME_TOKEN, type ApiConfig } from './app.tokens';
@@ -70,7 +70,11 @@ export class AppModule {
         ApiMetrics,
         // Rate limits before authentication: a flood of wrong tokens is throttled too.
         { provide: APP_GUARD, useClass: ApiThrottlerGuard },
-        { provide: APP_GUARD, useFactory: (r: Reflector) => new AccessGuard(r, config.home, config.reads, config.env), inject: [Reflector] },
+        {
+          provide: APP_GUARD,
+          useFactory: (r: Reflector, tokens: ApiTokensProvider) => new AccessGuard(r, tokens, config.reads, config.env),
+          inject: [Reflector, ApiTokensProvider],
+        },
       ],
     };
   }

@@ -4,7 +4,7 @@ import { dirname, join, resolve } from 'node:path';
 import type { INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { AssayError, EXIT_CODES, type Clock, type IdGenerator } from '@assay/core';
-import { ApiTokenStore, loadOperatorTokenHash } from '@assay/ledger';
+import { ApiTokensProvider } from '@assay/ledger';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import { securityHeaders } from './security-headers';
 import { AppModule, type ApiConfig } from './app.module';
@@ -135,14 +135,12 @@ export function parsePort(raw: string | undefined): number {
 export async function serve(o: { home: string; host: string; port: number; env?: NodeJS.ProcessEnv; log?: (line: string) => void }): Promise<INestApplication> {
   const { home, host, port } = o;
   const env = o.env ?? process.env;
-  // A broken token configuration stops the start here rather than at the first write.
-  const tokens = ApiTokenStore.open(home);
-  const anyToken = loadOperatorTokenHash(home, env) !== null || tokens.any();
-  tokens.close();
   const reads = parseReadPolicy(env.ASSAY_API_READS);
-  const writes = anyToken ? 'writes need a token of their role' : 'reads only (no API token: `assay tokens create --role operator`)';
   const app = await createApi(home, env, { accessLog: true });
+  let anyToken: boolean;
   try {
+    // A broken token configuration stops the start here rather than at the first write.
+    anyToken = app.get(ApiTokensProvider).anyConfigured(env);
     await app.listen(port, host);
   } catch (e) {
     await app.close().catch(() => undefined);
@@ -153,6 +151,7 @@ export async function serve(o: { home: string; host: string; port: number; env?:
       throw new AssayError('API_HOST_UNAVAILABLE', 'unavailable', `cannot listen on host ${JSON.stringify(host)}`);
     throw e;
   }
+  const writes = anyToken ? 'writes need a token of their role' : 'reads only (no API token: `assay tokens create --role operator`)';
   const url = `http://${host}:${port}`;
   // ASSAY_API_STARTED_JSON=1 (`assay serve --json`): one JSON line on stdout for whatever started the server.
   if (env.ASSAY_API_STARTED_JSON === '1')

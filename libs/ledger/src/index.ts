@@ -68,6 +68,7 @@ export * from './home/api-tokens';
 export * from './nest/ledger.commands';
 export { LedgerModule } from './nest/ledger.module';
 export { LedgerHomeProvider, ASSAY_HOME } from './nest/ledger.handlers';
+export { ApiTokensProvider } from './nest/api-tokens.handlers';
 
 // witnessed checkpoints
 export * from './domain/witness';

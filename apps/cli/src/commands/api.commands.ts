@@ -5,6 +5,7 @@ import { AssayError, escapeTerminalText, systemClock } from '@assay/core';
 import type { ApiRole } from '@assay/ledger';
 import type { CliContext } from '../cli-context';
 import { libs } from '../libs';
+import { withBuses } from '../nest-context';
 
 const ROLES = ['admin', 'operator', 'auditor', 'reader'];
 
@@ -69,38 +70,28 @@ export function register(program: Command, ctx: CliContext): void {
     .requiredOption('--role <role>', `one of ${ROLES.join(', ')}`)
     .option('--name <name>', 'what the token is for (1-64 characters: letters, digits, space and . _ @ : -)', 'token')
     .option('--json', 'print JSON')
-    .action((o: { role: string; name: string; json?: boolean }) => {
-      const { ApiTokenStore, isApiRole } = libs.ledger();
+    .action(async (o: { role: string; name: string; json?: boolean }) => {
+      const { CreateApiTokenCommand, isApiRole } = libs.ledger();
       if (!isApiRole(o.role))
         throw new AssayError('CLI_USAGE', 'invalid_input', `--role must be one of ${ROLES.join(', ')}, got "${escapeTerminalText(o.role)}"`);
-      const store = ApiTokenStore.open(ctx.home, { create: true });
-      try {
-        const t = store.create({ role: o.role as ApiRole, name: o.name, clock: systemClock });
-        if (o.json) return ctx.out(JSON.stringify({ token: t.token, id: t.id, name: t.name, role: t.role, createdAt: t.createdAt, path: t.path }));
-        ctx.out(t.token);
-        ctx.err(`created token ${t.id} (${t.role}, "${escapeTerminalText(t.name)}"); only its SHA-256 is kept (${t.path}).`);
-        ctx.err('This is the only time the token is shown: keep it secret. Send it as "Authorization: Bearer <token>".');
-      } finally {
-        store.close();
-      }
+      const t = await withBuses(ctx, (b) => b.commands.execute(new CreateApiTokenCommand(o.role as ApiRole, o.name)));
+      if (o.json) return ctx.out(JSON.stringify({ token: t.token, id: t.id, name: t.name, role: t.role, createdAt: t.createdAt, path: t.path }));
+      ctx.out(t.token);
+      ctx.err(`created token ${t.id} (${t.role}, "${escapeTerminalText(t.name)}"); only its SHA-256 is kept (${t.path}).`);
+      ctx.err('This is the only time the token is shown: keep it secret. Send it as "Authorization: Bearer <token>".');
     });
 
   tokens
     .command('list')
     .description('list the tokens: id, role, name, created and revoked times (never a token or its hash)')
     .option('--json', 'print JSON')
-    .action((o: { json?: boolean }) => {
-      const { ApiTokenStore } = libs.ledger();
-      const store = ApiTokenStore.open(ctx.home);
-      try {
-        const list = store.list();
-        if (o.json) return ctx.out(JSON.stringify({ tokens: list }, null, 2));
-        if (list.length === 0) return ctx.out(`no API tokens in ${store.path}`);
-        for (const t of list)
-          ctx.out(`${t.id}  ${t.role.padEnd(8)}  ${t.createdAt}  ${t.revokedAt ? `revoked ${t.revokedAt}` : 'active'}  ${escapeTerminalText(t.name)}`);
-      } finally {
-        store.close();
-      }
+    .action(async (o: { json?: boolean }) => {
+      const { ListApiTokensQuery } = libs.ledger();
+      const { tokens: list, path } = await withBuses(ctx, (b) => b.queries.execute(new ListApiTokensQuery()));
+      if (o.json) return ctx.out(JSON.stringify({ tokens: list }, null, 2));
+      if (list.length === 0) return ctx.out(`no API tokens in ${path}`);
+      for (const t of list)
+        ctx.out(`${t.id}  ${t.role.padEnd(8)}  ${t.createdAt}  ${t.revokedAt ? `revoked ${t.revokedAt}` : 'active'}  ${escapeTerminalText(t.name)}`);
     });
 
   tokens
@@ -108,16 +99,11 @@ export function register(program: Command, ctx: CliContext): void {
     .description('revoke a token by id: the API refuses it from its next request')
     .argument('<id>', 'the token id (tk_ and 16 hex digits; `assay tokens list`)')
     .option('--json', 'print JSON')
-    .action((id: string, o: { json?: boolean }) => {
-      const { ApiTokenStore } = libs.ledger();
-      const store = ApiTokenStore.open(ctx.home);
-      try {
-        const t = store.revoke(id, systemClock);
-        if (o.json) return ctx.out(JSON.stringify(t));
-        ctx.out(`revoked ${t.id} (${t.role}) at ${t.revokedAt}`);
-      } finally {
-        store.close();
-      }
+    .action(async (id: string, o: { json?: boolean }) => {
+      const { RevokeApiTokenCommand } = libs.ledger();
+      const t = await withBuses(ctx, (b) => b.commands.execute(new RevokeApiTokenCommand(id)));
+      if (o.json) return ctx.out(JSON.stringify(t));
+      ctx.out(`revoked ${t.id} (${t.role}) at ${t.revokedAt}`);
     });
 
   const api = program.command('api').description('the older single operator token of the HTTP API (role admin); see `assay tokens` and `assay serve`');

@@ -10,6 +10,7 @@ import type { InitResult, ReadEvent } from '../home/ledger-home';
 import type { Progress } from '@assay/core';
 import type { ClaimRules } from '../domain/claims';
 import type { Role } from '../domain/roles';
+import type { ApiRole, ApiTokenInfo, CreatedApiToken } from '../home/api-tokens';
 
 export class InitLedgerCommand extends Command<InitResult> {
   constructor(public readonly origin?: string) {
@@ -133,3 +134,23 @@ export class ReadEventsQuery extends Query<ReadEvent[]> {
     super();
   }
 }
+
+/** A role token for the HTTP API (`assay tokens create`, `POST /tokens`): the token is in the result only. */
+export class CreateApiTokenCommand extends Command<CreatedApiToken> {
+  constructor(
+    public readonly role: ApiRole,
+    public readonly name: string,
+  ) {
+    super();
+  }
+}
+
+/** Revokes a role token by id (`assay tokens revoke`, `DELETE /tokens/:id`); revoking twice keeps the first time. */
+export class RevokeApiTokenCommand extends Command<ApiTokenInfo> {
+  constructor(public readonly id: string) {
+    super();
+  }
+}
+
+/** The role tokens (`assay tokens list`, `GET /tokens`): ids, names, roles, times, never a token or its hash. */
+export class ListApiTokensQuery extends Query<{ tokens: ApiTokenInfo[]; path: string }> {}
