@@ -9,7 +9,7 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { REPO_ROOT, TS_REGISTER } from '../support/child-process';
 import { assay } from '../support/cli';
-import { makeTmpDir } from '../support/ledger-fixtures';
+import { makeTmpDir, waitFor } from '../support/ledger-fixtures';
 import { homeWith, preamble, sampleVariant } from '../projections/projection-fixtures';
 
 jest.setTimeout(120_000);
@@ -102,8 +102,7 @@ describe('assay serve', () => {
       expect((await fetch(`${base}/ui/leaderboard.html`)).status).toBe(200);
       expect((await fetch(`${base}/api/docs/openapi.json`)).status).toBe(200);
       // One JSON access line per request, with the request id and route, never a token.
-      const deadline = Date.now() + 30_000;
-      while (!out.stderr.includes('"path":"/tasks"') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      await waitFor(() => out.stderr.includes('"path":"/tasks"'), 30_000, 'the access line of GET /tasks');
       const access = out.stderr
         .split('\n')
         .filter((l) => l.startsWith('{'))

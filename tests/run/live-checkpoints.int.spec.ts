@@ -7,7 +7,7 @@
 import { join } from 'node:path';
 import { LedgerHome } from '@assay/ledger';
 import { startLiveCheckpoints, type Ticker } from '../../libs/runtime/src/run-runtime';
-import { makeTmpDir } from '../support/ledger-fixtures';
+import { makeTmpDir, waitFor } from '../support/ledger-fixtures';
 import { deps } from '../support/ledger-home-fixtures';
 
 jest.setTimeout(60_000);
@@ -58,8 +58,7 @@ describe('live checkpoints during a run', () => {
       await home.ledger.append('note-1', [{ type: 'Note', data: { text: 'three' } }]);
       const size = await home.db.events.size();
       // however late a loaded machine runs the interval, it runs: wait for it rather than for a fixed time
-      const deadline = Date.now() + 30_000;
-      while ((home.db.checkpoints.latest()?.treeSize ?? 0) < size && Date.now() < deadline) await sleep(20);
+      await waitFor(() => (home.db.checkpoints.latest()?.treeSize ?? 0) >= size, 30_000, 'a checkpoint signed on the interval');
       expect(home.db.checkpoints.latest()?.treeSize).toBe(size);
     } finally {
       await live.stop();

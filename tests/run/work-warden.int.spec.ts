@@ -10,6 +10,7 @@ import { spawn } from 'node:child_process';
 import Docker from 'dockerode';
 import { REPO_ROOT, TS_REGISTER, finished } from '../support/child-process';
 import { describeDocker } from '../support/docker';
+import { waitFor } from '../support/ledger-fixtures';
 
 jest.setTimeout(120_000);
 
@@ -87,10 +88,7 @@ describeDocker('Work warden (Docker)', () => {
   };
 
   /** Waits for a process to end, however long a loaded machine takes to start Node, reach Docker and exit (60 s cap). */
-  const untilDead = async (pid: number): Promise<void> => {
-    const deadline = Date.now() + 60_000;
-    while (alive(pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-  };
+  const untilDead = (pid: number): Promise<void> => waitFor(() => !alive(pid), 60_000, `process ${pid} to end`);
 
   it('a controller SIGKILLed while Work is paused: the warden kills Work from outside, then exits', async () => {
     const c = await work();

@@ -62,3 +62,15 @@ export async function waitFor(cond: () => boolean, ms = 5000, what = 'condition'
     await new Promise((r) => setTimeout(r, 5));
   }
 }
+
+/**
+ * waitFor for a condition that must be awaited (a read of another process's ledger, a Docker call): one call at a
+ * time, `intervalMs` apart; rejects after `ms`. `what` may be a function, to say what was seen last.
+ */
+export async function waitForAsync(cond: () => Promise<boolean>, ms = 5000, what: string | (() => string) = 'condition', intervalMs = 5): Promise<void> {
+  const start = Date.now();
+  while (!(await cond())) {
+    if (Date.now() - start > ms) throw new Error(`timed out after ${ms} ms waiting for ${typeof what === 'function' ? what() : what}`);
+    await new Promise((r) => setTimeout(r, intervalMs));
+  }
+}

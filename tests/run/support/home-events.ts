@@ -6,6 +6,7 @@ import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomIds, systemClock } from '@assay/core';
 import { LedgerHome } from '@assay/ledger';
+import { waitForAsync } from '../../support/ledger-fixtures';
 
 export interface HomeEvent {
   type: string;
@@ -30,13 +31,14 @@ export async function homeEvents(home: string, stream?: string): Promise<HomeEve
  * seen it recorded, instead of counting on a fixed wall-clock window.
  */
 export async function untilEvents(home: string, stream: string, enough: (events: HomeEvent[]) => boolean, timeoutMs = 180_000): Promise<HomeEvent[]> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const events = await homeEvents(home, stream).catch(() => [] as HomeEvent[]);
-    if (enough(events)) return events;
-    if (Date.now() > deadline) throw new Error(`${stream}: what the test waits for was not recorded in ${timeoutMs / 1000} s (${events.length} events)`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
+  let events: HomeEvent[] = [];
+  await waitForAsync(
+    async () => enough((events = await homeEvents(home, stream).catch(() => [] as HomeEvent[]))),
+    timeoutMs,
+    () => `${stream} to record what the test waits for (${events.length} events)`,
+    250,
+  );
+  return events;
 }
 
 /**
