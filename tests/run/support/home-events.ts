@@ -4,7 +4,7 @@
  */
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { randomIds, systemClock } from '@assay/core';
+import { AssayError, randomIds, systemClock } from '@assay/core';
 import { LedgerHome } from '@assay/ledger';
 import { waitForAsync } from '../../support/ledger-fixtures';
 
@@ -25,15 +25,22 @@ export async function homeEvents(home: string, stream?: string): Promise<HomeEve
   }
 }
 
+/** No events when `home` has no ledger yet (LEDGER_NOT_INITIALIZED); any other read error is rethrown. */
+function noEventsIfUninitialised(e: unknown): HomeEvent[] {
+  if (e instanceof AssayError && e.code === 'LEDGER_NOT_INITIALIZED') return [];
+  throw e;
+}
+
 /**
  * Polls `stream` of `home`'s ledger until `enough(events)` holds (a run in another process appending to it), for at
- * most `timeoutMs`; returns the events seen last. For handshakes with an agent that holds a state until the test has
+ * most `timeoutMs`; returns the events seen last. A home whose ledger is not initialised yet reads as no events; any
+ * other error reading it fails the wait at once. For handshakes with an agent that holds a state until the test has
  * seen it recorded, instead of counting on a fixed wall-clock window.
  */
 export async function untilEvents(home: string, stream: string, enough: (events: HomeEvent[]) => boolean, timeoutMs = 180_000): Promise<HomeEvent[]> {
   let events: HomeEvent[] = [];
   await waitForAsync(
-    async () => enough((events = await homeEvents(home, stream).catch(() => [] as HomeEvent[]))),
+    async () => enough((events = await homeEvents(home, stream).catch(noEventsIfUninitialised))),
     timeoutMs,
     () => `${stream} to record what the test waits for (${events.length} events)`,
     250,
