@@ -850,7 +850,7 @@ const CANCEL_POLL_MS = 1000;
  */
 export type Ticker = (tick: () => Promise<void>, intervalMs: number) => () => void;
 
-export const intervalTicker: Ticker = (tick, intervalMs) => {
+const intervalTicker: Ticker = (tick, intervalMs) => {
   const timer = setInterval(() => void tick(), intervalMs);
   timer.unref();
   return () => clearInterval(timer);
