@@ -214,18 +214,11 @@ export class ApiTokenStore {
 }
 
 /**
- * Who presents `token` in `home`: a role token from the table, or the older operator token (role admin); null for
- * anything else. `store` is the open table (the API's); without it the table is opened for this one lookup.
+ * Who presents `token` in `home`: a role token of `store` (the home's open table; ApiTokensProvider holds it), or
+ * the older operator token (role admin); null for anything else.
  */
-export function resolveApiToken(home: string, token: string, o: { store?: ApiTokenStore; env?: NodeJS.ProcessEnv } = {}): ApiPrincipal | null {
-  if (API_TOKEN_RE.test(token)) {
-    const store = o.store ?? ApiTokenStore.open(home);
-    try {
-      return store.find(token);
-    } finally {
-      if (!o.store) store.close();
-    }
-  }
+export function resolveApiToken(home: string, token: string, o: { store: ApiTokenStore; env?: NodeJS.ProcessEnv }): ApiPrincipal | null {
+  if (API_TOKEN_RE.test(token)) return o.store.find(token);
   const legacy = loadOperatorTokenHash(home, o.env);
   return legacy && operatorTokenMatches(token, legacy) ? { id: 'operator-token', name: 'operator token', role: 'admin' } : null;
 }
