@@ -6,6 +6,7 @@ import { ThrottlerModule } from '@nestjs/throttler';
 import { ApiThrottlerGuard, SlidingWindowRateLimitStorage } from './rate-limit-storage';
 import { ApiTokensProvider, LedgerModule } from '@assay/ledger';
 import { ProjectionsModule } from '@assay/projections';
+import { SnapshotsModule } from '@assay/snapshots';
 import { AccessGuard, Open } from './access';
 import { API_CONFIG, ASSAY_HOME_TOKEN, type ApiConfig } from './app.tokens';
 
@@ -43,6 +44,8 @@ export class AppModule {
       imports: [
         ledger,
         ProjectionsModule.forLedger(ledger),
+        // The home's snapshot store (no sink: an exported bundle's CARs record nothing), for POST /runs/:id/bundle.
+        SnapshotsModule.forHome(config.home, config.clock ? { clock: config.clock } : {}),
         TerminusModule,
         ThrottlerModule.forRoot({
           throttlers: [{ name: 'default', ttl: 60_000, limit: config.rateLimitPerMinute }],

@@ -14,6 +14,7 @@ import type { FastifyReply as Response } from 'fastify';
 import { ApiBearerAuth, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
 import type { FastifyRequest as Request } from 'fastify';
 import { LedgerHomeProvider } from '@assay/ledger';
+import { SnapshotHomeProvider } from '@assay/snapshots';
 import { AssayError } from '@assay/core';
 import { ImportBundleCommand, importsDir } from '@assay/projections';
 import { CommandBus } from '@nestjs/cqrs';
@@ -45,6 +46,7 @@ export class RunBundleController {
   constructor(
     @Inject(API_CONFIG) private readonly config: ApiConfig,
     private readonly ledger: LedgerHomeProvider,
+    private readonly store: SnapshotHomeProvider,
   ) {}
 
   @Post(':id/bundle')
@@ -64,6 +66,7 @@ export class RunBundleController {
       const r = await exportRunBundleFromHome({
         homeDir: this.config.home,
         home,
+        snapshotStore: () => this.store.writer(),
         publisher,
         run: id,
         out,

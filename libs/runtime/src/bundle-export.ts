@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { AssayError } from '@assay/core';
 import { readPrivateKey, toSigningKey, type LedgerHome, type SigningKey } from '@assay/ledger';
+import type { SnapshotHome } from '@assay/snapshots';
 import { exportRejudgeBundle, exportRunBundleFromHome, type ExportRejudgeResult, type ExportResult, type LogMode, type SnapshotMode } from '@assay/bundles';
 
 /** A private key file that the ledger registers with role publisher or controller, not revoked. */
@@ -64,12 +65,18 @@ export interface ExportRunBundleOptions extends BundleSigning {
 }
 
 /** A run's result bundle; `signer`: who signed its statement. */
-export async function exportRunBundle(home: LedgerHome, homeDir: string, o: ExportRunBundleOptions): Promise<ExportResult & { signer: string }> {
+export async function exportRunBundle(
+  home: LedgerHome,
+  homeDir: string,
+  snapshotStore: () => Promise<SnapshotHome>,
+  o: ExportRunBundleOptions,
+): Promise<ExportResult & { signer: string }> {
   const publisher = await signingKeyOf(home, o.keyFile, homeDir);
   const checkpoint = o.cosigned ? cosignedCheckpoint(homeDir) : undefined;
   const r = await exportRunBundleFromHome({
     homeDir,
     home,
+    snapshotStore,
     publisher,
     run: o.run,
     out: o.out,

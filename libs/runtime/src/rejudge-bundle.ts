@@ -52,7 +52,7 @@ export async function rejudgeBundle(o: RejudgeBundleOptions): Promise<RejudgeRep
         compileTask: async () => {
           const plan = await loadTaskPlan(o.taskDir);
           // dry run, no stat cache: nothing is written to the home while the task is only being checked
-          const digest = (await taskDigests(o.home, o.taskDir)).task;
+          const digest = (await taskDigests(o.taskDir)).task;
           const t = checkTolerance(plan.metadata);
           if (typeof t === 'string') throw new AssayError('TASK_INVALID', 'invalid_input', `--task ${taskArg}: ${t}`);
           const stated = (plan.metadata['assay_check'] as Record<string, unknown> | undefined)?.['tolerance'] !== undefined;

@@ -7,8 +7,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Ledger } from '@assay/ledger';
-import { SnapshotHome } from '@assay/snapshots';
-import { computeTaskDigests, loadTaskPlan } from '@assay/task-format';
+import { loadTaskPlan } from '@assay/task-format';
 import {
   readBaselines,
   readRunHistories,
@@ -19,7 +18,7 @@ import {
   type Baseline,
   type RunStatusView,
 } from '@assay/run';
-import { SnapshotStoreAdapter } from './snapshot-store.adapter';
+import { taskDigests } from './task-import';
 import { controllerLockState } from './controller-lock';
 
 /**
@@ -48,17 +47,11 @@ export async function recordedRunLogs(ledger: Ledger, run: string, of: 'judge' |
  * for the task's present digest (the task directory digested as a dry-run snapshot: nothing is stored). The ledger is
  * opened only after the task directory was read, so a bad task directory is reported first.
  */
-export async function listBaselines(ledger: () => Promise<Ledger>, home: string, taskDir?: string): Promise<BaselineList> {
+export async function listBaselines(ledger: () => Promise<Ledger>, taskDir?: string): Promise<BaselineList> {
   let filter: { task: string; digest: string } | null = null;
   if (taskDir !== undefined) {
     const plan = await loadTaskPlan(taskDir);
-    const snapshots = SnapshotHome.open(home, { sink: null });
-    try {
-      const d = await computeTaskDigests(taskDir, { digest: (dir: string) => new SnapshotStoreAdapter(snapshots).digestDirectory(dir) });
-      filter = { task: taskIdOf(plan.name), digest: d.task };
-    } finally {
-      await snapshots.close();
-    }
+    filter = { task: taskIdOf(plan.name), digest: (await taskDigests(taskDir)).task };
   }
   const all = await readBaselines(await ledger()); // after the task directory's own errors, if any
   return {

@@ -9,20 +9,13 @@ import type { ContainerRuntime } from '@assay/containers';
 import type { Ledger } from '@assay/ledger';
 import { imageHint, readSmallFile, requiredImages, taskEventId } from '@assay/judge';
 import { recordOf } from '@assay/run';
-import { SnapshotHome } from '@assay/snapshots';
+import { digestDirectory } from '@assay/snapshots';
 import { computeTaskDigests, loadTaskPlan, type TaskDigests, type TaskPlan } from '@assay/task-format';
 import { AssayError } from '@assay/core';
-import { SnapshotStoreAdapter } from './snapshot-store.adapter';
 
 /** A task directory's digests, by the snapshot rules (content addressing, docs/snapshots-format.md); nothing is stored. */
-export async function taskDigests(home: string, dir: string): Promise<TaskDigests> {
-  const snapshots = SnapshotHome.open(home, { sink: null });
-  try {
-    const store = new SnapshotStoreAdapter(snapshots);
-    return await computeTaskDigests(dir, { digest: (d: string) => store.digestDirectory(d) });
-  } finally {
-    await snapshots.close();
-  }
+export function taskDigests(dir: string): Promise<TaskDigests> {
+  return computeTaskDigests(dir, { digest: (d: string) => digestDirectory(d) });
 }
 
 export interface TaskImport {
@@ -39,7 +32,7 @@ export interface TaskImport {
  * Takes the task in: the report, with `recorded` null when an image is missing (the caller says which, from
  * `images`). `ledger` is opened only when there is something to record.
  */
-export async function importTask(o: { home: string; taskDir: string; containers: ContainerRuntime; ledger: () => Promise<Ledger> }): Promise<TaskImport> {
+export async function importTask(o: { taskDir: string; containers: ContainerRuntime; ledger: () => Promise<Ledger> }): Promise<TaskImport> {
   const dir = o.taskDir;
   const plan: TaskPlan = await loadTaskPlan(dir);
   let dockerfile: string | null = null;
@@ -47,7 +40,7 @@ export async function importTask(o: { home: string; taskDir: string; containers:
     dockerfile = readSmallFile(join(dir, 'environment', 'Dockerfile'), 256 * 1024, 'environment/Dockerfile').toString('utf8');
   const { images: needed, problems } = requiredImages(plan.environment.image, dockerfile);
   if (problems.length > 0) throw new AssayError('IMAGE_DOCKERFILE_UNSUPPORTED', 'invalid_input', `${dir}: ${problems.join('; ')}`);
-  const digests = await taskDigests(o.home, dir);
+  const digests = await taskDigests(dir);
   await o.containers.ping();
   const images = [];
   for (const n of needed) {

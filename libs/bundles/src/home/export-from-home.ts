@@ -7,7 +7,7 @@ import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { AssayError } from '@assay/core';
 import type { LedgerHome, SigningKey } from '@assay/ledger';
-import { SnapshotHome, parseCid } from '@assay/snapshots';
+import { parseCid, type SnapshotHome } from '@assay/snapshots';
 import { exportBundle, type ExportResult } from '../application/export-bundle';
 import { WITHHELD_TASK_ENTRIES, type LogMode, type SnapshotMode } from '../domain/bundle-format';
 
@@ -16,6 +16,11 @@ export interface ExportFromHomeOptions {
   readonly homeDir: string;
   /** The home's ledger, opened for writing (exporting signs a checkpoint, and `--logs redacted` records LogRedacted). */
   readonly home: LedgerHome;
+  /**
+   * The home's snapshot store, opened by the caller's module (SnapshotsModule's provider) and left open here; its
+   * sink must be none: the task directory's snapshot is not a run's and records no event.
+   */
+  readonly snapshotStore: () => Promise<SnapshotHome>;
   readonly publisher: SigningKey;
   readonly run: string;
   readonly out: string;
@@ -31,15 +36,12 @@ export interface ExportFromHomeOptions {
 
 export async function exportRunBundleFromHome(o: ExportFromHomeOptions): Promise<ExportResult> {
   const writeCar = async (roots: readonly string[], file: string) => {
-    const store = SnapshotHome.open(o.homeDir);
-    try {
-      await store.exportCar(
-        roots.map((r) => parseCid(r)),
-        file,
-      );
-    } finally {
-      await store.close();
-    }
+    await (
+      await o.snapshotStore()
+    ).exportCar(
+      roots.map((r) => parseCid(r)),
+      file,
+    );
   };
   const taskDir = o.taskDir;
   const writeTaskCar =
@@ -48,14 +50,10 @@ export async function exportRunBundleFromHome(o: ExportFromHomeOptions): Promise
       : async (file: string) => {
           if (!existsSync(taskDir) || !statSync(taskDir).isDirectory())
             throw new AssayError('CLI_USAGE', 'invalid_input', `--task ${taskDir} is not a directory`, { details: { taskDir } });
-          const store = SnapshotHome.open(o.homeDir, { sink: null });
-          try {
-            const snap = await store.create(taskDir, { previous: null, label: null, useCache: false });
-            await store.exportCar([parseCid(snap.rootCid)], file, undefined, { withholdRootEntries: WITHHELD_TASK_ENTRIES });
-            return { root: snap.rootCid };
-          } finally {
-            await store.close();
-          }
+          const store = await o.snapshotStore();
+          const snap = await store.create(taskDir, { previous: null, label: null, useCache: false });
+          await store.exportCar([parseCid(snap.rootCid)], file, undefined, { withholdRootEntries: WITHHELD_TASK_ENTRIES });
+          return { root: snap.rootCid };
         };
   return exportBundle(o.home.ledger, {
     run: o.run,

@@ -145,7 +145,7 @@ export class RecordedRunLogsHandler implements IQueryHandler<RecordedRunLogsQuer
 export class ListBaselinesHandler implements IQueryHandler<ListBaselinesQuery> {
   constructor(private readonly ledger: LedgerHomeProvider) {}
   async execute(q: ListBaselinesQuery): Promise<BaselineList> {
-    return listBaselines(async () => (await this.ledger.reader()).ledger, this.ledger.home, q.taskDir);
+    return listBaselines(async () => (await this.ledger.reader()).ledger, q.taskDir);
   }
 }
 
@@ -156,15 +156,14 @@ export class ImportTaskHandler implements ICommandHandler<ImportTaskCommand> {
     private readonly ledger: LedgerHomeProvider,
   ) {}
   execute(cmd: ImportTaskCommand): Promise<TaskImport> {
-    return importTask({ home: this.ledger.home, taskDir: cmd.taskDir, containers: this.c.containers, ledger: async () => (await this.ledger.get()).ledger });
+    return importTask({ taskDir: cmd.taskDir, containers: this.c.containers, ledger: async () => (await this.ledger.get()).ledger });
   }
 }
 
 @QueryHandler(TaskDigestsQuery)
 export class TaskDigestsHandler implements IQueryHandler<TaskDigestsQuery> {
-  constructor(private readonly ledger: LedgerHomeProvider) {}
   execute(q: TaskDigestsQuery): Promise<TaskDigests> {
-    return taskDigests(this.ledger.home, q.taskDir);
+    return taskDigests(q.taskDir);
   }
 }
 
@@ -186,9 +185,12 @@ export class RunEventsSinceHandler implements IQueryHandler<RunEventsSinceQuery>
 
 @CommandHandler(ExportRunBundleCommand)
 export class ExportRunBundleHandler implements ICommandHandler<ExportRunBundleCommand> {
-  constructor(private readonly ledger: LedgerHomeProvider) {}
+  constructor(
+    private readonly ledger: LedgerHomeProvider,
+    private readonly store: SnapshotHomeProvider,
+  ) {}
   async execute(cmd: ExportRunBundleCommand): Promise<ExportResult & { signer: string }> {
-    return exportRunBundle(await this.ledger.get(), this.ledger.home, cmd.options);
+    return exportRunBundle(await this.ledger.get(), this.ledger.home, () => this.store.writer(), cmd.options);
   }
 }
 

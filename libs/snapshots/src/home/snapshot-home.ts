@@ -38,6 +38,19 @@ export interface CreateOptions {
 }
 
 /**
+ * The root CID a snapshot of `dir` would have (a task directory's digests, docs/snapshots-format.md): the tree is
+ * read and hashed, and nothing is written anywhere: no store, no stat cache, no events. Needs no Assay home.
+ */
+export async function digestDirectory(dir: string, o: Pick<SnapshotHomeOptions, 'clock' | 'workers' | 'nativeLister'> = {}): Promise<string> {
+  const source = FsTreeSource.open(dir, {
+    ...(o.workers === undefined ? {} : { workers: o.workers }),
+    ...(o.nativeLister === undefined ? {} : { nativeLister: o.nativeLister }),
+  });
+  const r = await takeSnapshot({ source, store: null, cache: null, clock: o.clock ?? systemClock, sink: null }, { dryRun: true, label: null, previous: null });
+  return r.rootCid;
+}
+
+/**
  * Snapshots as kept under an Assay home: blobs in `<home>/blobs`, the stat cache in
  * `<home>/snapshot-cache.sqlite`. The composition root for the CLI and the runtime.
  */
