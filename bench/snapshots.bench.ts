@@ -161,7 +161,7 @@ async function child(): Promise<void> {
   const dir = argValue('dir') as string;
   const dryRun = process.argv.includes('--dry-run');
   const useCache = !process.argv.includes('--no-cache');
-  const h = SnapshotHome.open(home);
+  const h = new SnapshotHome(home);
   const t = now();
   const r = await h.create(dir, { dryRun, useCache });
   const ms = now() - t;

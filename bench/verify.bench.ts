@@ -62,7 +62,7 @@ async function main(): Promise<void> {
     mkdirSync(ws);
     const fileMb = 8;
     for (let i = 0; i * fileMb < mb; i++) writeFileSync(join(ws, `data-${i}.bin`), randomBytes(Math.min(fileMb, mb - i * fileMb) * 1024 * 1024));
-    const store = SnapshotHome.open(home);
+    const store = new SnapshotHome(home);
     const snap = await store.create(ws, { previous: null, label: null });
     await store.close();
     process.stdout.write(`snapshot: ${mb} MB, ${snap.files} files, ${snap.rootCid} (${fmt((now() - t) / 1000, 1)} s)\n`);
@@ -124,7 +124,7 @@ async function main(): Promise<void> {
       publisher: key,
       snapshots: 'best',
       writeCar: async (roots, out) => {
-        const s = SnapshotHome.open(home);
+        const s = new SnapshotHome(home);
         try {
           await s.exportCar(
             roots.map((r) => parseCid(r)),

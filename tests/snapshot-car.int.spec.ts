@@ -7,7 +7,7 @@ import { CHUNK_SIZE, SnapshotHome, rawBlock } from '@assay/snapshots';
 import { scratchDirs } from './support/scratch';
 
 const { fresh } = scratchDirs('assay-snap-car-');
-const home = () => SnapshotHome.open(fresh('home'), { clock: new ManualClock('2099-01-01'), durability: 'none' });
+const home = () => new SnapshotHome(fresh('home'), { clock: new ManualClock('2099-01-01'), durability: 'none' });
 
 function varint(n: number): Buffer {
   const out: number[] = [];

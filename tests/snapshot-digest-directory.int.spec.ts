@@ -33,7 +33,7 @@ describe('digestDirectory', () => {
     expect(readdirSync(home)).toEqual([]);
     expect(readdirSync(dir).sort()).toEqual(['home', 'task']);
 
-    const store = SnapshotHome.open(home, { durability: 'none' });
+    const store = new SnapshotHome(home, { durability: 'none' });
     try {
       const taken = await store.create(task, { previous: null, label: null });
       expect(digest).toBe(taken.rootCid);

@@ -31,7 +31,7 @@ const { base, fresh } = scratchDirs('assay-snap-fs-');
 const future = () => new ManualClock('2099-01-01T00:00:00.000Z');
 
 function home(opts: SnapshotHomeOptions = {}): SnapshotHome {
-  return SnapshotHome.open(fresh('home'), { clock: future(), durability: 'none', ...opts });
+  return new SnapshotHome(fresh('home'), { clock: future(), durability: 'none', ...opts });
 }
 
 const pattern = (size: number, seed: number) => {
@@ -313,7 +313,7 @@ describe('incremental snapshots with the SQLite stat cache', () => {
     // A clock at the files' own time: entries are racily clean and never trusted. (The time the files were written,
     // not the time now: the snapshots above can take longer than the racy margin on a loaded machine, and files
     // written more than RACY_MARGIN_NS before the clock are clean, hence trusted.)
-    const racy = SnapshotHome.open(fresh('home'), { clock: new ManualClock(writtenAt), durability: 'none' });
+    const racy = new SnapshotHome(fresh('home'), { clock: new ManualClock(writtenAt), durability: 'none' });
     await racy.create(ws);
     expect((await racy.create(ws)).cache.hashed).toBe(7);
     await racy.close();
@@ -449,7 +449,7 @@ describe('garbage collection on disk', () => {
     const before = packBytes().reduce((sum, p) => sum + p.length, 0);
     expect(await h.unpin(b.root)).toBe(true);
     // A reader in another process that loaded the index (and opened packs) before the collection.
-    const reader = SnapshotHome.open(h.home, { clock: future(), durability: 'none' });
+    const reader = new SnapshotHome(h.home, { clock: future(), durability: 'none' });
     await expect(reader.verify(a.root)).resolves.toMatchObject({ files: 7 });
     const g = await h.gc({ graceMs: 0 });
     expect(g.deleted).toBe(4); // c.txt of b, the manifests of dir/sub, dir and the root of b
@@ -475,12 +475,12 @@ describe('garbage collection on disk', () => {
   it('a snapshot started during a collection waits for it, then stores and dedups against what survived', async () => {
     const ws = fresh('ws');
     writeSample(ws);
-    const h = SnapshotHome.open(fresh('home'), { clock: future(), durability: 'batch' });
+    const h = new SnapshotHome(fresh('home'), { clock: future(), durability: 'batch' });
     const first = await h.create(ws);
     await h.unpin(first.root);
     const lock = await h.store.lockForGc();
     // While the lock is held a writer cannot begin; it waits, and proceeds once the collection is over.
-    const other = SnapshotHome.open(h.home, { clock: future(), durability: 'batch' });
+    const other = new SnapshotHome(h.home, { clock: future(), durability: 'batch' });
     const pending = other.create(ws, { useCache: false });
     await new Promise((r) => setTimeout(r, 300));
     for await (const x of h.store.list()) await h.store.delete(x.cid);

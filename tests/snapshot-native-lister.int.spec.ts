@@ -237,7 +237,7 @@ describe('re-snapshots with the native lister', () => {
     const opts = policy ? { policy } : {};
     const native = await homes.native.create(ws, opts);
     const nodeFs = await homes.nodeFs.create(ws, opts);
-    const cold = SnapshotHome.open(fresh('cold'), { clock: future(), durability: 'none', nativeLister: false });
+    const cold = new SnapshotHome(fresh('cold'), { clock: future(), durability: 'none', nativeLister: false });
     const dry = await cold.create(ws, { ...opts, dryRun: true, useCache: false });
     await cold.close();
     expect(native.rootCid).toBe(dry.rootCid);
@@ -253,8 +253,8 @@ describe('re-snapshots with the native lister', () => {
       for (let f = 0; f < 5; f++) writeFileSync(join(ws, `d${d}`, f % 2 ? 'sub' : '', `f${f}.dat`), `content ${d}/${f}`);
     }
     const homes = {
-      native: SnapshotHome.open(fresh('home'), { clock: future(), durability: 'none' }),
-      nodeFs: SnapshotHome.open(fresh('home'), { clock: future(), durability: 'none', nativeLister: false }),
+      native: new SnapshotHome(fresh('home'), { clock: future(), durability: 'none' }),
+      nodeFs: new SnapshotHome(fresh('home'), { clock: future(), durability: 'none', nativeLister: false }),
     };
     try {
       expect((await threeWays(homes, ws)).cache).toEqual({ hits: 0, hashed: 20 });
@@ -295,7 +295,7 @@ describe('re-snapshots with the native lister', () => {
     const ws = fresh('ws');
     mkdirSync(join(ws, 'd'), { recursive: true });
     for (let f = 0; f < 4; f++) writeFileSync(join(ws, 'd', `f${f}`), `${f}`);
-    const racy = SnapshotHome.open(fresh('home'), { clock: new ManualClock(new Date()), durability: 'none' });
+    const racy = new SnapshotHome(fresh('home'), { clock: new ManualClock(new Date()), durability: 'none' });
     try {
       await racy.create(ws);
       expect((await racy.create(ws)).cache).toEqual({ hits: 0, hashed: 4 });

@@ -77,7 +77,7 @@ describe('a writer killed mid-write', () => {
     }
     // The dead writer's leftovers go at the next collection; the committed snapshots stay.
     const packsBefore = readdirSync(join(dir, 'packs')).filter((n) => n.endsWith('.pack')).length;
-    const h = SnapshotHome.open(home);
+    const h = new SnapshotHome(home);
     const g = await h.gc({ graceMs: 0 });
     // The dead writer's registration is gone (a half-written temp record may stay until it is a minute old).
     expect(readdirSync(join(dir, 'writers')).filter((n) => n.endsWith('.json'))).toEqual([]);

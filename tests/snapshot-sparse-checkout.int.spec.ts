@@ -40,7 +40,7 @@ const sha = (f: string) => createHash('sha256').update(readFileSync(f)).digest('
 describe('checkout of sparse files', () => {
   it('keeps them sparse: same bytes, next to nothing allocated', async () => {
     const src = sparseTree();
-    const home = SnapshotHome.open(fresh('home'), { clock: new ManualClock('2099-01-01T00:00:00.000Z'), durability: 'none' });
+    const home = new SnapshotHome(fresh('home'), { clock: new ManualClock('2099-01-01T00:00:00.000Z'), durability: 'none' });
     try {
       const snap = await home.create(src, { previous: null, label: null });
       const out = target('co');
@@ -60,7 +60,7 @@ describe('checkout of sparse files', () => {
 
   it('counts the apparent size against the limits', async () => {
     const src = sparseTree();
-    const home = SnapshotHome.open(fresh('home'), { clock: new ManualClock('2099-01-01T00:00:00.000Z'), durability: 'none' });
+    const home = new SnapshotHome(fresh('home'), { clock: new ManualClock('2099-01-01T00:00:00.000Z'), durability: 'none' });
     try {
       const snap = await home.create(src, { previous: null, label: null });
       await expect(home.checkout(parseCid(snap.rootCid), target('co'), { policy: { maxTotalBytes: 50 * MiB } })).rejects.toMatchObject({

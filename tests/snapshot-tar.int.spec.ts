@@ -43,7 +43,7 @@ describe('ingestTar (GNU tar, FsBlobStore)', () => {
     mkdirSync(dir);
     tree(dir);
     const policy = { exclude: ['*.pyc'], specialFiles: 'skip' as const };
-    const h = SnapshotHome.open(join(base, 'home'), { clock: new ManualClock('2099-01-01T00:00:00.000Z'), durability: 'none' });
+    const h = new SnapshotHome(join(base, 'home'), { clock: new ManualClock('2099-01-01T00:00:00.000Z'), durability: 'none' });
     try {
       const disk = await h.create(dir, { policy, previous: null, label: null, useCache: false });
       for (const format of ['pax', 'gnu'] as const) {

@@ -81,7 +81,7 @@ describe('result bundles, version 2', () => {
         ...(taskDir
           ? {
               writeTaskCar: async (file: string) => {
-                const store = SnapshotHome.open(home, { sink: null });
+                const store = new SnapshotHome(home, { sink: null });
                 try {
                   const snap = await store.create(taskDir, { previous: null, label: null, useCache: false });
                   await store.exportCar([parseCid(snap.rootCid)], file, undefined, { withholdRootEntries: o.withhold === false ? [] : WITHHELD_TASK_ENTRIES });
@@ -101,7 +101,7 @@ describe('result bundles, version 2', () => {
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'assay-bundle-v2-'));
-    const store = SnapshotHome.open(join(dir, 'digest'), { sink: null });
+    const store = new SnapshotHome(join(dir, 'digest'), { sink: null });
     try {
       taskDigest = (await store.create(TASK, { dryRun: true, previous: null, label: null, useCache: false })).rootCid;
     } finally {

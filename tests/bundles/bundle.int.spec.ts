@@ -27,7 +27,7 @@ describe('result bundles (export, offline verification, tampering)', () => {
   let root: string;
   let controller: SigningKey;
   const writeCar = async (roots: readonly string[], file: string) => {
-    const store = SnapshotHome.open(home);
+    const store = new SnapshotHome(home);
     try {
       await store.exportCar(
         roots.map((r) => parseCid(r)),
@@ -45,7 +45,7 @@ describe('result bundles (export, offline verification, tampering)', () => {
     await buildSampleHome(home);
     // the sample's snapshots, for real, in the home's store (each is one file, workspace.txt)
     await sampleRunEvents();
-    const store = SnapshotHome.open(home);
+    const store = new SnapshotHome(home);
     try {
       for (const [cid, content] of SAMPLE_WORKSPACES) {
         const ws = mkdtempSync(join(dir, 'ws-'));

@@ -124,7 +124,7 @@ describeDocker('Work containment (CLI, Docker)', () => {
     const run = await homeEvents(home, 'run-pins1');
     const periodic = run.filter(isPeriodic).map((e) => String(e.data.root));
     expect(periodic.length).toBeGreaterThanOrEqual(6);
-    const sh = SnapshotHome.open(home);
+    const sh = new SnapshotHome(home);
     try {
       const pinned = new Set((await sh.pins()).map((p) => p.cid.toString()));
       const kept = periodic.filter((c) => pinned.has(c));

@@ -10,7 +10,7 @@ import { SnapshotHome } from '@assay/snapshots';
 
 async function main(): Promise<void> {
   const [home, ws] = process.argv.slice(2) as [string, string];
-  const h = SnapshotHome.open(home, { durability: 'batch' });
+  const h = new SnapshotHome(home, { durability: 'batch' });
   for (let round = 0; ; round++) {
     const dir = join(ws, `round-${round % 3}`);
     mkdirSync(dir, { recursive: true });

@@ -175,7 +175,7 @@ export async function openJudgeRuntime(o: JudgeRuntimeOptions): Promise<JudgeRun
   const ledgerHome = await LedgerHome.open(home, { clock, ids });
   let snapshotHome: SnapshotHome | null = null;
   try {
-    snapshotHome = SnapshotHome.open(home, { clock });
+    snapshotHome = new SnapshotHome(home, { clock });
     const opened = snapshotHome;
     return composeJudgeRuntime({ ...o, ledgerHome, snapshotHome: opened, containers: o.containers ?? new DockerodeRuntime(), clock, ids }, async () => {
       await opened.close();

@@ -59,15 +59,12 @@ export class SnapshotHome {
   private cacheHandle: SqliteStatCache | null = null;
   private readonly clock: Clock;
 
-  private constructor(
+  /** Opens nothing yet: the blob store and the stat cache are opened on first use (a dry run uses neither). */
+  constructor(
     readonly home: string,
-    private readonly options: SnapshotHomeOptions,
+    private readonly options: SnapshotHomeOptions = {},
   ) {
     this.clock = options.clock ?? systemClock;
-  }
-
-  static open(home: string, options: SnapshotHomeOptions = {}): SnapshotHome {
-    return new SnapshotHome(home, options);
   }
 
   /** The blob store, opened (and created) on first use: a dry run without the stat cache writes nothing. */

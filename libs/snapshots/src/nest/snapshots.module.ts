@@ -62,7 +62,7 @@ export class SnapshotHomeProvider implements OnModuleDestroy {
   ) {}
 
   writer(): Promise<SnapshotHome> {
-    this.opened ??= (async () => SnapshotHome.open(this.o.home, { clock: this.clock, sink: this.boundSink ?? (await this.o.sink?.()) ?? null }))();
+    this.opened ??= (async () => new SnapshotHome(this.o.home, { clock: this.clock, sink: this.boundSink ?? (await this.o.sink?.()) ?? null }))();
     return this.opened;
   }
 
