@@ -2,14 +2,13 @@
  * `assay run` end to end, as a user runs it: a child process, a real ASSAY_HOME, Docker (Work container, fresh
  * Judges), the reference agent on examples/tasks/tiny-optimizer; a hostile command agent; Ctrl-C; resume.
  */
-import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { appendFileSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Docker from 'dockerode';
-import { assay } from '../support/cli';
-import { REPO_ROOT, TS_REGISTER, finished } from '../support/child-process';
+import { assay, spawnAssay } from '../support/cli';
+import { REPO_ROOT, finished } from '../support/child-process';
 import { describeDocker } from '../support/docker';
 import { homeEvents, leaveInWorkspace, untilEvents } from './support/home-events';
 import { homeTag } from '../../libs/runtime/src';
@@ -253,12 +252,7 @@ describeDocker('assay run (CLI, Docker)', () => {
   });
 
   it('Ctrl-C cancels the run: RunCompleted cancelled, the Work container removed', async () => {
-    const child = spawn(process.execPath, ['-r', TS_REGISTER, 'apps/cli/src/main.ts', 'run', TASK, '--agent', 'command:sleep 120', '--run-id', 'cancel1'], {
-      cwd: REPO_ROOT,
-      stdio: ['pipe', 'pipe', 'pipe'],
-      env: { ...process.env, NODE_OPTIONS: '', ASSAY_HOME: home },
-    });
-    child.stdin.end();
+    const child = spawnAssay(['run', TASK, '--agent', 'command:sleep 120', '--run-id', 'cancel1'], home);
     // While this controller runs, a resume of the same run is refused and leaves its Work container alone.
     let rival: Promise<{ code: number | null; stderr: string; work: number }> | null = null;
     child.stderr.on('data', (d: Buffer) => {
@@ -293,12 +287,7 @@ describeDocker('assay run (CLI, Docker)', () => {
 
   it('resume after the controller was killed: leftovers removed, Work restarted, the run completed from the ledger', async () => {
     const agent = 'command:if rsi-submit --list | grep -q "^round 1:"; then echo resumed-agent; exit 0; fi; rsi-submit; sleep 300';
-    const child = spawn(process.execPath, ['-r', TS_REGISTER, 'apps/cli/src/main.ts', 'run', TASK, '--agent', agent, '--run-id', 'kill1'], {
-      cwd: REPO_ROOT,
-      stdio: ['pipe', 'pipe', 'pipe'],
-      env: { ...process.env, NODE_OPTIONS: '', ASSAY_HOME: home },
-    });
-    child.stdin.end();
+    const child = spawnAssay(['run', TASK, '--agent', agent, '--run-id', 'kill1'], home);
     child.stdout.on('data', (d: Buffer) => {
       if (d.toString().includes('--- end ---')) setTimeout(() => child.kill('SIGKILL'), 300);
     });
@@ -339,16 +328,7 @@ describeDocker('assay run (CLI, Docker)', () => {
 
   it('Ctrl-C while a Judge runs: the Judge is stopped, the round refunded, the run cancelled, nothing left behind', async () => {
     const slow = join(REPO_ROOT, 'tests/fixtures/judge/tasks/long-sleep');
-    const child = spawn(
-      process.execPath,
-      ['-r', TS_REGISTER, 'apps/cli/src/main.ts', 'run', slow, '--agent', 'command:rsi-submit; echo "submit=$?"; sleep 60', '--run-id', 'cancel2'],
-      {
-        cwd: REPO_ROOT,
-        stdio: ['pipe', 'pipe', 'pipe'],
-        env: { ...process.env, NODE_OPTIONS: '', ASSAY_HOME: home },
-      },
-    );
-    child.stdin.end();
+    const child = spawnAssay(['run', slow, '--agent', 'command:rsi-submit; echo "submit=$?"; sleep 60', '--run-id', 'cancel2'], home);
     let sent = false;
     const timer = setInterval(() => {
       void (async () => {
@@ -405,17 +385,7 @@ describeDocker('assay run (CLI, Docker)', () => {
     // The draft stays until the test has seen a periodic snapshot record it (the agent waits for a `go` file, at most
     // 5 minutes), however long a loaded machine takes to take one.
     const agent = 'command:echo draft > notes.txt; i=0; until [ -e go ] || [ $i -ge 600 ]; do i=$((i+1)); sleep 0.5; done; echo final > notes.txt';
-    const child = spawn(
-      process.execPath,
-      ['-r', TS_REGISTER, 'apps/cli/src/main.ts', 'run', TASK, '--agent', agent, '--run-id', 'periodic1', '--snapshot-interval', '1', '--json'],
-      {
-        cwd: REPO_ROOT,
-        stdio: ['pipe', 'pipe', 'pipe'],
-        env: { ...process.env, NODE_OPTIONS: '', ASSAY_HOME: home },
-      },
-    );
-    child.stdin.end();
-    const done = finished(child, 400_000);
+    const done = assay(['run', TASK, '--agent', agent, '--run-id', 'periodic1', '--snapshot-interval', '1', '--json'], home, 400_000);
     try {
       await untilEvents(home, 'run-periodic1', (events) => JSON.stringify(events.filter((e) => e.type === 'WorkspaceEdited')).includes('notes.txt'));
     } finally {

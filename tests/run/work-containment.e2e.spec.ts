@@ -9,13 +9,12 @@
  *     agent-time budget; Ctrl-C records the agent's time.
  * Nothing here reaches a network: Work's network is `none`.
  */
-import { spawn } from 'node:child_process';
 import { chmodSync, cpSync, existsSync, lstatSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Docker from 'dockerode';
-import { assay } from '../support/cli';
-import { REPO_ROOT, TS_REGISTER, finished } from '../support/child-process';
+import { assay, spawnAssay } from '../support/cli';
+import { REPO_ROOT, finished } from '../support/child-process';
 import { describeDocker } from '../support/docker';
 import { homeEvents, leaveInWorkspace, untilEvents } from './support/home-events';
 import { SnapshotHome } from '@assay/snapshots';
@@ -34,16 +33,6 @@ function smallTask(dir: string, o: { storageMb: number; timeoutSec: number }): s
   writeFileSync(join(task, 'task.toml'), toml);
   return task;
 }
-
-const cli = (args: string[], home: string) => {
-  const child = spawn(process.execPath, ['-r', TS_REGISTER, 'apps/cli/src/main.ts', ...args], {
-    cwd: REPO_ROOT,
-    stdio: ['pipe', 'pipe', 'pipe'],
-    env: { ...process.env, NODE_OPTIONS: '', ASSAY_HOME: home },
-  });
-  child.stdin.end();
-  return child;
-};
 
 const HOSTILE = String.raw`set -u
 W="$ASSAY_WORKSPACE"
@@ -111,8 +100,7 @@ describeDocker('Work containment (CLI, Docker)', () => {
     // The agent keeps changing the workspace until the test, having seen enough periodic snapshots recorded, leaves a
     // `stop` file (at most 5 minutes): how many snapshots fit in a fixed time depends on the machine's load.
     const agent = String.raw`command:i=0; until [ -e "$ASSAY_WORKSPACE/stop" ] || [ $i -ge 600 ]; do i=$((i+1)); echo "$i" > "$ASSAY_WORKSPACE/optimizer.py.$i"; sleep 0.5; done`;
-    const child = cli(['run', task, '--agent', agent, '--run-id', 'pins1', '--snapshot-interval', '1', '--json'], home);
-    const done = finished(child, 400_000);
+    const done = assay(['run', task, '--agent', agent, '--run-id', 'pins1', '--snapshot-interval', '1', '--json'], home, 400_000);
     const isPeriodic = (e: { type: string; data: Record<string, unknown> }) => e.type === 'SnapshotTaken' && e.data.round === undefined;
     try {
       await untilEvents(home, 'run-pins1', (events) => events.filter(isPeriodic).length >= 7);
@@ -139,7 +127,7 @@ describeDocker('Work containment (CLI, Docker)', () => {
   it('resume kills a paused orphan rather than unpausing it: it never runs again', async () => {
     const task = smallTask(root, { storageMb: 64, timeoutSec: 600 });
     const agent = 'command:if rsi-submit --list | grep -q "^round 1:"; then echo resumed; exit 0; fi; rsi-submit; sleep 100';
-    const child = cli(['run', task, '--agent', agent, '--run-id', 'paused1', '--snapshot-interval', '0'], home);
+    const child = spawnAssay(['run', task, '--agent', agent, '--run-id', 'paused1', '--snapshot-interval', '0'], home);
     child.stdout.on('data', (d: Buffer) => {
       if (d.toString().includes('--- end ---')) setTimeout(() => child.kill('SIGKILL'), 500);
     });
@@ -167,7 +155,7 @@ describeDocker('Work containment (CLI, Docker)', () => {
   it('Ctrl-C records the time the agent ran', async () => {
     const task = smallTask(root, { storageMb: 64, timeoutSec: 600 });
     // SIGINT 3 s after the agent's own first line: its time runs from before that line, whatever the exec cost.
-    const child = cli(['run', task, '--agent', 'command:echo agent-up-now; sleep 120', '--run-id', 'ctrlc1', '--snapshot-interval', '0'], home);
+    const child = spawnAssay(['run', task, '--agent', 'command:echo agent-up-now; sleep 120', '--run-id', 'ctrlc1', '--snapshot-interval', '0'], home);
     // The agent's own line, whole, as the CLI marks agent output (`agent| `), in the output so far of either stream: a
     // chunk may end mid-line, and the CLI's line naming the command (`echo agent-up-now; ...`) is not it.
     let armed = false;
@@ -196,7 +184,7 @@ describeDocker('Work containment (CLI, Docker)', () => {
 if rsi-submit --list | grep -q "^round 1:"; then echo "resumed counter=$(cat "$W/counter")"; sleep 100; exit 0; fi
 ( i=0; while true; do i=$((i+1)); echo $i > "$W/counter"; sleep 0.1; done ) &
 sleep 3; rsi-submit; sleep 100`;
-    const child = cli(['run', task, '--agent', agent, '--run-id', 'orphan1', '--snapshot-interval', '0'], home);
+    const child = spawnAssay(['run', task, '--agent', agent, '--run-id', 'orphan1', '--snapshot-interval', '0'], home);
     child.stdout.on('data', (d: Buffer) => {
       if (d.toString().includes('--- end ---')) setTimeout(() => child.kill('SIGKILL'), 1000);
     });
