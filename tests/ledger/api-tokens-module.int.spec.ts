@@ -3,7 +3,7 @@
  * what `assay tokens ...` and `/tokens` both dispatch, and the provider the API's access guard asks, against a real
  * token table under a temporary ASSAY_HOME, stamped with the module's clock.
  */
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { NestFactory } from '@nestjs/core';
@@ -14,10 +14,13 @@ import {
   ApiTokenStore,
   ApiTokensProvider,
   CreateApiTokenCommand,
+  CreateOperatorTokenCommand,
+  DeleteOperatorTokenCommand,
   LedgerModule,
   ListApiTokensQuery,
   RevokeApiTokenCommand,
   apiTokensPath,
+  operatorTokenPath,
   type ApiRole,
 } from '@assay/ledger';
 
@@ -84,6 +87,29 @@ describe('LedgerModule: API tokens as commands and queries', () => {
     } finally {
       other.close();
     }
+  });
+
+  it('creates, rotates and deletes the older operator token (role admin) with the module clock', async () => {
+    const commands = app.get(CommandBus);
+    const tokens = app.get(ApiTokensProvider);
+    const first = await commands.execute(new CreateOperatorTokenCommand());
+    expect(first).toMatchObject({ path: operatorTokenPath(home), replaced: false });
+    expect(JSON.parse(readFileSync(operatorTokenPath(home), 'utf8'))).toMatchObject({ createdAt: T0 });
+    expect(statSync(operatorTokenPath(home)).mode & 0o777).toBe(0o600);
+    expect(tokens.principal(first.token, NO_ENV)).toEqual({ id: 'operator-token', name: 'operator token', role: 'admin' });
+    await expect(commands.execute(new CreateOperatorTokenCommand())).rejects.toMatchObject({ code: 'API_TOKEN_EXISTS' });
+
+    clock.advance(1000);
+    const second = await commands.execute(new CreateOperatorTokenCommand(true));
+    expect(second.replaced).toBe(true);
+    expect(JSON.parse(readFileSync(operatorTokenPath(home), 'utf8'))).toMatchObject({ createdAt: '2026-06-01T08:00:01.000Z' });
+    expect(tokens.principal(first.token, NO_ENV)).toBeNull();
+    expect(tokens.anyConfigured(NO_ENV)).toBe(true);
+
+    await expect(commands.execute(new DeleteOperatorTokenCommand())).resolves.toEqual({ deleted: true, path: operatorTokenPath(home) });
+    expect(tokens.principal(second.token, NO_ENV)).toBeNull();
+    expect(tokens.anyConfigured(NO_ENV)).toBe(false);
+    await expect(commands.execute(new DeleteOperatorTokenCommand())).resolves.toEqual({ deleted: false, path: operatorTokenPath(home) });
   });
 
   it('closes the table with the module', async () => {

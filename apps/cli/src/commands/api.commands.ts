@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { extname, join } from 'node:path';
 import type { Command } from 'commander';
-import { AssayError, escapeTerminalText, systemClock } from '@assay/core';
+import { AssayError, escapeTerminalText } from '@assay/core';
 import type { ApiRole } from '@assay/ledger';
 import type { CliContext } from '../cli-context';
 import { libs } from '../libs';
@@ -114,9 +114,9 @@ export function register(program: Command, ctx: CliContext): void {
     .description('create a random operator token (role admin), store its SHA-256 in <home>/api/operator-token.json (0600) and print the token once')
     .option('--rotate', 'replace the existing token (the old one stops working at once)')
     .option('--json', 'print JSON')
-    .action((o: { rotate?: boolean; json?: boolean }) => {
-      const { createOperatorToken } = libs.ledger();
-      const r = createOperatorToken(ctx.home, { clock: systemClock, ...(o.rotate ? { rotate: true } : {}) });
+    .action(async (o: { rotate?: boolean; json?: boolean }) => {
+      const { CreateOperatorTokenCommand } = libs.ledger();
+      const r = await withBuses(ctx, (b) => b.commands.execute(new CreateOperatorTokenCommand(o.rotate === true)));
       if (o.json) return ctx.out(JSON.stringify({ token: r.token, path: r.path, replaced: r.replaced }));
       ctx.out(r.token);
       ctx.err(`${r.replaced ? 'replaced the operator token' : 'created an operator token'}; only its SHA-256 is kept (${r.path}).`);
@@ -127,14 +127,10 @@ export function register(program: Command, ctx: CliContext): void {
     .command('delete')
     .description('remove the operator token: the API then serves reads only and refuses every write')
     .option('--json', 'print JSON')
-    .action((o: { json?: boolean }) => {
-      const { deleteOperatorToken, operatorTokenPath } = libs.ledger();
-      const had = deleteOperatorToken(ctx.home);
-      if (o.json) return ctx.out(JSON.stringify({ deleted: had, path: operatorTokenPath(ctx.home) }));
-      ctx.out(
-        had
-          ? `deleted ${operatorTokenPath(ctx.home)}: the API now refuses every write`
-          : `no operator token in ${operatorTokenPath(ctx.home)}: the API already refuses every write`,
-      );
+    .action(async (o: { json?: boolean }) => {
+      const { DeleteOperatorTokenCommand } = libs.ledger();
+      const { deleted, path } = await withBuses(ctx, (b) => b.commands.execute(new DeleteOperatorTokenCommand()));
+      if (o.json) return ctx.out(JSON.stringify({ deleted, path }));
+      ctx.out(deleted ? `deleted ${path}: the API now refuses every write` : `no operator token in ${path}: the API already refuses every write`);
     });
 }

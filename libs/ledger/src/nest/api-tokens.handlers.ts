@@ -1,13 +1,14 @@
 /**
- * The HTTP API's role tokens (home/api-tokens.ts) as a provider and @nestjs/cqrs handlers: `assay tokens ...` and
+ * The HTTP API's role tokens (home/api-tokens.ts) and its older operator token (home/operator-token.ts) as a provider
+ * and @nestjs/cqrs handlers: `assay tokens ...` and
  * `/tokens` dispatch the same commands, and the API's access guard asks the same provider who presents a token.
  */
 import { Inject, Injectable, type OnModuleDestroy } from '@nestjs/common';
 import { CommandHandler, QueryHandler, type ICommandHandler, type IQueryHandler } from '@nestjs/cqrs';
 import { CLOCK, type Clock } from '@assay/core';
 import { ApiTokenStore, resolveApiToken, type ApiPrincipal } from '../home/api-tokens';
-import { loadOperatorTokenHash } from '../home/operator-token';
-import { CreateApiTokenCommand, ListApiTokensQuery, RevokeApiTokenCommand } from './ledger.commands';
+import { createOperatorToken, deleteOperatorToken, loadOperatorTokenHash, operatorTokenPath } from '../home/operator-token';
+import { CreateApiTokenCommand, CreateOperatorTokenCommand, DeleteOperatorTokenCommand, ListApiTokensQuery, RevokeApiTokenCommand } from './ledger.commands';
 import { ASSAY_HOME } from './ledger.handlers';
 
 /**
@@ -76,4 +77,23 @@ export class ListApiTokensHandler implements IQueryHandler<ListApiTokensQuery> {
   }
 }
 
-export const API_TOKEN_HANDLERS = [CreateApiTokenHandler, RevokeApiTokenHandler, ListApiTokensHandler];
+@CommandHandler(CreateOperatorTokenCommand)
+export class CreateOperatorTokenHandler implements ICommandHandler<CreateOperatorTokenCommand> {
+  constructor(
+    private readonly tokens: ApiTokensProvider,
+    @Inject(CLOCK) private readonly clock: Clock,
+  ) {}
+  async execute(c: CreateOperatorTokenCommand) {
+    return createOperatorToken(this.tokens.home, { clock: this.clock, ...(c.rotate ? { rotate: true } : {}) });
+  }
+}
+
+@CommandHandler(DeleteOperatorTokenCommand)
+export class DeleteOperatorTokenHandler implements ICommandHandler<DeleteOperatorTokenCommand> {
+  constructor(private readonly tokens: ApiTokensProvider) {}
+  async execute() {
+    return { deleted: deleteOperatorToken(this.tokens.home), path: operatorTokenPath(this.tokens.home) };
+  }
+}
+
+export const API_TOKEN_HANDLERS = [CreateApiTokenHandler, RevokeApiTokenHandler, ListApiTokensHandler, CreateOperatorTokenHandler, DeleteOperatorTokenHandler];

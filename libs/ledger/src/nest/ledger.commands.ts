@@ -11,6 +11,7 @@ import type { Progress } from '@assay/core';
 import type { ClaimRules } from '../domain/claims';
 import type { Role } from '../domain/roles';
 import type { ApiRole, ApiTokenInfo, CreatedApiToken } from '../home/api-tokens';
+import type { CreatedOperatorToken } from '../home/operator-token';
 
 export class InitLedgerCommand extends Command<InitResult> {
   constructor(public readonly origin?: string) {
@@ -154,3 +155,16 @@ export class RevokeApiTokenCommand extends Command<ApiTokenInfo> {
 
 /** The role tokens (`assay tokens list`, `GET /tokens`): ids, names, roles, times, never a token or its hash. */
 export class ListApiTokensQuery extends Query<{ tokens: ApiTokenInfo[]; path: string }> {}
+
+/**
+ * The older single operator token (role admin; `assay api token create`): a random token whose SHA-256 is kept in
+ * `<home>/api/operator-token.json`; `rotate` replaces an existing one. The token is in the result only.
+ */
+export class CreateOperatorTokenCommand extends Command<CreatedOperatorToken> {
+  constructor(public readonly rotate = false) {
+    super();
+  }
+}
+
+/** Removes the operator token (`assay api token delete`); `deleted` is false when there was none. */
+export class DeleteOperatorTokenCommand extends Command<{ deleted: boolean; path: string }> {}
