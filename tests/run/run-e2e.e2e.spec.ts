@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Docker from 'dockerode';
 import { assay, spawnAssay } from '../support/cli';
-import { REPO_ROOT, finished } from '../support/child-process';
+import { REPO_ROOT, finished, onceOutput } from '../support/child-process';
 import { describeDocker } from '../support/docker';
 import { homeEvents, leaveInWorkspace, untilEvents } from './support/home-events';
 import { homeTag } from '../../libs/runtime/src';
@@ -255,8 +255,7 @@ describeDocker('assay run (CLI, Docker)', () => {
     const child = spawnAssay(['run', TASK, '--agent', 'command:sleep 120', '--run-id', 'cancel1'], home);
     // While this controller runs, a resume of the same run is refused and leaves its Work container alone.
     let rival: Promise<{ code: number | null; stderr: string; work: number }> | null = null;
-    child.stderr.on('data', (d: Buffer) => {
-      if (rival || !d.toString().includes('agent command starting')) return;
+    onceOutput(child.stderr, 'agent command starting', () => {
       rival = assay(['run', '--resume', 'cancel1'], home, 120_000).then(async (x) => {
         const work = (await workOf('cancel1')).length;
         child.kill('SIGINT');
@@ -288,9 +287,7 @@ describeDocker('assay run (CLI, Docker)', () => {
   it('resume after the controller was killed: leftovers removed, Work restarted, the run completed from the ledger', async () => {
     const agent = 'command:if rsi-submit --list | grep -q "^round 1:"; then echo resumed-agent; exit 0; fi; rsi-submit; sleep 300';
     const child = spawnAssay(['run', TASK, '--agent', agent, '--run-id', 'kill1'], home);
-    child.stdout.on('data', (d: Buffer) => {
-      if (d.toString().includes('--- end ---')) setTimeout(() => child.kill('SIGKILL'), 300);
-    });
+    onceOutput(child.stdout, '--- end ---', () => setTimeout(() => child.kill('SIGKILL'), 300));
     const r = await finished(child, 120_000);
     expect(r.signal).toBe('SIGKILL');
     expect(await workOf('kill1')).toHaveLength(1); // left behind by the killed controller

@@ -11,7 +11,7 @@ import Docker from 'dockerode';
 import { randomIds, systemClock } from '@assay/core';
 import { LedgerHome } from '@assay/ledger';
 import { assay } from '../support/cli';
-import { REPO_ROOT, TS_REGISTER } from '../support/child-process';
+import { REPO_ROOT, TS_REGISTER, onceOutput } from '../support/child-process';
 import { describeDocker } from '../support/docker';
 import { runResearch } from '../../libs/runtime/src/run-runtime';
 
@@ -116,9 +116,7 @@ describeDocker('assay run, full-rootfs task (CLI, Docker)', () => {
         env: { ...process.env, NODE_OPTIONS: '', ASSAY_HOME: home },
       },
     );
-    child.stdout.on('data', (d: Buffer) => {
-      if (d.toString().includes('--- end ---')) setTimeout(() => child.kill('SIGKILL'), 300);
-    });
+    onceOutput(child.stdout, '--- end ---', () => setTimeout(() => child.kill('SIGKILL'), 300));
     child.stderr.resume();
     const signal = await new Promise((resolve) => child.once('exit', (_c, sig) => resolve(sig)));
     expect(signal).toBe('SIGKILL');

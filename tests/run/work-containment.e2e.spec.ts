@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Docker from 'dockerode';
 import { assay, spawnAssay } from '../support/cli';
-import { REPO_ROOT, finished } from '../support/child-process';
+import { REPO_ROOT, finished, onceOutput } from '../support/child-process';
 import { describeDocker } from '../support/docker';
 import { homeEvents, leaveInWorkspace, untilEvents } from './support/home-events';
 import { SnapshotHome } from '@assay/snapshots';
@@ -128,9 +128,7 @@ describeDocker('Work containment (CLI, Docker)', () => {
     const task = smallTask(root, { storageMb: 64, timeoutSec: 600 });
     const agent = 'command:if rsi-submit --list | grep -q "^round 1:"; then echo resumed; exit 0; fi; rsi-submit; sleep 100';
     const child = spawnAssay(['run', task, '--agent', agent, '--run-id', 'paused1', '--snapshot-interval', '0'], home);
-    child.stdout.on('data', (d: Buffer) => {
-      if (d.toString().includes('--- end ---')) setTimeout(() => child.kill('SIGKILL'), 500);
-    });
+    onceOutput(child.stdout, '--- end ---', () => setTimeout(() => child.kill('SIGKILL'), 500));
     expect((await finished(child, 120_000)).signal).toBe('SIGKILL');
     // An orphan of the run as a controller killed mid-snapshot leaves it: paused, and writing the moment it thaws.
     const live = existsSync(join(home, 'runs/paused1/workfs')) ? 'workfs' : 'workspace';
@@ -185,9 +183,7 @@ if rsi-submit --list | grep -q "^round 1:"; then echo "resumed counter=$(cat "$W
 ( i=0; while true; do i=$((i+1)); echo $i > "$W/counter"; sleep 0.1; done ) &
 sleep 3; rsi-submit; sleep 100`;
     const child = spawnAssay(['run', task, '--agent', agent, '--run-id', 'orphan1', '--snapshot-interval', '0'], home);
-    child.stdout.on('data', (d: Buffer) => {
-      if (d.toString().includes('--- end ---')) setTimeout(() => child.kill('SIGKILL'), 1000);
-    });
+    onceOutput(child.stdout, '--- end ---', () => setTimeout(() => child.kill('SIGKILL'), 1000));
     const r = await finished(child, 120_000);
     expect(r.signal).toBe('SIGKILL');
     // Work stops by itself once its controller is gone

@@ -39,3 +39,21 @@ export function finished(child: ChildProcessWithoutNullStreams, timeoutMs = 30_0
 export function runTs(script: string, args: string[], timeoutMs = 30_000): Promise<ChildResult> {
   return finished(spawnTs(script, args), timeoutMs);
 }
+
+/**
+ * Calls `fn` once, as soon as what `stream` has written so far contains `marker` (ASCII), however the output is cut
+ * into chunks: a marker split across two chunks is still seen, and seen once.
+ */
+export function onceOutput(stream: NodeJS.ReadableStream, marker: string, fn: () => void): void {
+  let tail = '';
+  const onData = (d: Buffer | string) => {
+    const text = tail + d.toString();
+    if (!text.includes(marker)) {
+      tail = text.slice(-(marker.length - 1));
+      return;
+    }
+    stream.off('data', onData);
+    fn();
+  };
+  stream.on('data', onData);
+}
