@@ -37,6 +37,7 @@ describe('digestDirectory', () => {
     try {
       const taken = await store.create(task, { previous: null, label: null });
       expect(digest).toBe(taken.rootCid);
+      await expect(store.digest(task)).resolves.toBe(digest); // the Judge's and the run's digests go through it
     } finally {
       await store.close();
     }

@@ -98,8 +98,7 @@ export class SnapshotStoreAdapter implements JudgeSnapshots {
     yield* dir(this.cid(cid), '');
   }
 
-  async digestDirectory(dir: string): Promise<string> {
-    const r = await this.home.create(dir, { dryRun: true, previous: null, label: null, useCache: false });
-    return r.rootCid;
+  digestDirectory(dir: string): Promise<string> {
+    return this.home.digest(dir);
   }
 }

@@ -36,9 +36,8 @@ export interface ExportFromHomeOptions {
 
 export async function exportRunBundleFromHome(o: ExportFromHomeOptions): Promise<ExportResult> {
   const writeCar = async (roots: readonly string[], file: string) => {
-    await (
-      await o.snapshotStore()
-    ).exportCar(
+    const store = await o.snapshotStore();
+    await store.exportCar(
       roots.map((r) => parseCid(r)),
       file,
     );

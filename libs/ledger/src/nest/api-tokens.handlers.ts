@@ -1,7 +1,7 @@
 /**
  * The HTTP API's role tokens (home/api-tokens.ts) and its older operator token (home/operator-token.ts) as a provider
- * and @nestjs/cqrs handlers: `assay tokens ...` and
- * `/tokens` dispatch the same commands, and the API's access guard asks the same provider who presents a token.
+ * and @nestjs/cqrs handlers: `assay tokens ...` and `/tokens` dispatch the same commands, and the API's access guard
+ * asks the same provider who presents a token.
  */
 import { Inject, Injectable, type OnModuleDestroy } from '@nestjs/common';
 import { CommandHandler, QueryHandler, type ICommandHandler, type IQueryHandler } from '@nestjs/cqrs';

@@ -101,6 +101,11 @@ export class SnapshotHome {
     );
   }
 
+  /** The root CID a snapshot of `dir` would have, with this home's hashing settings; writes nothing (digestDirectory). */
+  digest(dir: string): Promise<string> {
+    return digestDirectory(dir, this.options);
+  }
+
   /** Ingests a tar stream (e.g. `docker export`) as one snapshot: the same root CID as the same tree on disk. */
   ingestTar(source: AsyncIterable<Uint8Array>, o: IngestTarOptions & { progress?: Progress } = {}): Promise<SnapshotResult> {
     return ingestTar({ store: this.store, clock: this.clock, sink: this.options.sink ?? null, ...(o.progress ? { progress: o.progress } : {}) }, source, o);
