@@ -2,14 +2,17 @@
 # The GEMM task's GPU check, for a machine with one NVIDIA GPU and the CUDA toolkit (a few minutes on an H100/H200):
 #   1. builds every CUDA source (cuda/build.sh) and prints the GPU probe (model, clocks, driver, CUDA);
 #   2. judges, with the task's own Judge (judge.py: policy, build, five repeats in fresh processes, gates, median):
-#      the starting kernel (tiled), the task's solution (the WMMA tensor-core kernel), a deliberately wrong kernel and a
-#      policy-breaking one;
+#      the starting kernel (tiled), the task's solution (the WMMA tensor-core kernel), a deliberately wrong kernel, a
+#      policy-breaking one and four hostile ones that pass the policy (cuda/check/: an illegal address, a kernel that
+#      never ends, one that computes only the first call, one that leaves a sticky CUDA error from a static
+#      initializer to buy a refund);
 #   3. times the vendor GEMM (cuBLAS cublasGemmEx through the same runner, harness.cu + check/vendor_cublas.cu) under
 #      the same protocol in the same run: five fresh processes, the median;
 #   4. prints TFLOP/s, each kernel's ratio to the vendor GEMM and the GPU model, and writes them to
 #      $OUT/gpu-check.json (OUT defaults to a temporary directory).
-# Exit status: 0 when every kernel got the verdict it should (tiled and wmma measured, wrong and breach 0) and the
-# vendor GEMM was measured; 1 otherwise; 4 when there is no GPU or no nvcc (nothing to measure).
+# Exit status: 0 when every kernel got the verdict it should (tiled and wmma measured; wrong, breach, oob, hang, stale
+# and sticky 0 with the reason each is built to provoke) and the vendor GEMM was measured; 1 otherwise; 4 when there
+# is no GPU or no nvcc (nothing to measure).
 # Run from anywhere: bash cuda/check-on-gpu.sh   (REPEATS=5 and SIZE=4096 by default)
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
@@ -43,20 +46,25 @@ echo "== GPU"
 "$OUT/bin/gpu-probe" | tee "$OUT/gpu-probe.jsonl" || echo "check-on-gpu: gpu-probe failed (exit $?)" >&2
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,clocks.mem,power.limit,temperature.gpu --format=csv | tee "$OUT/clocks.csv"
 
-judge() { # name, kernel source
+judge() { # name, kernel source, judge.py options...
   local name="$1" src="$2" ws="$OUT/ws-$1"
+  shift 2
   rm -rf "$ws" && mkdir -p "$ws/kernels" "$OUT/judge-$name"
   cp "$src" "$ws/kernels/$name.cu"
   echo "$name" >"$ws/JUDGE_VERSION"
   echo "== judge $name"
   python3 -I "$RUNNER/judge.py" --workspace "$ws" --out "$OUT/judge-$name" --build-dir "$OUT/build-$name" \
-    --as-candidate none --repeats "$REPEATS" --size "$SIZE" | tee "$OUT/judge-$name.log" ||
+    --as-candidate none --repeats "$REPEATS" --size "$SIZE" "$@" | tee "$OUT/judge-$name.log" ||
     echo "check-on-gpu: the Judge of $name exited with status ${PIPESTATUS[0]}" >&2
 }
 judge tiled "$HERE/gemm-fp16/environment/workspace/kernels/tiled.cu"
 judge wmma "$HERE/gemm-fp16/solution/kernels/wmma.cu"
 judge wrong "$HERE/check/wrong.cu"
 judge breach "$HERE/check/breach.cu"
+judge oob "$HERE/check/oob.cu"
+judge hang "$HERE/check/hang.cu" --repeat-timeout 20
+judge stale "$HERE/check/stale.cu"
+judge sticky "$HERE/check/sticky.cu"
 
 echo "== vendor GEMM (cuBLAS through the runner)"
 if python3 -I - "$RUNNER" "$OUT" "$OUT/bin/gemm-vendor_cublas" "$REPEATS" "$SIZE" <<'PY'
@@ -91,7 +99,8 @@ def load(*path):
 vendor = (load("vendor.json") or {}).get("tflops_median")
 gpu = load("gpu-probe.jsonl") or (load("judge-tiled", "gemm-report.json") or {}).get("gpu") or {}
 rows, ok = [], vendor is not None
-expect = {"tiled": "measured", "wmma": "measured", "wrong": "wrong_result", "breach": "policy"}
+expect = {"tiled": "measured", "wmma": "measured", "wrong": "wrong_result", "breach": "policy",
+          "oob": "kernel_error", "hang": "timeout", "stale": "wrong_result", "sticky": "kernel_error"}
 for name, want in expect.items():
     reward = load("judge-%s" % name, "reward.json")
     report = load("judge-%s" % name, "gemm-report.json") or {}

@@ -100,6 +100,8 @@ __global__ void k(const __half* A, __half* C, int n) {
       ['starting kernel (tiled.cu)', submission({ 'tiled.cu': TILED })],
       ['the WMMA solution', submission({ 'wmma.cu': readFileSync(join(REPO, 'cuda/gemm-fp16/solution/kernels/wmma.cu'), 'utf8') }, { 'NOTES.md': '# tried wmma\n' })],
       ['the wrong kernel (its fault is numbers, not source)', submission({ 'wrong.cu': readFileSync(join(CHECK, 'wrong.cu'), 'utf8') })],
+      // the hostile kernels of check-on-gpu.sh: their faults are at run time, so the policy must let them through to the gates
+      ...['oob', 'hang', 'stale', 'sticky'].map((k): [string, string] => [`the hostile kernel ${k}.cu`, submission({ [`${k}.cu`]: readFileSync(join(CHECK, `${k}.cu`), 'utf8') }, {}, k)]),
       ['inline PTX, a local header, dynamic shared memory', submission({ 'ptx.cu': ptx, 'frag.cuh': 'struct Frag { int read; int write; };\n' })],
       ['libcu++ pipeline, cooperative groups, macros, several versions', submission({ 'v2.cu': pipeline, 'tiled.cu': TILED }, {}, 'v2')],
     ];
