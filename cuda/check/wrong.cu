@@ -1,6 +1,6 @@
 // A deliberately wrong kernel for cuda/check-on-gpu.sh: a naive GEMM that accumulates in FP16, the classic mistake.
-// Its sums over K = 4096 lose several percent of precision, so the Judge's mean relative error gate (1e-3) fails it
-// and it scores 0 ("wrong_result"). It passes the source policy: the failure is the numbers, not the source.
+// Its sums over K = 4096 lose precision (mean relative error 3.6e-3 on an H100), so the Judge's mean error gate
+// (1e-3) fails it and it scores 0 ("wrong_result"). It passes the source policy: the failure is the numbers, not the source.
 #include "gemm.h"
 
 namespace {
