@@ -154,20 +154,9 @@ describeDocker('Work containment (CLI, Docker)', () => {
     const task = smallTask(root, { storageMb: 64, timeoutSec: 600 });
     // SIGINT 3 s after the agent's own first line: its time runs from before that line, whatever the exec cost.
     const child = spawnAssay(['run', task, '--agent', 'command:echo agent-up-now; sleep 120', '--run-id', 'ctrlc1', '--snapshot-interval', '0'], home);
-    // The agent's own line, whole, as the CLI marks agent output (`agent| `), in the output so far of either stream: a
-    // chunk may end mid-line, and the CLI's line naming the command (`echo agent-up-now; ...`) is not it.
-    let armed = false;
-    const seen = { stdout: '', stderr: '' };
-    const onData = (stream: keyof typeof seen) => (d: Buffer | string) => {
-      seen[stream] += d.toString();
-      const lines = seen[stream].slice(0, seen[stream].lastIndexOf('\n') + 1);
-      if (!armed && /^agent\| agent-up-now$/m.test(lines)) {
-        armed = true;
-        setTimeout(() => child.kill('SIGINT'), 3000);
-      }
-    };
-    child.stdout.on('data', onData('stdout'));
-    child.stderr.on('data', onData('stderr'));
+    // The agent's own line, whole, as the CLI marks agent output (`agent| `), on either stream: a chunk may end
+    // mid-line, and the CLI's line naming the command (`echo agent-up-now; ...`) is not it.
+    onceOutput([child.stdout, child.stderr], /^agent\| agent-up-now$/, () => setTimeout(() => child.kill('SIGINT'), 3000));
     const r = await finished(child, 120_000);
     expect(r.code).toBe(0);
     const run = await homeEvents(home, 'run-ctrlc1');

@@ -41,19 +41,35 @@ export function runTs(script: string, args: string[], timeoutMs = 30_000): Promi
 }
 
 /**
- * Calls `fn` once, as soon as what `stream` has written so far contains `marker` (ASCII), however the output is cut
- * into chunks: a marker split across two chunks is still seen, and seen once.
+ * Calls `fn` once, as soon as a child's output shows `marker`, however the output is cut into chunks: a marker split
+ * across two chunks is still seen, and `fn` runs once however often the marker comes again.
+ * - a string marker is looked for anywhere in what `stream` has written so far (ASCII);
+ * - a RegExp marker is tested against each whole line (without its newline) of each stream in `streams`: a line is
+ *   tested once its newline has arrived, so a line cut mid-way is never matched by its first part, and a stream's
+ *   line is never joined with another stream's output.
  */
-export function onceOutput(stream: NodeJS.ReadableStream, marker: string, fn: () => void): void {
-  let tail = '';
-  const onData = (d: Buffer | string) => {
-    const text = tail + d.toString();
-    if (!text.includes(marker)) {
-      tail = text.slice(-(marker.length - 1));
-      return;
-    }
-    stream.off('data', onData);
+export function onceOutput(streams: NodeJS.ReadableStream | NodeJS.ReadableStream[], marker: string | RegExp, fn: () => void): void {
+  const all = Array.isArray(streams) ? streams : [streams];
+  const listeners = new Map<NodeJS.ReadableStream, (d: Buffer | string) => void>();
+  const fire = () => {
+    for (const [stream, listener] of listeners) stream.off('data', listener);
+    listeners.clear();
     fn();
   };
-  stream.on('data', onData);
+  for (const stream of all) {
+    let rest = ''; // a string marker: the last marker.length - 1 characters; a RegExp: the line not yet ended
+    const onData = (d: Buffer | string) => {
+      const text = rest + d.toString();
+      if (typeof marker === 'string') {
+        if (text.includes(marker)) return fire();
+        rest = text.slice(-(marker.length - 1));
+        return;
+      }
+      const lines = text.split('\n');
+      rest = lines.pop() ?? '';
+      if (lines.some((line) => marker.test(line))) fire();
+    };
+    listeners.set(stream, onData);
+    stream.on('data', onData);
+  }
 }

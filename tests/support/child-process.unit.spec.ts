@@ -25,4 +25,22 @@ describe('onceOutput', () => {
     s.write(Buffer.from('agent command starting\n'));
     expect(fired).toBe(1);
   });
+
+  it('a RegExp matches whole lines only, on any of several streams, and fires once', () => {
+    const out = new PassThrough();
+    const err = new PassThrough();
+    let fired = 0;
+    onceOutput([out, err], /^agent\| up$/, () => fired++);
+    out.write('agent| u'); // a line not yet ended is not tested: 'agent| u' + 'p-and-more' must not match
+    out.write('p-and-more\n');
+    err.write('run| starting agent| up\n'); // the marker inside a longer line
+    out.write('agent'); // the start of a line on stdout ...
+    err.write('| up\n'); // ... and the rest on stderr are not one line
+    expect(fired).toBe(0);
+    err.write('agent| ');
+    err.write('up\nagent| up\n');
+    expect(fired).toBe(1);
+    out.write('\nagent| up\n');
+    expect(fired).toBe(1);
+  });
 });
