@@ -3,15 +3,14 @@
  * The `command:` agent edits /etc/assay-answer (outside any workspace directory), submits, and the run completes
  * with the Judge's reward; the ledger holds the rootfs snapshot, and nothing of the run is left in Docker.
  */
-import { spawn } from 'node:child_process';
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Docker from 'dockerode';
 import { randomIds, systemClock } from '@assay/core';
 import { LedgerHome } from '@assay/ledger';
-import { assay } from '../support/cli';
-import { REPO_ROOT, TS_REGISTER, onceOutput } from '../support/child-process';
+import { assay, spawnAssay } from '../support/cli';
+import { REPO_ROOT, onceOutput } from '../support/child-process';
 import { describeDocker } from '../support/docker';
 import { runResearch } from '../../libs/runtime/src/run-runtime';
 
@@ -107,15 +106,7 @@ describeDocker('assay run, full-rootfs task (CLI, Docker)', () => {
     const agent =
       'command:if rsi-submit --list | grep -q "^round 1:"; then cat /root/carried; echo 42 > /etc/assay-answer; rsi-submit > /dev/null; exit 0; fi; ' +
       'echo carried-ok > /root/carried; rsi-submit; sleep 300';
-    const child = spawn(
-      process.execPath,
-      ['-r', TS_REGISTER, 'apps/cli/src/main.ts', 'run', TASK, '--agent', agent, '--run-id', 'rootfs2', '--allow-root-agent'],
-      {
-        cwd: REPO_ROOT,
-        stdio: ['ignore', 'pipe', 'pipe'],
-        env: { ...process.env, NODE_OPTIONS: '', ASSAY_HOME: home },
-      },
-    );
+    const child = spawnAssay(['run', TASK, '--agent', agent, '--run-id', 'rootfs2', '--allow-root-agent'], home);
     onceOutput(child.stdout, '--- end ---', () => setTimeout(() => child.kill('SIGKILL'), 300));
     child.stderr.resume();
     const signal = await new Promise((resolve) => child.once('exit', (_c, sig) => resolve(sig)));
