@@ -55,12 +55,8 @@ export async function collect<T>(it: AsyncIterable<T>): Promise<T[]> {
 }
 
 /** Resolves when `cond()` holds, polling every few ms; rejects after `ms`. */
-export async function waitFor(cond: () => boolean, ms = 5000, what = 'condition'): Promise<void> {
-  const start = Date.now();
-  while (!cond()) {
-    if (Date.now() - start > ms) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
+export function waitFor(cond: () => boolean, ms = 5000, what = 'condition'): Promise<void> {
+  return waitForAsync(() => Promise.resolve(cond()), ms, what);
 }
 
 /**
