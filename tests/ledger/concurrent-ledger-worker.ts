@@ -37,8 +37,11 @@ async function main(): Promise<void> {
       const size = await h.db.events.size();
       await h.ledger.inclusionProof(Math.floor(rand() * size), { signIfNeeded: true });
     } else if (rand() < 1 / 4) {
-      // What the HTTP API's GETs do: read-only proofs against the latest signed checkpoint.
-      const covered = h.ledger.lastSigned()?.treeSize ?? 0;
+      // What the HTTP API's GETs do: read-only proofs against the latest signed checkpoint, as GET
+      // /ledger/checkpoints/latest names it (the database's, committed with its Merkle nodes). Not lastSigned(): that
+      // also reads checkpoint.last, which a signer in another process writes before its transaction commits, so it
+      // can name a size whose nodes this process cannot read yet, and a proof there is LEDGER_NOT_CHECKPOINTED.
+      const covered = h.db.checkpoints.latest()?.treeSize ?? 0;
       if (covered > 1) {
         await h.ledger.inclusionProof(Math.floor(rand() * covered));
         await h.ledger.consistencyProof(1 + Math.floor(rand() * (covered - 1)), covered);
