@@ -4,14 +4,14 @@
  * witness of its policy (ASSAY_API_WITNESS_POLICY) made it for this very checkpoint. GET /ledger/checkpoints/latest
  * then carries it, and `assay verify --witness-policy` accepts bundles against it. The API runs in this process.
  */
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { INestApplication } from '@nestjs/common';
 import { systemClock } from '@assay/core';
 import { ApiTokenStore } from '@assay/ledger';
 import { createApi } from '../../apps/api/src/main';
 import { assayInProcess } from '../support/cli';
-import { buildSampleHome } from '../support/ledger-home-fixtures';
+import { buildSampleHome, copyHome } from '../support/ledger-home-fixtures';
 import { makeTmpDir } from '../support/ledger-fixtures';
 
 jest.setTimeout(120_000);
@@ -45,16 +45,19 @@ beforeAll(async () => {
 });
 afterAll(() => tmp?.cleanup());
 
-async function serve(env: Record<string, string>): Promise<{ app: INestApplication; base: string }> {
-  const app = await createApi(home, { ASSAY_API_RATE_LIMIT: '100000', ...env });
+async function serve(env: Record<string, string>, at = home): Promise<{ app: INestApplication; base: string }> {
+  const app = await createApi(at, { ASSAY_API_RATE_LIMIT: '100000', ...env });
   await app.listen(0, '127.0.0.1');
   return { app, base: `http://127.0.0.1:${(app.getHttpServer().address() as { port: number }).port}` };
 }
 
-/** The latest signed checkpoint, cosigned by one witness (its own state directory, trusting it on first use). */
-async function cosigned(name: string): Promise<string> {
+/**
+ * The latest signed checkpoint (or the note given), cosigned by one witness (its own state directory, trusting it on
+ * first use).
+ */
+async function cosigned(name: string, given?: { note: string; state: string }): Promise<string> {
   const cp = join(tmp.dir, `checkpoint-${name}`);
-  writeFileSync(cp, await ok(['ledger', 'checkpoint']));
+  writeFileSync(cp, given?.note ?? (await ok(['ledger', 'checkpoint'])));
   const keysDir = join(home, 'keys');
   const logKey = join(keysDir, readdirSync(keysDir).find((f) => f.startsWith('assay-controller-') && f.endsWith('.pub')) as string);
   const out = JSON.parse(
@@ -64,7 +67,7 @@ async function cosigned(name: string): Promise<string> {
       '--key',
       witness[name]!.key,
       '--state',
-      join(tmp.dir, `state-${name}`),
+      given?.state ?? join(tmp.dir, `state-${name}`),
       '--log-key',
       logKey,
       '--checkpoint',
@@ -146,6 +149,39 @@ describe('POST /ledger/checkpoints/cosignatures', () => {
         expect(res.status).toBe(422);
         expect(((await res.json()) as { error: { code: string } }).error.code).toBe('API_INVALID_BODY');
       }
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('names one checkpoint while checkpoint.last is ahead of the committed one: GET latest, GET /health and the cosignature check agree', async () => {
+    // The window of a signer in another process: its witness file is written inside its transaction, before COMMIT
+    // (and stays ahead after a crash there). Made here by signing, then putting back the database from before.
+    const ahead = join(tmp.dir, 'home-ahead');
+    copyHome(home, ahead);
+    await ok(['ledger', 'append', '--stream', 'note-a', '--type', 'Note', '--data', '{"text":"one"}'], ahead);
+    await ok(['ledger', 'checkpoint'], ahead);
+    await ok(['ledger', 'append', '--stream', 'note-a', '--type', 'Note', '--data', '{"text":"two"}'], ahead);
+    const db = join(ahead, 'ledger', 'ledger.db');
+    const files = [db, `${db}-wal`, `${db}-shm`];
+    const saved = files.map((f) => (existsSync(f) ? readFileSync(f) : null));
+    await ok(['ledger', 'checkpoint'], ahead);
+    files.forEach((f, i) => (saved[i] ? writeFileSync(f, saved[i]!) : rmSync(f, { force: true })));
+    const witnessFile = JSON.parse(readFileSync(join(ahead, 'ledger', 'checkpoint.last'), 'utf8')) as { treeSize: number };
+
+    const policy = join(tmp.dir, 'policy-ahead.json');
+    writeFileSync(policy, JSON.stringify({ format: 'assay-witness-policy/v1', quorum: 1, witnesses: [witness['witness-a']!.cosignerKey] }));
+    const { app, base } = await serve({ ASSAY_API_WITNESS_POLICY: policy }, ahead);
+    try {
+      const latest = (await (await fetch(`${base}/ledger/checkpoints/latest`)).json()) as { treeSize: number; note: string };
+      expect(witnessFile.treeSize).toBe(latest.treeSize + 1); // the window is there
+      const health = (await (await fetch(`${base}/health`)).json()) as { ledger: { lastCheckpoint: { treeSize: number } } };
+      expect(health.ledger.lastCheckpoint.treeSize).toBe(latest.treeSize);
+      const note = await cosigned('witness-a', { note: latest.note, state: join(tmp.dir, 'state-ahead') });
+      const res = await post(base, auditor, { note });
+      expect(res.status).toBe(201);
+      expect(((await res.json()) as { treeSize: number }).treeSize).toBe(latest.treeSize);
+      expect(((await (await fetch(`${base}/ledger/checkpoints/latest`)).json()) as { cosigned: string }).cosigned).toContain('— witness-a ');
     } finally {
       await app.close();
     }

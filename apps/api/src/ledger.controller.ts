@@ -171,7 +171,7 @@ export class LedgerController {
       'the latest signed checkpoint (tree size, root, the signed note) and the latest one witnesses cosigned (the note with their cosignature lines), if any',
   })
   async latestCheckpoint() {
-    const cp = (await this.p.reader()).db.checkpoints.latest();
+    const cp = (await this.p.reader()).committedCheckpoint();
     if (!cp)
       throw new AssayError(
         'LEDGER_NO_CHECKPOINT',
@@ -206,7 +206,7 @@ export class LedgerController {
 
   private async head() {
     const home = await this.p.reader();
-    const cp = home.db.checkpoints.latest();
+    const cp = home.committedCheckpoint();
     return { events: await home.db.events.size(), checkpoint: cp ? { treeSize: cp.treeSize, rootHash: cp.rootHash } : null };
   }
 
@@ -258,7 +258,8 @@ export class LedgerController {
       throw new AssayError('API_COSIGN_DISABLED', 'unavailable', `the server's witness policy ${policyFile} cannot be used: ${(e as Error).message}`);
     }
     const home = await this.p.reader();
-    const signed = home.ledger.lastSigned();
+    // The checkpoint GET /ledger/checkpoints/latest gives, so a witness that cosigned that one is never refused.
+    const signed = home.committedCheckpoint();
     if (!signed) throw new AssayError('LEDGER_NO_CHECKPOINT', 'not_found', 'the ledger has no signed checkpoint yet to cosign');
     if (answer.includes('\n\n')) {
       let body: string | null = null;
@@ -363,7 +364,7 @@ export class HealthController {
     try {
       const home = await this.p.reader();
       const events = await home.db.events.size();
-      const cp = home.ledger.lastSigned();
+      const cp = home.committedCheckpoint();
       return { status: 'ok', ledger: { events, lastCheckpoint: cp ? { treeSize: cp.treeSize, rootHash: cp.rootHash } : null } };
     } catch (e) {
       res.code(HttpStatus.SERVICE_UNAVAILABLE);

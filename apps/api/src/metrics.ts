@@ -133,7 +133,7 @@ export class MetricsController {
     const m = this.metrics;
     const home = await this.ledger.reader();
     m.ledgerEvents.set(await home.db.events.size());
-    const cp = home.db.checkpoints.latest();
+    const cp = home.committedCheckpoint();
     m.checkpointSize.set(cp?.treeSize ?? 0);
     const store = await this.readModels.fresh();
     m.projectionLag.set(Math.max(0, (cp?.treeSize ?? 0) - store.checkpoint().position));

@@ -26,6 +26,7 @@ import { ROLES, type Role } from '../domain/roles';
 import { KeyRegistry } from '../domain/key-registry';
 import { parseEnvelope, type Envelope } from '../domain/envelope';
 import type { RecordedEvent } from '../ports/event-store.port';
+import type { StoredCheckpoint } from '../ports/checkpoint-store.port';
 import type { ClaimRules } from '../domain/claims';
 
 export interface HomePaths {
@@ -319,6 +320,17 @@ export class LedgerHome {
     const keys = o.readOnly ? [] : loadKeys(p.keys);
     const db = SqliteLedgerDatabase.open(p.db, { clock: o.clock, ...(o.readOnly ? { readOnly: true } : {}) });
     return new LedgerHome(p, config, db, ledgerOver(p, db, keys, o, config.origin), keys, o);
+  }
+
+  /**
+   * The latest signed checkpoint the database has committed, together with its Merkle nodes: the one a reader (the
+   * API's GET /ledger/checkpoints/latest, /live, /health and its cosignature check) names, so all of them name the
+   * same one. Not `ledger.lastSigned()`, which also reads checkpoint.last: a signer in another process writes that
+   * file inside its transaction, before COMMIT, so for that moment (or after a crash there) it names a checkpoint no
+   * proof can yet be built against.
+   */
+  committedCheckpoint(): StoredCheckpoint | null {
+    return this.db.checkpoints.latest();
   }
 
   verify(opts: VerifyDatabaseOptions): Promise<VerificationReport> {
