@@ -132,7 +132,7 @@ async function main(): Promise<void> {
   try {
     const home = join(dir, 'home');
     await buildSampleRunsHome(home, 200, 'assay.bench/api');
-    const w = await LedgerHome.open(home, { clock: systemClock, ids: randomIds });
+    const w = new LedgerHome(home, { clock: systemClock, ids: randomIds });
     for (let b = 0; b < 20; b++)
       await w.ledger.appendGenericMany(
         Array.from({ length: 100 }, (_, s) => ({

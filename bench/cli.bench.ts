@@ -18,7 +18,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ManualClock, SequentialIds, randomIds, systemClock } from '@assay/core';
-import { LedgerHome, type NewEvent } from '@assay/ledger';
+import { LedgerHome, type NewEvent, initLedgerHome } from '@assay/ledger';
 import { arg, fmt, now, percentile, report } from './bench-util';
 
 /** The repository root: this file runs as dist/bench/cli.bench.js. */
@@ -102,8 +102,8 @@ async function main(): Promise<void> {
 
     // --- baseline: the ledger benchmark's batched appends (Ledger.append, about 100 events per group commit)
     const home = join(dir, 'lib-home');
-    await LedgerHome.init(home, { clock: systemClock, ids: randomIds, origin: 'assay.bench/cli-lib' });
-    const h = await LedgerHome.open(home, { clock: new ManualClock('2026-12-03T00:00:00.000Z', 1), ids: new SequentialIds() });
+    await initLedgerHome(home, { clock: systemClock, ids: randomIds, origin: 'assay.bench/cli-lib' });
+    const h = new LedgerHome(home, { clock: new ManualClock('2026-12-03T00:00:00.000Z', 1), ids: new SequentialIds() });
     const fresh = benchEvents(events);
     const t0 = now();
     for (let i = 0; i < fresh.length;) {

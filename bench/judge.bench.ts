@@ -16,7 +16,7 @@ import { availableParallelism, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { randomIds, systemClock } from '@assay/core';
 import { DockerodeRuntime, type ContainerRuntime } from '@assay/containers';
-import { LedgerHome } from '@assay/ledger';
+import { initLedgerHome } from '@assay/ledger';
 import { JudgeRunner, ProcessOwnerRegistry } from '@assay/judge';
 import { openJudgeRuntime, SnapshotStoreAdapter, homeTag } from '@assay/runtime';
 import { arg, fmt, now, percentile, report } from './bench-util';
@@ -52,7 +52,7 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'assay-bench-judge-'));
   try {
     const home = join(dir, 'home');
-    await LedgerHome.init(home, { clock: systemClock, ids: randomIds, origin: 'assay.bench/judge' });
+    await initLedgerHome(home, { clock: systemClock, ids: randomIds, origin: 'assay.bench/judge' });
     const acc = new Map<Phase, number>();
     const docker = new DockerodeRuntime();
     const containers = timed<ContainerRuntime>(

@@ -29,7 +29,7 @@ import { Worker } from 'node:worker_threads';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { ManualClock, SequentialIds, systemClock, randomIds } from '@assay/core';
-import { LedgerHome, nativeKernelsStatus, parseEnvelope, parseVerifierKey, type JsonObject, type NewEvent } from '@assay/ledger';
+import { LedgerHome, nativeKernelsStatus, parseEnvelope, parseVerifierKey, type JsonObject, type NewEvent, initLedgerHome } from '@assay/ledger';
 import { buildRunRules, protocolJson, runClaimRules, selectionJson } from '@assay/run';
 
 const SPKI_PREFIX = Buffer.from('302a300506032b6570032100', 'hex');
@@ -206,8 +206,8 @@ async function main(): Promise<void> {
 
     // --- Assay: signed appends through the Ledger
     const home = join(dir, 'home');
-    await LedgerHome.init(home, { clock: systemClock, ids: randomIds, origin: 'assay.bench/ledger' });
-    const h = await LedgerHome.open(home, { clock: new ManualClock('2026-12-02T00:00:00.000Z', 1), ids: new SequentialIds() });
+    await initLedgerHome(home, { clock: systemClock, ids: randomIds, origin: 'assay.bench/ledger' });
+    const h = new LedgerHome(home, { clock: new ManualClock('2026-12-02T00:00:00.000Z', 1), ids: new SequentialIds() });
     t0 = now();
     for (let i = 0; i < appends.length;) {
       // The appends of about 100 events, issued in one turn of the event loop: one group commit, in this order.

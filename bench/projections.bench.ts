@@ -21,7 +21,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ManualClock, SequentialIds, randomIds, systemClock } from '@assay/core';
-import { LedgerHome, parseEnvelope, type JsonObject, type NewEvent } from '@assay/ledger';
+import { LedgerHome, parseEnvelope, type JsonObject, type NewEvent, initLedgerHome } from '@assay/ledger';
 import { SqliteReadModelStore, catchUp } from '@assay/projections';
 import { arg, fmt, now, report } from './bench-util';
 
@@ -64,8 +64,8 @@ function runEvents(template: string, run: string, factor: number): EventDraft[] 
  * checkpoint. Returns the number of events in the ledger.
  */
 export async function buildSampleRunsHome(home: string, runs: number, origin: string, perTurn = 1000): Promise<number> {
-  await LedgerHome.init(home, { clock: systemClock, ids: randomIds, origin });
-  const h = await LedgerHome.open(home, { clock: new ManualClock('2026-12-02T00:00:00.000Z', 1000), ids: new SequentialIds() });
+  await initLedgerHome(home, { clock: systemClock, ids: randomIds, origin });
+  const h = new LedgerHome(home, { clock: new ManualClock('2026-12-02T00:00:00.000Z', 1000), ids: new SequentialIds() });
   try {
     const lines = sampleLines();
     const template = JSON.stringify(lines.slice(3, 43));
@@ -108,11 +108,11 @@ async function main(): Promise<void> {
       `projections benchmark: ${fmt(size)} events (${fmt(runs)} sample runs of 40 events), built and checkpointed in ${fmt(now() - t0)} ms (not measured); ` +
         `${availableParallelism()} cores, node ${process.version}`,
     );
-    const h = await LedgerHome.open(home, { clock: systemClock, ids: randomIds });
+    const h = new LedgerHome(home, { clock: systemClock, ids: randomIds });
     try {
       const target = h.db.checkpoints.latest()?.treeSize ?? 0;
       let db = 0;
-      const freshStore = (): SqliteReadModelStore => SqliteReadModelStore.open(join(dir, `read-models-${db++}.db`));
+      const freshStore = (): SqliteReadModelStore => new SqliteReadModelStore(join(dir, `read-models-${db++}.db`));
 
       /** The bare read: every row up to the checkpoint, in batches of 1,000, each envelope parsed. */
       const bareRead = async (parse: (bytes: Uint8Array) => unknown): Promise<number> => {

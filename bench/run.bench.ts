@@ -12,7 +12,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { randomIds, systemClock } from '@assay/core';
-import { LedgerHome } from '@assay/ledger';
+import { initLedgerHome } from '@assay/ledger';
 import { runResearch, type RunReport } from '@assay/runtime';
 import { arg, fmt, percentile, report } from './bench-util';
 
@@ -31,7 +31,7 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'assay-bench-run-'));
   try {
     const home = join(dir, 'home');
-    await LedgerHome.init(home, { clock: systemClock, ids: randomIds, origin: 'assay.bench/run' });
+    await initLedgerHome(home, { clock: systemClock, ids: randomIds, origin: 'assay.bench/run' });
     const reports: RunReport[] = [];
     for (let i = 0; i < runs; i++) {
       const r = await runResearch({ home, taskDir: TASK, agent: `command:for i in $(seq ${k}); do rsi-submit > /dev/null; done`, runId: `bench-${i + 1}` });

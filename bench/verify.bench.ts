@@ -18,7 +18,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { randomIds, systemClock, ManualClock, SequentialIds } from '@assay/core';
-import { LedgerHome, nodeEd25519, parseEnvelope, parseVerifierKey, type SigningKey } from '@assay/ledger';
+import { LedgerHome, nodeEd25519, parseEnvelope, parseVerifierKey, type SigningKey, initLedgerHome } from '@assay/ledger';
 import {
   buildRunRules,
   FakeJudge,
@@ -54,7 +54,7 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'assay-bench-verify-'));
   try {
     const home = join(dir, 'home');
-    await LedgerHome.init(home, { clock: systemClock, ids: randomIds, origin: 'assay.bench/verify' });
+    await initLedgerHome(home, { clock: systemClock, ids: randomIds, origin: 'assay.bench/verify' });
 
     // the workspace: `mb` MB of random files, snapshotted into the home's store
     let t = now();
@@ -69,7 +69,7 @@ async function main(): Promise<void> {
 
     // the run: the real run service on the SQLite ledger, a scripted Judge
     t = now();
-    const h = await LedgerHome.open(home, { clock: systemClock, ids: randomIds });
+    const h = new LedgerHome(home, { clock: systemClock, ids: randomIds });
     const ledger = new LedgerRunLedger(h.ledger);
     const ids = new SequentialIds('b0000000-0000-4000-8000');
     const clock = new ManualClock('2026-12-03T09:00:00.000Z');
@@ -93,19 +93,16 @@ async function main(): Promise<void> {
       fingerprintInput: null,
     });
     const run = 'bench-verify';
-    const svc = await SubmissionService.start(
-      { run, ledger, snapshotter, judge, clock, ids },
-      {
-        run,
-        task: taskIdOf('bench/verify'),
-        taskDigest: `sha256:${'4'.repeat(64)}`,
-        agent: 'bench',
-        model: null,
-        fingerprint: `sha256:${'5'.repeat(64)}`,
-        protocol,
-        selection,
-      },
-    );
+    const svc = await new SubmissionService({ run, ledger, snapshotter, judge, clock, ids }).start({
+      run,
+      task: taskIdOf('bench/verify'),
+      taskDigest: `sha256:${'4'.repeat(64)}`,
+      agent: 'bench',
+      model: null,
+      fingerprint: `sha256:${'5'.repeat(64)}`,
+      protocol,
+      selection,
+    });
     const auth = { authorization: `Bearer ${token}`, hasBody: false, hasQuery: false };
     for (let i = 0; i < rounds; i++) {
       clock.advance(1000);

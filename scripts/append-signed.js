@@ -23,7 +23,7 @@ async function main() {
   const lines = readFileSync(file, 'utf8')
     .split('\n')
     .filter((l) => l.trim() !== '');
-  const home = await LedgerHome.open(process.env.ASSAY_HOME || '.assay', { clock: systemClock, ids: randomIds });
+  const home = new LedgerHome(process.env.ASSAY_HOME || '.assay', { clock: systemClock, ids: randomIds });
   try {
     for (const [i, line] of lines.entries()) {
       const e = JSON.parse(line);

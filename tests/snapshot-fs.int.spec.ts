@@ -258,7 +258,7 @@ describe('the file hasher guards against a tree changing under it', () => {
     const ws = fresh('ws');
     mkdirSync(ws);
     writeFileSync(join(ws, 'f'), 'one');
-    const src = FsTreeSource.open(ws, { workers: 0 });
+    const src = new FsTreeSource(ws, { workers: 0 });
     const listed = (await src.listDir('', await src.statRoot()))[0];
     if (!listed) throw new Error('nothing listed');
     writeFileSync(join(ws, 'f'), 'two!');
@@ -275,7 +275,7 @@ describe('the file hasher guards against a tree changing under it', () => {
     mkdirSync(outside);
     writeFileSync(join(ws, 'dir/f'), 'inside');
     writeFileSync(join(outside, 'f'), 'outside');
-    const src = FsTreeSource.open(ws, { workers: 0 });
+    const src = new FsTreeSource(ws, { workers: 0 });
     const dirStat = (await src.listDir('', await src.statRoot())).find((e) => e.name === 'dir');
     const f = dirStat ? (await src.listDir('dir', dirStat.stat))[0] : undefined;
     if (!f) throw new Error('nothing listed');

@@ -42,7 +42,7 @@ function rootStat(dir: string) {
 
 /** What the node:fs path of FsTreeSource lists, sorted by name, as plain comparable records. */
 async function viaNodeFs(dir: string): Promise<unknown[]> {
-  const src = FsTreeSource.open(dir, { nativeLister: false, workers: 0 });
+  const src = new FsTreeSource(dir, { nativeLister: false, workers: 0 });
   return plain(await src.listDir('', await src.statRoot()));
 }
 
@@ -144,7 +144,7 @@ describe('the native directory lister', () => {
     expect(() => l.listDirSync(join(dir, 'gone'))).toThrow(expect.objectContaining({ code: 'ASSAY_DIR_CHANGED' }));
     expect(() => l.listDirSync(join(dir, 'file'))).toThrow(expect.objectContaining({ code: 'ASSAY_DIR_CHANGED' }));
     // Through the tree source it is the walk's own error.
-    const src = FsTreeSource.open(dir, { workers: 0 });
+    const src = new FsTreeSource(dir, { workers: 0 });
     const entries = await src.listDir('', await src.statRoot());
     const realEntry = entries.find((e) => e.name === 'real');
     if (!realEntry) throw new Error('no entry for real');

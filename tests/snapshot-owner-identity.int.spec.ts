@@ -42,7 +42,7 @@ describe('blob store owner records: pid and process identity', () => {
   });
 
   onLinux('records the identity in writers/ and gc.lock', async () => {
-    const store = FsBlobStore.open(join(tmp.dir, 'record'), { durability: 'none' });
+    const store = new FsBlobStore(join(tmp.dir, 'record'), { durability: 'none' });
     const batch = await store.begin();
     const writers = join(tmp.dir, 'record', 'writers');
     const [file] = require('node:fs').readdirSync(writers) as string[];
@@ -55,7 +55,7 @@ describe('blob store owner records: pid and process identity', () => {
 
   onLinux('a writer record whose pid now belongs to another process does not block garbage collection', async () => {
     const dir = join(tmp.dir, 'stale-writer');
-    const store = FsBlobStore.open(dir, { durability: 'none' });
+    const store = new FsBlobStore(dir, { durability: 'none' });
     // A writer that died; its pid is now this process's (a live pid, another start time).
     const boot = (processIdentity(process.pid) as string).split(':')[0];
     writeFileSync(
@@ -76,7 +76,7 @@ describe('blob store owner records: pid and process identity', () => {
   onLinux('a collector lock whose pid now belongs to another process neither blocks writers nor a new collection', async () => {
     const dir = join(tmp.dir, 'stale-gc');
     mkdirSync(dir, { recursive: true });
-    const store = FsBlobStore.open(dir, { durability: 'none', gcWaitMs: 300 });
+    const store = new FsBlobStore(dir, { durability: 'none', gcWaitMs: 300 });
     const boot = (processIdentity(process.pid) as string).split(':')[0];
     writeFileSync(join(dir, 'gc.lock'), JSON.stringify({ pid: process.pid, host: hostname(), startedAt: '2026-01-01T00:00:00.000Z', process: `${boot}:1` }));
     const batch = await store.begin(); // would wait 300 ms and fail with SNAPSHOT_STORE_BUSY if the record counted

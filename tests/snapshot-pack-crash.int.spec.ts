@@ -60,7 +60,7 @@ describe('a writer killed mid-write', () => {
     // have committed in the instant between that look and the kill, without printing its root: the checks below
     // hold either way.)
     expect(sawOrphan).toBe(true);
-    const store = FsBlobStore.open(dir);
+    const store = new FsBlobStore(dir);
     let blobs = 0;
     for await (const b of store.list()) {
       await store.get(b.cid); // every indexed blob is intact: this checks its bytes against its CID
@@ -92,7 +92,7 @@ describe('a writer killed mid-write', () => {
 describe('a damaged index', () => {
   it('ignores a torn record and still reads the records appended after it', async () => {
     const dir = join(base, 'torn');
-    const store = FsBlobStore.open(dir);
+    const store = new FsBlobStore(dir);
     const a = rawBlock(new TextEncoder().encode('before the tear'));
     const b = rawBlock(new TextEncoder().encode('after the tear'));
     const w1 = await store.begin();
@@ -103,7 +103,7 @@ describe('a damaged index', () => {
     const w2 = await store.begin();
     await w2.put(b);
     await w2.commit();
-    const fresh = FsBlobStore.open(dir);
+    const fresh = new FsBlobStore(dir);
     expect(Buffer.from(await fresh.get(a.cid)).toString()).toBe('before the tear');
     expect(Buffer.from(await fresh.get(b.cid)).toString()).toBe('after the tear');
     expect(fresh.index.damagedRecords).toBe(1);

@@ -22,7 +22,7 @@ beforeAll(async () => {
   tmp = makeTmpDir('assay-api-clock-');
   const home = join(tmp.dir, 'home');
   await buildSampleHome(home);
-  const store = ApiTokenStore.open(home, { create: true });
+  const store = new ApiTokenStore(home, { create: true });
   admin = store.create({ role: 'admin', name: 'the admin', clock: systemClock }).token;
   store.close();
   app = await createApi(

@@ -38,7 +38,7 @@ beforeAll(async () => {
     };
     witness[name] = { key: g.privateKeyPath, cosignerKey: (await ok(['checkpoint', 'witness-key', '--key', g.privateKeyPath])).trim() };
   }
-  const store = ApiTokenStore.open(home, { create: true });
+  const store = new ApiTokenStore(home, { create: true });
   auditor = store.create({ role: 'auditor', name: 'an auditor', clock: systemClock }).token;
   reader = store.create({ role: 'reader', name: 'a reader', clock: systemClock }).token;
   store.close();

@@ -207,7 +207,7 @@ describe('HTTP API: limits and read policy', () => {
 
   it('with ASSAY_API_READS=token, reads need a token of any role; liveness stays open', async () => {
     const base = await start({ ASSAY_API_READS: 'token' });
-    const store = ApiTokenStore.open(home, { create: true });
+    const store = new ApiTokenStore(home, { create: true });
     const reader = store.create({ role: 'reader', name: 'results test', clock: systemClock });
     store.close();
     const anon = await fetch(`${base}/tasks`);
@@ -250,7 +250,7 @@ describe('HTTP API: Judge logs', () => {
 describe('HTTP API: hostile input', () => {
   it('answers 50 MB bodies, wrong types, unknown fields and path tricks with 4xx and a clear message, and stays healthy', async () => {
     const base = await start({ ASSAY_API_RATE_LIMIT: '100000' });
-    const store = ApiTokenStore.open(home, { create: true });
+    const store = new ApiTokenStore(home, { create: true });
     const admin = store.create({ role: 'admin', name: 'hostile input', clock: systemClock }).token;
     store.close();
     const headers = { 'content-type': 'application/json', authorization: `Bearer ${admin}` };
@@ -294,7 +294,7 @@ describe('HTTP API: bundles between two servers', () => {
     const { readdirSync, readFileSync } = await import('node:fs');
     const { verifyBundle } = await import('@assay/bundles');
     const { runClaimRules } = await import('@assay/run');
-    const store = ApiTokenStore.open(home, { create: true });
+    const store = new ApiTokenStore(home, { create: true });
     const publisherOp = store.create({ role: 'operator', name: 'publisher', clock: systemClock }).token;
     store.close();
     const base = await start({ ASSAY_API_RATE_LIMIT: '100000' });
@@ -321,7 +321,7 @@ describe('HTTP API: bundles between two servers', () => {
     // a second server with a ledger of its own imports it
     const other = join(tmp.dir, 'other');
     await homeWith(other, [...preamble(), ...sampleVariant({ run: 'r-mine', scores: [0.9, 0.8, 0.7] })]);
-    const s2 = ApiTokenStore.open(other, { create: true });
+    const s2 = new ApiTokenStore(other, { create: true });
     const op2 = s2.create({ role: 'operator', name: 'importer', clock: systemClock }).token;
     s2.close();
     const app2 = await createApi(other, {});
@@ -345,7 +345,7 @@ describe('HTTP API: bundles between two servers', () => {
 describe('HTTP API: keys (admin)', () => {
   it('registers and revokes a key; refuses a bad key text (422), a second registration (409); shows cosignatures when kept', async () => {
     const { generateKeyPair } = await import('@assay/ledger');
-    const store = ApiTokenStore.open(home, { create: true });
+    const store = new ApiTokenStore(home, { create: true });
     const admin = store.create({ role: 'admin', name: 'key admin', clock: systemClock }).token;
     store.close();
     const base = await start({ ASSAY_API_RATE_LIMIT: '100000' });

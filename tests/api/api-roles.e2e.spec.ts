@@ -79,7 +79,7 @@ beforeAll(async () => {
   tmp = makeTmpDir('assay-api-roles-');
   home = join(tmp.dir, 'home');
   await homeWith(home, [...preamble(), ...sampleVariant({ run: 'r-a' })]);
-  const store = ApiTokenStore.open(home, { create: true });
+  const store = new ApiTokenStore(home, { create: true });
   for (const role of ['reader', 'auditor', 'operator', 'admin'] as const)
     tokens[role] = store.create({ role, name: `matrix ${role}`, clock: systemClock }).token;
   const revoked = store.create({ role: 'admin', name: 'revoked admin', clock: systemClock });
@@ -157,7 +157,7 @@ describe('API role matrix', () => {
     await app.listen(0, '127.0.0.1');
     const base = `http://127.0.0.1:${(app.getHttpServer().address() as { port: number }).port}`;
     try {
-      const store = ApiTokenStore.open(home);
+      const store = new ApiTokenStore(home);
       const t = store.create({ role: 'admin', name: 'short lived', clock: systemClock });
       const get = () => fetch(`${base}/tokens`, { headers: { authorization: `Bearer ${t.token}` } });
       const before = await get();

@@ -45,7 +45,7 @@ describeDocker('HTTP API: runs (Docker)', () => {
   beforeAll(async () => {
     home = join(mkdtempSync(join(tmpdir(), 'assay-api-runs-')), 'home');
     expect((await assay(['ledger', 'init', '--origin', 'assay.test/api-runs'], home)).code).toBe(0);
-    const store = ApiTokenStore.open(home, { create: true });
+    const store = new ApiTokenStore(home, { create: true });
     operator = store.create({ role: 'operator', name: 'runs test', clock: systemClock }).token;
     reader = store.create({ role: 'reader', name: 'runs reader', clock: systemClock }).token;
     store.close();

@@ -49,7 +49,7 @@ let writers = 0;
  */
 async function appendAt(home: string, events: readonly EventDraft[], at: string): Promise<number> {
   writers += 1;
-  const h = await LedgerHome.open(home, { clock: new ManualClock(at, 1000), ids: new SequentialIds(`fffffff${writers}-0000-4000-8000`) });
+  const h = new LedgerHome(home, { clock: new ManualClock(at, 1000), ids: new SequentialIds(`fffffff${writers}-0000-4000-8000`) });
   try {
     for (const e of events) await h.ledger.append(e.stream, [{ type: e.type, data: e.data }]);
     await h.ledger.checkpoint();

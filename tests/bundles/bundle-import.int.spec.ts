@@ -125,7 +125,7 @@ describe('assay bundle import', () => {
   it('imports over HTTP (POST /bundles, operator): the same checks, 413 over the size limit, 415 for another media type', async () => {
     const { ApiTokenStore } = await import('@assay/ledger');
     const { systemClock } = await import('@assay/core');
-    const store = ApiTokenStore.open(home, { create: true });
+    const store = new ApiTokenStore(home, { create: true });
     const operator = store.create({ role: 'operator', name: 'importer', clock: systemClock }).token;
     store.close();
     const key = readFileSync(KEY, 'utf8').trim();

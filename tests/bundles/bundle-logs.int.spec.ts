@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ManualClock, randomIds, SequentialIds, systemClock } from '@assay/core';
 import { exportBundle, verifyBundle, type BundleVerdict, type LogMode } from '@assay/bundles';
-import { LedgerHome, type SigningKey } from '@assay/ledger';
+import { LedgerHome, type SigningKey, initLedgerHome } from '@assay/ledger';
 import {
   buildRunRules,
   FakeJudge,
@@ -46,7 +46,7 @@ describe('result bundles with logs', () => {
   let home: string;
   let runDir: string;
   let root: string;
-  const open = () => LedgerHome.open(home, { clock: systemClock, ids: randomIds });
+  const open = () => new LedgerHome(home, { clock: systemClock, ids: randomIds });
   const exportWith = async (logs: LogMode, out: string, checkpoint?: string) => {
     const h = await open();
     try {
@@ -69,7 +69,7 @@ describe('result bundles with logs', () => {
     dir = mkdtempSync(join(tmpdir(), 'assay-bundle-logs-'));
     home = join(dir, 'home');
     runDir = join(home, 'runs', RUN);
-    await LedgerHome.init(home, { clock: systemClock, ids: randomIds, origin: 'assay.test/logs' });
+    await initLedgerHome(home, { clock: systemClock, ids: randomIds, origin: 'assay.test/logs' });
     const h = await open();
     try {
       root = (h.ledger.key('controller') as SigningKey).publicKeyText;
@@ -86,19 +86,16 @@ describe('result bundles with logs', () => {
         tokenSha256: tokenSha256(token),
         fingerprintInput: null,
       });
-      const svc = await SubmissionService.start(
-        { run: RUN, ledger, snapshotter: new FixedSnapshotter(), judge, clock, ids },
-        {
-          run: RUN,
-          task: taskIdOf('test/logs'),
-          taskDigest: `sha256:${'4'.repeat(64)}`,
-          agent: 'test',
-          model: null,
-          fingerprint: `sha256:${'5'.repeat(64)}`,
-          protocol,
-          selection,
-        },
-      );
+      const svc = await new SubmissionService({ run: RUN, ledger, snapshotter: new FixedSnapshotter(), judge, clock, ids }).start({
+        run: RUN,
+        task: taskIdOf('test/logs'),
+        taskDigest: `sha256:${'4'.repeat(64)}`,
+        agent: 'test',
+        model: null,
+        fingerprint: `sha256:${'5'.repeat(64)}`,
+        protocol,
+        selection,
+      });
       for (let i = 0; i < 3; i++) {
         clock.advance(1000);
         await svc.submit({ authorization: `Bearer ${token}`, hasBody: false, hasQuery: false });

@@ -23,7 +23,7 @@ import {
   WITHHELD_TASK_ENTRIES,
   type BundleVerdict,
 } from '@assay/bundles';
-import { canonicalJson, LedgerHome, type JsonObject, type SigningKey } from '@assay/ledger';
+import { canonicalJson, LedgerHome, type JsonObject, type SigningKey, initLedgerHome } from '@assay/ledger';
 import { recordOf, runClaimRules } from '@assay/run';
 import { parseCid, SnapshotHome } from '@assay/snapshots';
 import { chunks, entries, pack, type BundleEntry } from '../support/bundle-archive';
@@ -48,14 +48,14 @@ describe('result bundles, version 2', () => {
   /** A home holding the sample run of the real task digest (its events edited by `edit`), and two start baselines. */
   async function sampleHome(name: string, edit: (events: ReturnType<typeof sampleEvents>) => void = () => {}): Promise<string> {
     const home = join(dir, name);
-    await LedgerHome.init(home, { ...deps(), origin: `assay.test/${name}` });
+    await initLedgerHome(home, { ...deps(), origin: `assay.test/${name}` });
     const events = JSON.parse(JSON.stringify(sampleEvents()).split(SAMPLE_TASK_DIGEST).join(taskDigest)) as ReturnType<typeof sampleEvents>;
     edit(events);
     const baselines = [
       ...baselineEvents({ kind: 'start', scores: [0.95, 0.9, 0.92], taskDigest }),
       ...baselineEvents({ kind: 'start', scores: [0.91, 0.93, 0.9], taskDigest }),
     ];
-    const h = await LedgerHome.open(home, deps());
+    const h = new LedgerHome(home, deps());
     try {
       for (const e of [...events, ...baselines]) await h.ledger.append(e.stream, [{ type: e.type, data: e.data }]);
     } finally {
@@ -69,7 +69,7 @@ describe('result bundles, version 2', () => {
     home: string,
     o: { taskDir?: string; withhold?: boolean; claimedRoot?: string } = {},
   ): Promise<{ bundle: Buffer; root: string; key: SigningKey }> {
-    const h = await LedgerHome.open(home, deps());
+    const h = new LedgerHome(home, deps());
     try {
       const key = h.ledger.key('controller') as SigningKey;
       const out = join(home, 'run.bundle');
@@ -200,7 +200,7 @@ describe('result bundles, version 2', () => {
     });
 
     // a note appended to the same ledger, carried with its real proof: its stream is none the claim depends on
-    const h = await LedgerHome.open(home, deps());
+    const h = new LedgerHome(home, deps());
     let smuggled: Buffer;
     try {
       const manifest = JSON.parse(parts[0]!.content.toString()) as { treeSize: number; events: number; streams: string[] };

@@ -64,7 +64,7 @@ describe('witnessed result bundles', () => {
     dir = mkdtempSync(join(tmpdir(), 'assay-bundle-witness-'));
     home = join(dir, 'home');
     await buildSampleHome(home);
-    const h = await LedgerHome.open(home, deps());
+    const h = new LedgerHome(home, deps());
     try {
       controller = h.ledger.key('controller') as SigningKey;
       root = controller.publicKeyText;
@@ -124,7 +124,7 @@ describe('witnessed result bundles', () => {
   it('a checkpoint rolled back to a smaller tree, signed by the real controller key: refused (checkpoint, then proofs)', async () => {
     const parts = entries(bundle);
     const m = JSON.parse(parts[0]!.content.toString()) as { treeSize: number; origin: string };
-    const h = await LedgerHome.open(home, deps());
+    const h = new LedgerHome(home, deps());
     let older: string;
     try {
       const size = m.treeSize - 3;
@@ -147,7 +147,7 @@ describe('witnessed result bundles', () => {
   it('an event signed by a revoked key (its holder kept writing): refused at the signatures step', async () => {
     const other = join(dir, 'revoked-home');
     await buildSampleHome(other);
-    const h = await LedgerHome.open(other, deps());
+    const h = new LedgerHome(other, deps());
     let revokedAt: number;
     let late: number;
     try {

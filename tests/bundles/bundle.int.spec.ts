@@ -55,7 +55,7 @@ describe('result bundles (export, offline verification, tampering)', () => {
     } finally {
       await store.close();
     }
-    const h = await LedgerHome.open(home, deps());
+    const h = new LedgerHome(home, deps());
     try {
       controller = h.ledger.key('controller') as SigningKey;
       root = controller.publicKeyText;
@@ -116,7 +116,7 @@ describe('result bundles (export, offline verification, tampering)', () => {
   });
 
   it('exporting twice gives the same bytes: nothing in a bundle depends on when it was written', async () => {
-    const h = await LedgerHome.open(home, deps());
+    const h = new LedgerHome(home, deps());
     try {
       await exportBundle(h.ledger, { run: RUN, out: join(dir, 'again.bundle'), publisher: controller, snapshots: 'all', writeCar });
     } finally {
@@ -214,7 +214,7 @@ describe('result bundles (export, offline verification, tampering)', () => {
 
   it('a proof copied from another bundle (the same event, proved against a later checkpoint): refused by proofs', async () => {
     // the ledger grows by a note, and the run is exported again: the same events, proofs against a larger tree
-    const h = await LedgerHome.open(home, deps());
+    const h = new LedgerHome(home, deps());
     const later = join(dir, 'later.bundle');
     try {
       await h.ledger.append('note-later', [{ type: 'Note', data: { text: 'after the first export' } }]);

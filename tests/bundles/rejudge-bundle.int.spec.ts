@@ -29,7 +29,7 @@ import {
   type ResultClaim,
   type RejudgeScore,
 } from '@assay/bundles';
-import { canonicalJson, LedgerHome, type JsonObject, type SigningKey } from '@assay/ledger';
+import { canonicalJson, LedgerHome, type JsonObject, type SigningKey, initLedgerHome } from '@assay/ledger';
 import { recordOf, runClaimRules } from '@assay/run';
 import { AssayError } from '@assay/core';
 import { chunks, entries, pack } from '../support/bundle-archive';
@@ -70,14 +70,14 @@ describe('re-judge report bundles', () => {
   let bundle: Buffer;
   let rootPub: string;
   let report: JsonObject;
-  const open = () => LedgerHome.open(home, { clock: systemClock, ids: randomIds });
+  const open = () => new LedgerHome(home, { clock: systemClock, ids: randomIds });
   const verify = (b: Buffer, trusted: string[] = [rootPub]): Promise<BundleVerdict> =>
     verifyBundle(chunks(b), { trustedKeys: trusted, claims: runClaimRules(), signatureWorkers: 0 });
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'assay-rejudge-bundle-'));
     home = join(dir, 'auditor');
-    await LedgerHome.init(home, { clock: systemClock, ids: randomIds, origin: 'assay.test/auditor' });
+    await initLedgerHome(home, { clock: systemClock, ids: randomIds, origin: 'assay.test/auditor' });
     const h = await open();
     try {
       const a = rejudgeVerdict(CLAIM.claimedScore, SCORES, 0.005);

@@ -188,7 +188,7 @@ describeDocker('assay rejudge (CLI, Docker)', () => {
     const home = await freshHome('http-auditor');
     const tasks = join(tmp, 'server-tasks');
     cpSync(TASK, join(tasks, 'tiny-optimizer'), { recursive: true });
-    const store = ApiTokenStore.open(home, { create: true });
+    const store = new ApiTokenStore(home, { create: true });
     const auditorToken = store.create({ role: 'auditor', name: 'an auditor', clock: systemClock }).token;
     const operatorToken = store.create({ role: 'operator', name: 'an operator', clock: systemClock }).token;
     store.close();

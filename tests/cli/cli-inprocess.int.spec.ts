@@ -28,7 +28,7 @@ describe('newer commands, in process', () => {
     dir = mkdtempSync(join(tmpdir(), 'assay-cli-inprocess-'));
     home = join(dir, 'home');
     await buildSampleHome(home);
-    const h = await LedgerHome.open(home, deps());
+    const h = new LedgerHome(home, deps());
     try {
       root = (h.ledger.key('controller') as SigningKey).publicKeyText;
       await h.ledger.checkpoint();

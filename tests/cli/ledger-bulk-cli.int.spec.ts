@@ -5,7 +5,7 @@
 import { randomUUID, createHash } from 'node:crypto';
 import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { LedgerHome, homePaths } from '@assay/ledger';
+import { LedgerHome, homePaths, initLedgerHome } from '@assay/ledger';
 import { assay } from '../support/cli';
 import { deps } from '../support/ledger-home-fixtures';
 import { scratchDirs } from '../support/scratch';
@@ -16,7 +16,7 @@ const dirs = scratchDirs('assay-bulk-cli-');
 
 async function newHome(): Promise<string> {
   const dir = dirs.fresh('home');
-  await LedgerHome.init(dir, { ...deps(), origin: 'assay.test/bulk-cli' });
+  await initLedgerHome(dir, { ...deps(), origin: 'assay.test/bulk-cli' });
   return dir;
 }
 
@@ -30,7 +30,7 @@ const notes = (n: number, streams = 3, prefix = 'n') =>
   Array.from({ length: n }, (_, i) => ({ stream: `note-${prefix}${i % streams}`, type: 'Note', data: { text: `line ${i}` }, id: randomUUID() }));
 
 async function size(home: string): Promise<number> {
-  const h = await LedgerHome.open(home, { ...deps(), readOnly: true });
+  const h = new LedgerHome(home, { ...deps(), readOnly: true });
   try {
     return await h.db.events.size();
   } finally {
@@ -133,7 +133,7 @@ describe('assay ledger verify --db of an auditor copy', () => {
   it('verifies a copy (WAL included) in a read-only directory, writing nothing beside it; reports the root as not pinned', async () => {
     const home = await newHome();
     // A writer still open: its -wal holds committed events not yet in the main file; copy both as they are.
-    const h = await LedgerHome.open(home, deps());
+    const h = new LedgerHome(home, deps());
     const audit = dirs.fresh('audit');
     mkdirSync(audit);
     try {

@@ -11,7 +11,7 @@ import { NestFactory } from '@nestjs/core';
 import { CommandBus } from '@nestjs/cqrs';
 import type { DynamicModule } from '@nestjs/common';
 import { ManualClock, SequentialIds } from '@assay/core';
-import { LedgerHome } from '@assay/ledger';
+import { LedgerHome, initLedgerHome } from '@assay/ledger';
 import { CreateSnapshotCommand, type SnapshotResult } from '@assay/snapshots';
 import { SNAPSHOT_STREAM, snapshotsRecordedInLedger } from '../../apps/cli/src/snapshot-ledger-sink';
 
@@ -34,7 +34,7 @@ describe('the CLI snapshot module with the ledger sink bound', () => {
     const ws = join(base, 'ws');
     mkdirSync(ws, { recursive: true });
     writeFileSync(join(ws, 'a.txt'), 'one\n');
-    await LedgerHome.init(home, { clock: new ManualClock(T0), ids: new SequentialIds(), origin: 'assay.test/snapshot-sink' });
+    await initLedgerHome(home, { clock: new ManualClock(T0), ids: new SequentialIds(), origin: 'assay.test/snapshot-sink' });
     const notices: string[] = [];
     const clock = new ManualClock('2026-06-02T09:30:00.000Z');
     const first = await snapshot(
@@ -48,7 +48,7 @@ describe('the CLI snapshot module with the ledger sink bound', () => {
     );
     expect(notices).toEqual([]);
 
-    const lh = await LedgerHome.open(home, { clock, ids: new SequentialIds() });
+    const lh = new LedgerHome(home, { clock, ids: new SequentialIds() });
     try {
       const events = (await lh.readEvents({ stream: SNAPSHOT_STREAM })).map((e) => e.envelope);
       expect(events.map((e) => e.type)).toEqual(['SnapshotTaken', 'SnapshotTaken', 'WorkspaceEdited']);

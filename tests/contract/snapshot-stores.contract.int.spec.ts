@@ -66,7 +66,7 @@ const storeKits: Array<[string, () => StoreKit]> = [
     'FsBlobStore',
     () => {
       const clock = new ManualClock('2030-01-01');
-      const store = FsBlobStore.open(join(tmp(), 'blobs'), { clock, durability: 'batch', gcWaitMs: 200 });
+      const store = new FsBlobStore(join(tmp(), 'blobs'), { clock, durability: 'batch', gcWaitMs: 200 });
       return {
         store,
         clock,
@@ -211,7 +211,7 @@ describe('FsBlobStore on disk', () => {
   it('keeps a batch in a pack of its own that the index names only after commit, and cleans up after a crashed writer', async () => {
     const dir = join(tmp(), 'blobs');
     const clock = new ManualClock('2030-01-01');
-    const store = FsBlobStore.open(dir, { clock, durability: 'none' });
+    const store = new FsBlobStore(dir, { clock, durability: 'none' });
     const batch = await store.begin();
     const blk = rawBlock(new TextEncoder().encode('staged'));
     await batch.put(blk);
@@ -219,7 +219,7 @@ describe('FsBlobStore on disk', () => {
     expect(packs()).toHaveLength(1);
     expect(store.locate(blk.cid)).toBeNull();
     // Another process opening the store does not see it either.
-    expect(await FsBlobStore.open(dir).has(blk.cid)).toBe(false);
+    expect(await new FsBlobStore(dir).has(blk.cid)).toBe(false);
     // Simulate a crash: the writer record names a dead process.
     const writers = readdirSync(join(dir, 'writers'));
     expect(writers).toHaveLength(1);
@@ -234,13 +234,13 @@ describe('FsBlobStore on disk', () => {
 
   it('rolls over to a new pack at packMaxBytes, and a second process sees what the first committed', async () => {
     const dir = join(tmp(), 'blobs');
-    const store = FsBlobStore.open(dir, { durability: 'none', packMaxBytes: 1 << 16 });
+    const store = new FsBlobStore(dir, { durability: 'none', packMaxBytes: 1 << 16 });
     const batch = await store.begin();
     const blocks = Array.from({ length: 6 }, (_, i) => rawBlock(new Uint8Array(30_000).fill(i + 1)));
     for (const b of blocks) await batch.put(b);
     await batch.commit();
     expect(readdirSync(join(dir, 'packs')).filter((n) => n.endsWith('.pack')).length).toBeGreaterThanOrEqual(3);
-    const other = FsBlobStore.open(dir);
+    const other = new FsBlobStore(dir);
     for (const b of blocks) expect(Buffer.from(await other.get(b.cid)).equals(Buffer.from(b.bytes))).toBe(true);
     const late = rawBlock(new TextEncoder().encode('late'));
     const b2 = await store.begin();
@@ -256,7 +256,7 @@ describe('FsBlobStore on disk', () => {
     mkdirSync(join(dir, 'blocks', shard), { recursive: true });
     writeFileSync(join(dir, 'blocks', shard, old.cid.toString()), old.bytes);
     writeFileSync(join(dir, 'store.json'), '{"format":"assay-blobs/1"}');
-    const store = FsBlobStore.open(dir);
+    const store = new FsBlobStore(dir);
     expect(JSON.parse(readFileSync(join(dir, 'store.json'), 'utf8'))).toEqual({ format: 'assay-blobs/2' });
     expect(Buffer.from(await store.get(old.cid)).toString()).toBe('from an older store');
     const batch = await store.begin();
@@ -274,15 +274,15 @@ describe('FsBlobStore on disk', () => {
 
   it('refuses a store of another format', () => {
     const dir = join(tmp(), 'blobs');
-    FsBlobStore.open(dir);
+    new FsBlobStore(dir);
     writeFileSync(join(dir, 'store.json'), '{"format":"something-else"}');
-    expect(() => FsBlobStore.open(dir)).toThrow(/expected assay-blobs\/2/);
+    expect(() => new FsBlobStore(dir)).toThrow(/expected assay-blobs\/2/);
   });
 });
 
 const cacheKits: Array<[string, () => StatCache]> = [
   ['MemoryStatCache', () => new MemoryStatCache()],
-  ['SqliteStatCache', () => SqliteStatCache.open(join(tmp(), 'cache.sqlite'))],
+  ['SqliteStatCache', () => new SqliteStatCache(join(tmp(), 'cache.sqlite'))],
 ];
 
 describe.each(cacheKits)('StatCache contract: %s', (_name, make) => {

@@ -5,7 +5,7 @@ import { eventStoreContract } from './event-store.contract';
 
 eventStoreContract('sqlite', async () => {
   const tmp = makeTmpDir();
-  const db = SqliteLedgerDatabase.open(join(tmp.dir, 'ledger.db'));
+  const db = new SqliteLedgerDatabase(join(tmp.dir, 'ledger.db'));
   return {
     store: db.events,
     cleanup: async () => {

@@ -10,12 +10,12 @@ function opened<T>(pick: (db: SqliteLedgerDatabase) => T) {
   return async () => {
     const tmp = makeTmpDir();
     const file = join(tmp.dir, 'ledger.db');
-    let db = SqliteLedgerDatabase.open(file);
+    let db = new SqliteLedgerDatabase(file);
     return {
       store: pick(db),
       reopen: async () => {
         await db.close();
-        db = SqliteLedgerDatabase.open(file);
+        db = new SqliteLedgerDatabase(file);
         return pick(db);
       },
       cleanup: async () => {
@@ -37,7 +37,7 @@ merkleNodeStoreContract(
 
 ledgerLockContract('sqlite', async () => {
   const tmp = makeTmpDir();
-  const db = SqliteLedgerDatabase.open(join(tmp.dir, 'ledger.db'));
+  const db = new SqliteLedgerDatabase(join(tmp.dir, 'ledger.db'));
   return {
     lock: db.lock,
     events: db.events,

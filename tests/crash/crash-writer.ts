@@ -51,7 +51,7 @@ async function main(): Promise<void> {
   const end = endArg === undefined || endArg === '-' ? Number.POSITIVE_INFINITY : Number(endArg);
   const window = Math.max(1, Number(windowArg ?? '4'));
   const ackDelayMs = Number(delayArg ?? '1');
-  const home = await LedgerHome.open(file, { clock: systemClock, ids: randomIds });
+  const home = new LedgerHome(file, { clock: systemClock, ids: randomIds });
   process.stdout.write('READY\n');
   const inFlight: Array<Promise<unknown>> = [];
   let next = first;

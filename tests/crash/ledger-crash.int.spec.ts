@@ -9,7 +9,7 @@
  */
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
-import { LedgerHome, ZERO_HASH, homePaths } from '@assay/ledger';
+import { LedgerHome, ZERO_HASH, homePaths, initLedgerHome } from '@assay/ledger';
 import { SqliteLedgerDatabase } from '../../libs/ledger/src/adapters/sqlite/sqlite-ledger-database';
 import { finished, spawnTs, type ChildResult } from '../support/child-process';
 import { assay } from '../support/cli';
@@ -61,11 +61,11 @@ async function checkLedger(home: string, acked: number, where: string): Promise<
   const fail = (msg: string): never => {
     throw new Error(`${where}: ${msg}`);
   };
-  const h = await LedgerHome.open(home, deps());
+  const h = new LedgerHome(home, deps());
   const report = await h.verify({ workers: 0, claims: runClaimRules() });
   await h.close();
   if (!report.ok) fail(`ledger verification: ${JSON.stringify(report.failure)}`);
-  const db = SqliteLedgerDatabase.open(homePaths(home).db);
+  const db = new SqliteLedgerDatabase(homePaths(home).db);
   try {
     const integrity = db.integrityCheck();
     if (integrity.length !== 1 || integrity[0] !== 'ok') fail(`integrity_check: ${integrity.join('; ')}`);
@@ -114,7 +114,7 @@ describe('SQLite ledger crash safety', () => {
     const random = prng(seed);
     const tmp = makeTmpDir('assay-crash-');
     const file = join(tmp.dir, 'home');
-    await LedgerHome.init(file, { ...deps(), origin: 'assay.test/crash' });
+    await initLedgerHome(file, { ...deps(), origin: 'assay.test/crash' });
     let acked = 0; // batches 0..acked-1 are acknowledged
     let unackedCommitted = 0;
     let retriedCommitted = 0;

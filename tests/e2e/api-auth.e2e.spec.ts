@@ -10,7 +10,7 @@ import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import type { INestApplication } from '@nestjs/common';
-import { LedgerHome, homePaths, operatorTokenPath, parseInclusionProof } from '@assay/ledger';
+import { homePaths, operatorTokenPath, parseInclusionProof, initLedgerHome } from '@assay/ledger';
 import { createApi } from '../../apps/api/src/main';
 import { assay } from '../support/cli';
 import { makeTmpDir } from '../support/ledger-fixtures';
@@ -31,7 +31,7 @@ describe('HTTP API: operator token and read-only GETs', () => {
   beforeAll(async () => {
     tmp = makeTmpDir('assay-api-auth-');
     home = join(tmp.dir, 'home');
-    await LedgerHome.init(home, { ...deps(), origin: 'assay.test/api-auth' });
+    await initLedgerHome(home, { ...deps(), origin: 'assay.test/api-auth' });
     app = await createApi(home, {});
     await app.listen(0, '127.0.0.1');
     base = `http://127.0.0.1:${(app.getHttpServer().address() as { port: number }).port}`;

@@ -8,7 +8,7 @@ import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import type { INestApplication } from '@nestjs/common';
 import { AssayError, systemClock } from '@assay/core';
-import { LedgerHome, LedgerHomeProvider, createOperatorToken } from '@assay/ledger';
+import { LedgerHome, LedgerHomeProvider, createOperatorToken, initLedgerHome } from '@assay/ledger';
 import { createApi, main, parsePort } from '../../apps/api/src/main';
 import { MAX_PARAM_LENGTH, jsonProblem } from '../../apps/api/src/http-edge';
 import { REPO_ROOT, TS_REGISTER } from '../support/child-process';
@@ -28,9 +28,9 @@ describe('HTTP API edge', () => {
   beforeAll(async () => {
     tmp = makeTmpDir('assay-api-edge-');
     home = join(tmp.dir, 'home');
-    await LedgerHome.init(home, { ...deps(), origin: 'assay.test/api-edge' });
+    await initLedgerHome(home, { ...deps(), origin: 'assay.test/api-edge' });
     token = createOperatorToken(home, { clock: systemClock }).token;
-    const h = await LedgerHome.open(home, deps());
+    const h = new LedgerHome(home, deps());
     initial = await h.db.events.size();
     await h.close();
     app = await createApi(home);
@@ -233,7 +233,7 @@ describe('HTTP API edge', () => {
   });
 
   it('keeps the key registry between requests: a warm GET /ledger/keys reads only new events, and other requests run meanwhile', async () => {
-    const writer = await LedgerHome.open(home, deps());
+    const writer = new LedgerHome(home, deps());
     try {
       await writer.ledger.appendGenericMany(
         Array.from({ length: 30 }, (_, s) => ({

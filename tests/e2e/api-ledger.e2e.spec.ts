@@ -2,7 +2,7 @@
 import { join } from 'node:path';
 import type { INestApplication } from '@nestjs/common';
 import { systemClock } from '@assay/core';
-import { LedgerHome, createOperatorToken, parseInclusionProof, parseNote, parseCheckpointBody } from '@assay/ledger';
+import { createOperatorToken, parseInclusionProof, parseNote, parseCheckpointBody, initLedgerHome } from '@assay/ledger';
 import { createApi } from '../../apps/api/src/main';
 import { makeTmpDir } from '../support/ledger-fixtures';
 import { deps } from '../support/ledger-home-fixtures';
@@ -16,7 +16,7 @@ describe('HTTP API (ledger)', () => {
   beforeAll(async () => {
     tmp = makeTmpDir('assay-api-');
     const home = join(tmp.dir, 'home');
-    await LedgerHome.init(home, { ...deps(), origin: 'assay.test/api' });
+    await initLedgerHome(home, { ...deps(), origin: 'assay.test/api' });
     token = createOperatorToken(home, { clock: systemClock }).token;
     app = await createApi(home);
     await app.listen(0, '127.0.0.1');

@@ -15,7 +15,7 @@
 import * as fs from 'node:fs';
 import { join, resolve } from 'node:path';
 import { randomIds, systemClock } from '@assay/core';
-import { LedgerHome } from '@assay/ledger';
+import { initLedgerHome } from '@assay/ledger';
 import { runClaimRules } from '@assay/run';
 import type { JudgeResult } from '@assay/judge';
 import { openJudgeRuntime, type JudgeRuntime, type LoadedTask } from '../../libs/runtime/src';
@@ -55,7 +55,7 @@ describeDocker('Judge containment against hostile candidates (Docker)', () => {
 
   beforeAll(async () => {
     home = tmp('assay-judge-contain-');
-    await LedgerHome.init(home, { clock: systemClock, ids: randomIds, origin: 'assay.test/judge-containment' });
+    await initLedgerHome(home, { clock: systemClock, ids: randomIds, origin: 'assay.test/judge-containment' });
     rt = await openJudgeRuntime({ home });
     await rt.containers.ping();
   }, 60_000);

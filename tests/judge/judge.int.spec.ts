@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import { join, resolve } from 'node:path';
 import { randomIds, systemClock } from '@assay/core';
-import { LedgerHome } from '@assay/ledger';
+import { initLedgerHome } from '@assay/ledger';
 import { parseCid } from '@assay/snapshots';
 import { runClaimRules } from '@assay/run';
 import type { JudgeResult } from '@assay/judge';
@@ -31,7 +31,7 @@ describeDocker('Judge on Docker (must-show cases)', () => {
 
   beforeAll(async () => {
     home = tmp('assay-judge-int-');
-    await LedgerHome.init(home, { clock: systemClock, ids: randomIds, origin: 'assay.test/judge-int' });
+    await initLedgerHome(home, { clock: systemClock, ids: randomIds, origin: 'assay.test/judge-int' });
     rt = await openJudgeRuntime({ home });
     await rt.containers.ping();
   }, 60_000);

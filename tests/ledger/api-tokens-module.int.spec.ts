@@ -78,7 +78,7 @@ describe('LedgerModule: API tokens as commands and queries', () => {
   it('sees a table another process creates after it first looked, and a revocation made by another process', async () => {
     const tokens = app.get(ApiTokensProvider);
     expect(tokens.anyConfigured(NO_ENV)).toBe(false);
-    const other = ApiTokenStore.open(home, { create: true });
+    const other = new ApiTokenStore(home, { create: true });
     try {
       const t = other.create({ role: 'auditor', name: 'elsewhere', clock });
       expect(tokens.principal(t.token, NO_ENV)).toMatchObject({ id: t.id, role: 'auditor' });

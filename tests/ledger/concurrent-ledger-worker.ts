@@ -21,7 +21,7 @@ async function main(): Promise<void> {
   const [home, role, seedArg] = process.argv.slice(2);
   if (!home || (role !== 'append' && role !== 'checkpoint')) throw new Error('usage: concurrent-ledger-worker.ts <ASSAY_HOME> <append|checkpoint> <seed>');
   const rand = prng(Number(seedArg ?? '1'));
-  const h = await LedgerHome.open(home, { clock: systemClock, ids: randomIds });
+  const h = new LedgerHome(home, { clock: systemClock, ids: randomIds });
   process.stdout.write('READY\n');
   const say = (line: string) => process.stdout.write(`${line}\n`);
 

@@ -8,7 +8,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import Database from 'better-sqlite3';
 import { isAssayError } from '@assay/core';
-import { LedgerHome, MemoryEventStore, SqliteLedgerDatabase, type AppendRequest, type ExpectedRevision, type NewEvent } from '@assay/ledger';
+import { LedgerHome, MemoryEventStore, SqliteLedgerDatabase, type AppendRequest, type ExpectedRevision, type NewEvent, initLedgerHome } from '@assay/ledger';
 import { deps } from '../support/ledger-home-fixtures';
 import { proposed, zeroSigSeal } from '../support/ledger-fixtures';
 import { scratchDirs } from '../support/scratch';
@@ -17,8 +17,8 @@ const dirs = scratchDirs('assay-bulk-append-');
 
 async function home(): Promise<LedgerHome> {
   const dir = dirs.fresh('home');
-  await LedgerHome.init(dir, { ...deps(), origin: 'assay.test/bulk' });
-  return LedgerHome.open(dir, deps());
+  await initLedgerHome(dir, { ...deps(), origin: 'assay.test/bulk' });
+  return new LedgerHome(dir, deps());
 }
 
 async function caught(p: Promise<unknown>): Promise<{ code: string; kind: string; message: string; details: Record<string, unknown> }> {
@@ -129,7 +129,7 @@ describe('waiting for another writer', () => {
   it('past the busy timeout: LEDGER_DB_UNAVAILABLE (unavailable) saying the database is busy and naming it', async () => {
     const file = join(dirs.fresh('busy'), 'ledger.db');
     mkdirSync(dirname(file));
-    const db = SqliteLedgerDatabase.open(file, { busyTimeoutMs: 200 });
+    const db = new SqliteLedgerDatabase(file, { busyTimeoutMs: 200 });
     const other = new Database(file);
     try {
       other.exec('BEGIN IMMEDIATE');

@@ -4,7 +4,7 @@
  */
 import { createHash } from 'node:crypto';
 import { readFileSync, unlinkSync } from 'node:fs';
-import { FileCheckpointWitness, Ledger, LedgerHome, homePaths, type WitnessedCheckpoint } from '@assay/ledger';
+import { FileCheckpointWitness, Ledger, LedgerHome, homePaths, type WitnessedCheckpoint, initLedgerHome } from '@assay/ledger';
 import { deps, tamper, verifyHome } from '../support/ledger-home-fixtures';
 import { scratchDirs } from '../support/scratch';
 
@@ -12,7 +12,7 @@ const dirs = scratchDirs('assay-checkpoint-');
 
 async function home(): Promise<string> {
   const h = dirs.fresh('home');
-  await LedgerHome.init(h, { ...deps(), origin: 'assay.test/checkpoint' });
+  await initLedgerHome(h, { ...deps(), origin: 'assay.test/checkpoint' });
   return h;
 }
 
@@ -39,7 +39,7 @@ function crashingAfterWitness(h: LedgerHome): Ledger {
 describe('checkpoint signing on a real home', () => {
   it('a crash between checkpoint.last and the commit leaves the file ahead; the next checkpoint stores that one', async () => {
     const dir = await home();
-    const h = await LedgerHome.open(dir, deps());
+    const h = new LedgerHome(dir, deps());
     try {
       await h.ledger.append('note-c', [{ type: 'Note', data: { text: 'x' } }]);
       await expect(crashingAfterWitness(h).checkpoint()).rejects.toThrow(/power lost/);
@@ -60,7 +60,7 @@ describe('checkpoint signing on a real home', () => {
   it('refuses to sign after the last stored checkpoint row was edited, or when merkle_nodes indexes more leaves than there are events', async () => {
     const dir = await home();
     tamper(dir, (db) => db.prepare('UPDATE checkpoints SET tree_size = 2 WHERE seq = 0').run());
-    let h = await LedgerHome.open(dir, deps());
+    let h = new LedgerHome(dir, deps());
     try {
       await h.ledger.append('note-c', [{ type: 'Note', data: { text: 'x' } }]);
       await expect(h.ledger.checkpoint()).rejects.toMatchObject({ code: 'LEDGER_CHECKPOINT_TAMPERED', kind: 'integrity' });
@@ -70,7 +70,7 @@ describe('checkpoint signing on a real home', () => {
     }
     const dir2 = await home();
     tamper(dir2, (db) => db.prepare('INSERT INTO merkle_nodes (level, idx, hash) VALUES (0, 3, ?)').run(Buffer.alloc(32)));
-    h = await LedgerHome.open(dir2, deps());
+    h = new LedgerHome(dir2, deps());
     try {
       await expect(h.ledger.checkpoint()).rejects.toMatchObject({ code: 'LEDGER_MERKLE_AHEAD', kind: 'integrity' });
       expect(h.db.checkpoints.all()).toHaveLength(1);
@@ -81,7 +81,7 @@ describe('checkpoint signing on a real home', () => {
 
   it('refuses to sign a root built from Merkle nodes edited past the last signed size (the consistency proof does not cover them)', async () => {
     const dir = await home(); // 3 events, checkpoint of size 3
-    const h0 = await LedgerHome.open(dir, deps());
+    const h0 = new LedgerHome(dir, deps());
     try {
       await h0.ledger.append('note-c', [{ type: 'Note', data: { text: 'x' } }]);
     } finally {
@@ -99,7 +99,7 @@ describe('checkpoint signing on a real home', () => {
       const l1 = node(get(0, 2), forged);
       db.prepare('INSERT INTO merkle_nodes (level, idx, hash) VALUES (0, 3, ?), (1, 1, ?), (2, 0, ?)').run(forged, l1, node(get(1, 0), l1));
     });
-    const h = await LedgerHome.open(dir, deps());
+    const h = new LedgerHome(dir, deps());
     try {
       await expect(h.ledger.checkpoint()).rejects.toMatchObject({ code: 'LEDGER_PROOF_MISMATCH', kind: 'integrity' });
       expect(h.db.checkpoints.all().map((c) => c.treeSize)).toEqual([3]);
@@ -113,7 +113,7 @@ describe('checkpoint signing on a real home', () => {
     const { witness } = homePaths(dir);
     const before = readFileSync(witness, 'utf8');
     unlinkSync(witness);
-    const h = await LedgerHome.open(dir, deps());
+    const h = new LedgerHome(dir, deps());
     try {
       expect(await h.ledger.checkpoint()).toMatchObject({ treeSize: 3, fresh: false });
     } finally {

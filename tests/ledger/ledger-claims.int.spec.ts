@@ -18,7 +18,7 @@ jest.setTimeout(120_000);
 const FORGED: JsonObject = { run: 'fake', status: 'completed', bestRound: 1, bestScore: 1e-7, bestSnapshot: 'bafyfake' };
 
 async function signAnyway(home: string, stream: string, type: string, data: JsonObject): Promise<number> {
-  const h = await LedgerHome.open(home, deps());
+  const h = new LedgerHome(home, deps());
   try {
     return (await h.ledger.append(stream, [{ type, data }])).lastPosition;
   } finally {
@@ -27,7 +27,7 @@ async function signAnyway(home: string, stream: string, type: string, data: Json
 }
 
 const eventCount = async (home: string): Promise<number> => {
-  const h = await LedgerHome.open(home, deps());
+  const h = new LedgerHome(home, deps());
   try {
     return await h.db.events.size();
   } finally {
@@ -196,7 +196,7 @@ describe('claims follow from events (SQLite ledger, CLI, API)', () => {
 
   it('a whole forged run (started, a round counted without any Judge, a best score) fails at the round', async () => {
     const home = fresh();
-    const h = await LedgerHome.open(home, deps());
+    const h = new LedgerHome(home, deps());
     let counted = 0;
     try {
       const started = (await h.readEvents({ stream: 'run-r-20261202-0001', limit: 1 }))[0]?.envelope.data as JsonObject;

@@ -16,7 +16,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ChildProcessWithoutNullStreams } from 'node:child_process';
-import { LedgerHome, MemoryMerkleNodeStore, homePaths, leafHash, parseCheckpointBody, parseNote, rootAt } from '@assay/ledger';
+import { MemoryMerkleNodeStore, homePaths, leafHash, parseCheckpointBody, parseNote, rootAt, initLedgerHome } from '@assay/ledger';
 import { SqliteLedgerDatabase } from '../../libs/ledger/src/adapters/sqlite/sqlite-ledger-database';
 import { spawnTs } from '../support/child-process';
 import { makeTmpDir } from '../support/ledger-fixtures';
@@ -83,7 +83,7 @@ async function checkStore(home: string, round: number): Promise<{ events: number
   const where = `after round ${round}`;
   const report = await verifyHome(home);
   if (!report.ok) throw new Error(`${where}: verification failed: ${JSON.stringify(report.failure)}`);
-  const db = SqliteLedgerDatabase.open(homePaths(home).db, { readOnly: true });
+  const db = new SqliteLedgerDatabase(homePaths(home).db, { readOnly: true });
   try {
     const tree = new MemoryMerkleNodeStore();
     for await (const batch of db.events.readAll({ batchSize: 2000 })) tree.appendLeaves(batch.map((e) => leafHash(e.bytes)));
@@ -123,7 +123,7 @@ describe('concurrent appenders and checkpointers on one ASSAY_HOME', () => {
     process.stdout.write(`ledger-concurrency: CONCURRENCY_SEED=${seed}\n`);
     const tmp = makeTmpDir('assay-concurrency-');
     const home = join(tmp.dir, 'home');
-    await LedgerHome.init(home, { ...deps(), origin: 'assay.test/concurrency' });
+    await initLedgerHome(home, { ...deps(), origin: 'assay.test/concurrency' });
     const workers: Worker[] = [];
     try {
       for (let i = 0; i < APPENDERS; i++) workers.push(start(home, 'append', seed + i, `appender ${i}`));

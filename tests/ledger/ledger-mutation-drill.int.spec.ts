@@ -1635,7 +1635,7 @@ const claimsClass: Gen = () => {
   const { a, b, c } = G.f.runs;
   const startedData = (run: string) => G.events.find((e) => e.type === 'RunStarted' && e.stream === `run-${run}`)?.data as JsonObject;
   const withLedger = async (home: string, fn: (h: LedgerHome) => Promise<unknown>) => {
-    const h = await LedgerHome.open(home, drillDeps('2026-12-07T10:00:00.000Z'));
+    const h = new LedgerHome(home, drillDeps('2026-12-07T10:00:00.000Z'));
     try {
       await fn(h);
     } finally {
@@ -1921,7 +1921,7 @@ const benignClass: Gen = () => {
     [
       'the Merkle index synced to the whole log by the ledger',
       async (h) => {
-        const l = await LedgerHome.open(h, drillDeps('2026-12-08T10:00:00.000Z'));
+        const l = new LedgerHome(h, drillDeps('2026-12-08T10:00:00.000Z'));
         try {
           await l.ledger.root();
         } finally {
@@ -1942,7 +1942,7 @@ const benignClass: Gen = () => {
       base,
       verdict: ACCEPT,
       apply: async (h) => {
-        const l = await LedgerHome.open(h, drillDeps('2026-12-08T10:00:00.000Z'));
+        const l = new LedgerHome(h, drillDeps('2026-12-08T10:00:00.000Z'));
         try {
           for (let j = 0; j < k; j++) await l.ledger.append(pick(r, ['note-ops', 'note-later']), [{ type: 'Note', data: { text: `later ${i}.${j}` } }]);
           if (i % 4 < 2) await l.ledger.checkpoint();

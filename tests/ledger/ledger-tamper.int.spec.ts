@@ -126,7 +126,7 @@ describe.each(MODES)('ledger tamper evidence (SQLite), %s', (_name, mode) => {
 
   it('reports an event signed by a key without the right role', async () => {
     const home = fresh();
-    const h = await LedgerHome.open(home, deps());
+    const h = new LedgerHome(home, deps());
     try {
       const runtime = h.keys.find((k) => k.role === 'runtime') as SigningKey;
       // A forged writer that presents the runtime key as a controller key.
@@ -152,7 +152,7 @@ describe.each(MODES)('ledger tamper evidence (SQLite), %s', (_name, mode) => {
 
   it('reports an event signed by a revoked key, and by a key that was never registered', async () => {
     const home = fresh();
-    const h = await LedgerHome.open(home, deps());
+    const h = new LedgerHome(home, deps());
     let revokedAt = 0;
     try {
       const runtime = h.keys.find((k) => k.role === 'runtime') as SigningKey;
@@ -171,7 +171,7 @@ describe.each(MODES)('ledger tamper evidence (SQLite), %s', (_name, mode) => {
     expect(r.failure).toMatchObject({ step: 'roles', code: 'VERIFY_REVOKED_SIGNER', position: revokedAt + 1 });
 
     const home2 = fresh();
-    const h2 = await LedgerHome.open(home2, deps());
+    const h2 = new LedgerHome(home2, deps());
     try {
       const stranger = toSigningKey(generateKeyPair('controller', 'stranger'));
       const forged = new Ledger({
@@ -198,7 +198,7 @@ describe.each(MODES)('ledger tamper evidence (SQLite), %s', (_name, mode) => {
       [a, 'history A'],
       [b, 'history B'],
     ] as const) {
-      const h = await LedgerHome.open(home, deps());
+      const h = new LedgerHome(home, deps());
       try {
         await h.ledger.append('note-fork', [{ type: 'Note', data: { text } }]);
         await h.ledger.checkpoint();
@@ -207,7 +207,7 @@ describe.each(MODES)('ledger tamper evidence (SQLite), %s', (_name, mode) => {
       }
     }
     const forkNote = await (async () => {
-      const h = await LedgerHome.open(b, deps());
+      const h = new LedgerHome(b, deps());
       try {
         return h.db.checkpoints.latest()?.note as string;
       } finally {
@@ -228,7 +228,7 @@ describe.each(MODES)('ledger tamper evidence (SQLite), %s', (_name, mode) => {
     const home = fresh();
     const old = join(homes.dir, 'old-db');
     copyHome(home, old);
-    let h = await LedgerHome.open(home, deps());
+    let h = new LedgerHome(home, deps());
     await h.ledger.append('note-x', [{ type: 'Note', data: { text: 'one more' } }]);
     const cp = await h.ledger.checkpoint();
     expect(cp.treeSize).toBe(homes.total + 1);
@@ -242,7 +242,7 @@ describe.each(MODES)('ledger tamper evidence (SQLite), %s', (_name, mode) => {
         // -wal / -shm may not exist
       }
     }
-    h = await LedgerHome.open(home, deps());
+    h = new LedgerHome(home, deps());
     try {
       await expect(h.ledger.checkpoint()).rejects.toMatchObject({ code: 'LEDGER_CHECKPOINT_ROLLBACK' });
       // A different event at the same size is inconsistent with what was signed.

@@ -34,6 +34,7 @@ import {
   type KeyPair,
   type SigningKey,
   type VerificationReport,
+  initLedgerHome,
 } from '@assay/ledger';
 import { copyHome, deps, sampleHomes, tamper } from '../support/ledger-home-fixtures';
 
@@ -51,7 +52,7 @@ const sha = (file: string): string => createHash('sha256').update(readFileSync(f
 const b64 = (b: Uint8Array): string => Buffer.from(b).toString('base64');
 
 async function withHome<T>(home: string, fn: (h: LedgerHome) => Promise<T>): Promise<T> {
-  const h = await LedgerHome.open(home, deps());
+  const h = new LedgerHome(home, deps());
   try {
     return await fn(h);
   } finally {
@@ -168,7 +169,7 @@ describe('ledger verify: everything it relies on', () => {
       expect((await verify(gone)).failure).toMatchObject({ step: 'checkpoints', code: 'VERIFY_WITNESS_MISSING' });
       // A validly signed checkpoint of another ledger: signed by a key this ledger never registered.
       const other = join(homes.dir, `other-${n++}`);
-      await LedgerHome.init(other, { ...deps(), origin: 'assay.test/ledger' });
+      await initLedgerHome(other, { ...deps(), origin: 'assay.test/ledger' });
       const foreign = fresh();
       writeWitness(foreign, witnessOf(other));
       expect((await verify(foreign)).failure).toMatchObject({ code: 'VERIFY_WITNESS_SIGNATURE' });
@@ -241,7 +242,7 @@ describe('ledger verify: everything it relies on', () => {
       // The largest perfect subtree damaged: every root of a larger tree computed from the table is wrong.
       const home = fresh();
       tamper(home, (db) => db.prepare(`UPDATE merkle_nodes SET hash = zeroblob(32) WHERE level = ${level} AND idx = 0`).run());
-      let h = await LedgerHome.open(home, { ...deps(), readOnly: true });
+      let h = new LedgerHome(home, { ...deps(), readOnly: true });
       try {
         await expect(h.ledger.consistencyProof(3)).rejects.toMatchObject({ code: 'LEDGER_PROOF_MISMATCH', kind: 'integrity' });
         await expect(h.ledger.consistencyProof(3, top + 1)).rejects.toMatchObject({ code: 'LEDGER_PROOF_MISMATCH' });
@@ -252,7 +253,7 @@ describe('ledger verify: everything it relies on', () => {
       // Leaf 0 damaged: the proofs through it are refused, those that do not read it are handed out.
       const leaf = fresh();
       tamper(leaf, (db) => db.prepare('UPDATE merkle_nodes SET hash = zeroblob(32) WHERE level = 0 AND idx = 0').run());
-      h = await LedgerHome.open(leaf, { ...deps(), readOnly: true });
+      h = new LedgerHome(leaf, { ...deps(), readOnly: true });
       try {
         await expect(h.ledger.inclusionProof(1)).rejects.toMatchObject({ code: 'LEDGER_PROOF_MISMATCH' });
         await expect(h.ledger.consistencyProof(1, 2)).rejects.toMatchObject({ code: 'LEDGER_PROOF_MISMATCH' });
@@ -317,7 +318,7 @@ describe('ledger verify: everything it relies on', () => {
       // Through the home: the changed schema is reported first ...
       expect((await verify(home)).failure).toMatchObject({ step: 'storage', code: 'VERIFY_SCHEMA_MISMATCH' });
       // ... and the verifier's own pass finds the duplicate without any schema check, inline and with workers.
-      const db = SqliteLedgerDatabase.open(homePaths(home).db, { readOnly: true });
+      const db = new SqliteLedgerDatabase(homePaths(home).db, { readOnly: true });
       try {
         for (const mode of [INLINE, WORKERS]) {
           const decodeKey = (t: string): { keyId: string; publicKey: Uint8Array } => {
@@ -394,7 +395,7 @@ describe('ledger verify: everything it relies on', () => {
       await expect(verify(home)).rejects.toMatchObject({ code: 'LEDGER_SCHEMA_VERSION_INVALID', kind: 'integrity' });
       await expect(verifyLedgerFile(homePaths(home).db, { claims: null })).rejects.toMatchObject({ code: 'LEDGER_SCHEMA_VERSION_INVALID' });
       // A writer refuses it too, instead of re-running the migrations over the existing tables.
-      await expect(LedgerHome.open(home, deps())).rejects.toMatchObject({ code: 'LEDGER_SCHEMA_VERSION_INVALID' });
+      expect(() => new LedgerHome(home, deps())).toThrow(expect.objectContaining({ code: 'LEDGER_SCHEMA_VERSION_INVALID' }));
       expect(sha(homePaths(home).db)).toBe(before);
 
       const newer = fresh();

@@ -6,7 +6,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import { LedgerHome, jsKernels, nativeKernelsStatus, nativeKernels, type VerifyKernels, type VerificationReport } from '@assay/ledger';
+import { LedgerHome, jsKernels, nativeKernelsStatus, nativeKernels, type VerifyKernels, type VerificationReport, initLedgerHome } from '@assay/ledger';
 import { makeTmpDir } from '../support/ledger-fixtures';
 import { copyHome, deps, tamper, verifyHome } from '../support/ledger-home-fixtures';
 
@@ -113,8 +113,8 @@ describe('verification with the addon and with node:crypto', () => {
     tmp = makeTmpDir('assay-verify-kernels-');
     home = join(tmp.dir, 'home');
     const d = deps();
-    await LedgerHome.init(home, { ...d, origin: 'assay.test/ledger' });
-    const h = await LedgerHome.open(home, d);
+    await initLedgerHome(home, { ...d, origin: 'assay.test/ledger' });
+    const h = new LedgerHome(home, d);
     try {
       // Checkpoints on chunk edges (16, 24, 40, 64 with chunks of 8) and inside a chunk (21), then a partial last chunk.
       for (const size of [...cpSizes, 75]) {

@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import { join } from 'node:path';
 import { ManualClock, SequentialIds } from '@assay/core';
-import { FileCheckpointWitness, LedgerHome, homePaths } from '@assay/ledger';
+import { FileCheckpointWitness, LedgerHome, homePaths, initLedgerHome } from '@assay/ledger';
 import { makeTmpDir } from '../support/ledger-fixtures';
 
 describe('checkpoint.last (FileCheckpointWitness)', () => {
@@ -74,18 +74,18 @@ describe("a home's ledger signing as other roles (LedgerHome.ledgerSigningAs, th
     try {
       const home = join(tmp.dir, 'home');
       const deps = { clock: new ManualClock('2026-05-01T00:00:00.000Z'), ids: new SequentialIds() };
-      await LedgerHome.init(home, { ...deps, origin: 'assay.test/witness-roles' });
+      await initLedgerHome(home, { ...deps, origin: 'assay.test/witness-roles' });
       const p = homePaths(home);
       const older = join(tmp.dir, 'ledger.db.older');
       fs.copyFileSync(p.db, older); // a backup from before the next checkpoint
-      const h = await LedgerHome.open(home, deps);
+      const h = new LedgerHome(home, deps);
       await h.ledger.append('note-w', [{ type: 'Note', data: { text: 'after the backup' } }]);
       const signed = await h.ledger.checkpoint();
       await h.close();
       for (const f of fs.readdirSync(p.ledgerDir)) if (f.startsWith('ledger.db-')) fs.rmSync(join(p.ledgerDir, f));
       fs.copyFileSync(older, p.db); // the database restored; checkpoint.last still says what was signed
 
-      const restored = await LedgerHome.open(home, deps);
+      const restored = new LedgerHome(home, deps);
       try {
         const judge = restored.ledgerSigningAs(['runtime', 'judge']);
         expect(judge.key('controller')).toBeUndefined();

@@ -3,7 +3,7 @@
  * controller writes): the same events under another run id, protocol fingerprint, scores or direction, and a run
  * without a valid submission. As ledger events (to append with the ledger's own append) or as event records (data).
  */
-import { LedgerHome, type JsonObject } from '@assay/ledger';
+import { LedgerHome, type JsonObject, initLedgerHome } from '@assay/ledger';
 import { baselineEventData, baselineStream, type RunEventRecord } from '@assay/run';
 import { deps, sampleEvents } from '../support/ledger-home-fixtures';
 import { SAMPLE_JUDGE_LIMITS } from '../support/sample-run';
@@ -112,12 +112,12 @@ export function asRecords(events: readonly EventDraft[], from = 0, t0 = Date.par
 
 /** An initialised home with `events` appended through the ledger's own append, then a signed checkpoint. */
 export async function homeWith(home: string, events: readonly EventDraft[], opts: { checkpoint?: boolean } = {}): Promise<number> {
-  await LedgerHome.init(home, { ...deps(), origin: 'assay.test/ledger' });
+  await initLedgerHome(home, { ...deps(), origin: 'assay.test/ledger' });
   return appendTo(home, events, opts);
 }
 
 export async function appendTo(home: string, events: readonly EventDraft[], opts: { checkpoint?: boolean } = {}): Promise<number> {
-  const h = await LedgerHome.open(home, deps());
+  const h = new LedgerHome(home, deps());
   try {
     for (const e of events) await h.ledger.append(e.stream, [{ type: e.type, data: e.data }]);
     if (opts.checkpoint !== false) await h.ledger.checkpoint();

@@ -9,8 +9,8 @@ import { catchUp, SqliteReadModelStore } from '@assay/projections';
 
 async function main(): Promise<void> {
   const [home, db, batch, delay] = process.argv.slice(2);
-  const h = await LedgerHome.open(home!, { clock: systemClock, ids: randomIds, readOnly: true });
-  const store = SqliteReadModelStore.open(db!);
+  const h = new LedgerHome(home!, { clock: systemClock, ids: randomIds, readOnly: true });
+  const store = new SqliteReadModelStore(db!);
   await catchUp(h, store, {
     batchSize: Number(batch),
     workers: 0,

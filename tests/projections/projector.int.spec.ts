@@ -24,8 +24,8 @@ let n = 0;
 const freshDb = (): string => join(tmp.dir, `rm-${n++}.db`);
 
 async function project(h: string, db: string, o: CatchUpOptions = {}): Promise<{ dump: string; result: Awaited<ReturnType<typeof catchUp>> }> {
-  const lh = await LedgerHome.open(h, { clock: systemClock, ids: randomIds, readOnly: true });
-  const store = SqliteReadModelStore.open(db);
+  const lh = new LedgerHome(h, { clock: systemClock, ids: randomIds, readOnly: true });
+  const store = new SqliteReadModelStore(db);
   try {
     const result = await catchUp(lh, store, { workers: 0, ...o });
     return { dump: store.dump(), result };
@@ -75,7 +75,7 @@ describe('projector', () => {
   it('stores the leaderboard grouped by fingerprint and ranked', async () => {
     const db = freshDb();
     await project(home, db);
-    const store = SqliteReadModelStore.open(db);
+    const store = new SqliteReadModelStore(db);
     try {
       const groups = leaderboardOf(store, 'tiny-optimizer');
       expect(groups.map((g) => [g.fingerprint === FP_B, g.rows.map((r) => [r.run, r.rank])])).toEqual([
@@ -138,7 +138,7 @@ describe('projector', () => {
     });
     await closed;
     expect(out).not.toContain('done');
-    const store = SqliteReadModelStore.open(db);
+    const store = new SqliteReadModelStore(db);
     const killedAt = store.checkpoint().position;
     store.close();
     expect(killedAt).toBeGreaterThanOrEqual(12);
@@ -163,7 +163,7 @@ describe('projector', () => {
     expect(e).toBeInstanceOf(AssayError);
     expect((e as AssayError).code).toBe('LEDGER_VERIFICATION_FAILED');
     expect((e as AssayError).kind).toBe('integrity');
-    const store = SqliteReadModelStore.open(db);
+    const store = new SqliteReadModelStore(db);
     expect(store.checkpoint().position).toBe(0);
     expect(store.dump()).toBe('checkpoint 0 -\n');
     store.close();

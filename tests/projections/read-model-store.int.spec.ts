@@ -24,8 +24,8 @@ function slotOf(run: string): RunSlot {
 describe('SqliteReadModelStore', () => {
   it('starts empty at position 0, applies a batch with its position, refuses a stale one whole', () => {
     const path = join(tmp.dir, 'a.db');
-    const store = SqliteReadModelStore.open(path);
-    const other = SqliteReadModelStore.open(path); // a second projector on the same file
+    const store = new SqliteReadModelStore(path);
+    const other = new SqliteReadModelStore(path); // a second projector on the same file
     try {
       expect(store.checkpoint()).toEqual({ position: 0, lastHash: null });
       const s = slotOf('r-1');
@@ -53,7 +53,7 @@ describe('SqliteReadModelStore', () => {
     mkdirSync(v1);
     copyFileSync(join(findProjectionMigrationsDir(), '0001_read_models.sql'), join(v1, '0001_read_models.sql'));
     const path = join(tmp.dir, 'old.db');
-    SqliteReadModelStore.open(path, v1).close();
+    new SqliteReadModelStore(path, v1).close();
     // what a schema-1 projector left: a run projected up to position 44 (written as it wrote it)
     const s = slotOf('r-1');
     const db = new Database(path);
@@ -62,7 +62,7 @@ describe('SqliteReadModelStore', () => {
     db.prepare('INSERT INTO trajectories (run, trajectory) VALUES (?, ?)').run('r-1', canonical(trajectoryOf(s)));
     db.prepare("UPDATE projection_checkpoint SET position = 44, last_hash = 'ab'").run();
     db.close();
-    const store = SqliteReadModelStore.open(path);
+    const store = new SqliteReadModelStore(path);
     try {
       expect(store.checkpoint()).toEqual({ position: 0, lastHash: null });
       expect(store.slot('r-1')).toBeNull();
@@ -76,10 +76,10 @@ describe('SqliteReadModelStore', () => {
 
   it('refuses a database of a newer schema', () => {
     const path = join(tmp.dir, 'b.db');
-    SqliteReadModelStore.open(path).close();
+    new SqliteReadModelStore(path).close();
     const db = new Database(path);
     db.prepare("INSERT INTO schema_version (version, name, sha256) VALUES (99, 'future', 'x')").run();
     db.close();
-    expect(() => SqliteReadModelStore.open(path)).toThrow(expect.objectContaining({ code: 'PROJECTIONS_SCHEMA_TOO_NEW', kind: 'refused' }));
+    expect(() => new SqliteReadModelStore(path)).toThrow(expect.objectContaining({ code: 'PROJECTIONS_SCHEMA_TOO_NEW', kind: 'refused' }));
   });
 });

@@ -159,7 +159,7 @@ async function gpuWorld(taskDir: string, available: string[], settings: { gpuBud
     ids: ml.ids,
     options: { keepWorkPausedDuringJudge: gpuPlan.pauseWorkDuringJudge },
   };
-  const svc = await SubmissionService.start(deps, startInput('r1', { settings }));
+  const svc = await new SubmissionService(deps).start(startInput('r1', { settings }));
   // as run-runtime does right after RunStarted: what the host says its --gpus are
   if (planUsesGpus(gpuPlan)) await svc.gpusProbed('gpu-node-1', await FakeGpuProbe.withGpus(4).probe(gpuPlan.available));
   pool.startWork();
@@ -213,7 +213,7 @@ describe('a run with GPUs (fake devices, fake container runtime, real Judge and 
     expect(again.text).toContain('budget.gpu_seconds');
     expect(again.text).toMatch(/gpu_seconds=0\n/);
 
-    const fresh = await SubmissionService.open(w.deps);
+    const fresh = await new SubmissionService(w.deps).load();
     expect(fresh.current.consumed.gpu_seconds).toBe(w.svc.current.consumed.gpu_seconds);
     expect(fresh.current.overBudget).toBe('budget.gpu_seconds');
     expect(fresh.current.rounds[0]?.violation).toMatchObject({ rule: 'budget.gpu_seconds' });
@@ -277,7 +277,7 @@ describe('GpusProbed: the host GPUs behind --gpus, recorded at the start of a GP
 
     // the run goes on as before: a round, GPU-seconds; a fresh fold from the ledger alone agrees
     expect((await w.svc.submit(submitReq(BEARER))).status).toBe('completed');
-    const fresh = await SubmissionService.open(w.deps);
+    const fresh = await new SubmissionService(w.deps).load();
     expect(fresh.current.revision).toBe(w.svc.current.revision);
     expect(fresh.current.rounds).toHaveLength(1);
 

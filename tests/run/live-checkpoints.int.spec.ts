@@ -5,7 +5,7 @@
  * timer; one test checks that the default interval fires at all, waiting for it without a fixed window.
  */
 import { join } from 'node:path';
-import { LedgerHome } from '@assay/ledger';
+import { LedgerHome, initLedgerHome } from '@assay/ledger';
 import { startLiveCheckpoints, type Ticker } from '../../libs/runtime/src/run-runtime';
 import { makeTmpDir, waitFor } from '../support/ledger-fixtures';
 import { deps } from '../support/ledger-home-fixtures';
@@ -19,8 +19,8 @@ describe('live checkpoints during a run', () => {
   let home: LedgerHome;
   beforeAll(async () => {
     tmp = makeTmpDir('assay-live-cp-');
-    await LedgerHome.init(join(tmp.dir, 'home'), { ...deps(), origin: 'assay.test/live' });
-    home = await LedgerHome.open(join(tmp.dir, 'home'), deps());
+    await initLedgerHome(join(tmp.dir, 'home'), { ...deps(), origin: 'assay.test/live' });
+    home = new LedgerHome(join(tmp.dir, 'home'), deps());
   });
   afterAll(async () => {
     await home.close();

@@ -9,7 +9,7 @@ import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ManualClock, SequentialIds, randomIds, systemClock } from '@assay/core';
-import { canonicalJson, LedgerHome } from '@assay/ledger';
+import { canonicalJson, LedgerHome, initLedgerHome } from '@assay/ledger';
 import { buildRunRules, generateRunToken, runClaimRules, LedgerRunLedger, readRunTaskSettings, SubmissionService, SubmitEndpoint, taskIdOf } from '@assay/run';
 import { loadTaskPlan, mergeRunSettings, protocolFingerprint, protocolFingerprintInput } from '@assay/task-format';
 import { RSI_SUBMIT, rsiSubmit } from './support/endpoint';
@@ -51,8 +51,8 @@ describe('reference agent on tiny-optimizer', () => {
     expect(selection).toMatchObject({ metric: 'val_loss', direction: 'minimize' });
 
     const home = join(dir, 'home');
-    await LedgerHome.init(home, { clock: new ManualClock('2026-03-01T10:00:00.000Z'), ids: new SequentialIds(), origin: 'assay.test/reference' });
-    const h = await LedgerHome.open(home, { clock: systemClock, ids: randomIds });
+    await initLedgerHome(home, { clock: new ManualClock('2026-03-01T10:00:00.000Z'), ids: new SequentialIds(), origin: 'assay.test/reference' });
+    const h = new LedgerHome(home, { clock: systemClock, ids: randomIds });
     try {
       const workspace = join(dir, 'workspace');
       cpSync(join(TASK, 'environment/workspace'), workspace, { recursive: true });
@@ -82,18 +82,15 @@ describe('reference agent on tiny-optimizer', () => {
         logs,
       );
       const run = 'reference-1';
-      const svc = await SubmissionService.start(
-        { run, ledger, snapshotter, judge, clock: systemClock, ids: randomIds },
-        {
-          run,
-          task: taskIdOf(plan.name),
-          taskDigest: 'sha256:task',
-          agent: 'reference-agent',
-          fingerprint: protocolFingerprint(input, canonicalJson),
-          protocol,
-          selection,
-        },
-      );
+      const svc = await new SubmissionService({ run, ledger, snapshotter, judge, clock: systemClock, ids: randomIds }).start({
+        run,
+        task: taskIdOf(plan.name),
+        taskDigest: 'sha256:task',
+        agent: 'reference-agent',
+        fingerprint: protocolFingerprint(input, canonicalJson),
+        protocol,
+        selection,
+      });
       await svc.recordWorkspace(); // the starting workspace: what the editable-path rule compares with
       const socket = join(dir, 'submit.sock');
       const endpoint = await SubmitEndpoint.listen({ socketPath: socket, gateway: svc });

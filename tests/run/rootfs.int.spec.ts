@@ -7,7 +7,7 @@
 import * as fs from 'node:fs';
 import { join, resolve } from 'node:path';
 import { randomIds, systemClock } from '@assay/core';
-import { LedgerHome } from '@assay/ledger';
+import { initLedgerHome } from '@assay/ledger';
 import { parseCid } from '@assay/snapshots';
 import { ROOTFS_IMAGE_ROLE } from '@assay/judge';
 import { ContainerSnapshotter, openJudgeRuntime, type JudgeRuntime, type LoadedTask } from '../../libs/runtime/src';
@@ -26,7 +26,7 @@ describeDocker('full-rootfs snapshots and Judges (Docker)', () => {
 
   beforeAll(async () => {
     home = tmp('assay-rootfs-int-');
-    await LedgerHome.init(home, { clock: systemClock, ids: randomIds, origin: 'assay.test/rootfs-int' });
+    await initLedgerHome(home, { clock: systemClock, ids: randomIds, origin: 'assay.test/rootfs-int' });
     rt = await openJudgeRuntime({ home });
     await rt.containers.ping();
   }, 60_000);

@@ -38,7 +38,7 @@ describeDocker('assay run under an injected clock and ids (Docker)', () => {
     expect(report.timings.totalMs).toBeGreaterThan(0);
     expect(report.timings.totalMs).toBeLessThan(60_000);
 
-    const h = await LedgerHome.open(home, { clock: new ManualClock(), ids: new SequentialIds('ffff0000-0000-4000-8000') });
+    const h = new LedgerHome(home, { clock: new ManualClock(), ids: new SequentialIds('ffff0000-0000-4000-8000') });
     try {
       const events = await h.readEvents({ limit: 10_000 });
       const ofRun = events.filter((e) => e.envelope.stream === report.run || JSON.stringify(e.envelope.data).includes(report.run));

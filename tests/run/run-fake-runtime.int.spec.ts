@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import { join } from 'node:path';
 import { ManualClock, SequentialIds } from '@assay/core';
-import { LedgerHome, type ReadEvent } from '@assay/ledger';
+import { LedgerHome, type ReadEvent, initLedgerHome } from '@assay/ledger';
 import { runClaimRules } from '@assay/run';
 import { runResearch } from '../../libs/runtime/src/run-runtime';
 import { LIFELINE_CMD } from '../../libs/runtime/src/work-containment';
@@ -27,12 +27,12 @@ async function homeAndTask(): Promise<{ home: string; taskDir: string }> {
   const home = tmp('fake-run-home-');
   const taskDir = writeFakeRunTask(tmp('fake-run-task-'));
   cleanup.push(home, taskDir);
-  await LedgerHome.init(home, { clock: new ManualClock(T), ids: new SequentialIds(), origin: 'assay.test/fake-run' });
+  await initLedgerHome(home, { clock: new ManualClock(T), ids: new SequentialIds(), origin: 'assay.test/fake-run' });
   return { home, taskDir };
 }
 
 async function ledgerOf(home: string): Promise<{ events: ReadEvent[]; verified: boolean }> {
-  const lh = await LedgerHome.open(home, { clock: new ManualClock(T), ids: new SequentialIds() });
+  const lh = new LedgerHome(home, { clock: new ManualClock(T), ids: new SequentialIds() });
   try {
     return { events: await lh.readEvents({ limit: 10_000 }), verified: (await lh.verify({ claims: runClaimRules() })).ok };
   } finally {

@@ -102,7 +102,7 @@ export function runLedgerContract(name: string, make: () => Promise<RunLedgerUnd
       const ids = new SequentialIds('00000000-0000-4000-a000');
       const judge = new FakeJudge((s, e, x) => t.appendTo(s, e, x), ids, [{ status: 'completed', rewards: { reward: 0.5 } }]);
       const deps = { run: 'r9', ledger: t.ledger, snapshotter: new FakeSnapshotter(), judge, clock, ids };
-      const svc = await SubmissionService.start(deps, startInput('r9'));
+      const svc = await new SubmissionService(deps).start(startInput('r9'));
       expect((await svc.submit(submitReq())).status).toBe('completed');
       expect(await svc.complete()).toMatchObject({ status: 'completed', bestRound: 1, bestScore: 0.5 });
       const events = await t.ledger.read('r9');

@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ManualClock, SequentialIds, randomIds, systemClock } from '@assay/core';
-import { LedgerHome } from '@assay/ledger';
+import { LedgerHome, initLedgerHome } from '@assay/ledger';
 import { FakeJudge, FakeSnapshotter, LedgerRunLedger, SubmissionService, SubmitEndpoint, runClaimRules, runStream } from '@assay/run';
 import { spawnTs } from '../support/child-process';
 import { TOKEN } from './support/run-fixtures';
@@ -59,7 +59,7 @@ describe.each([
   let dir: string;
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'assay-resume-'));
-    await LedgerHome.init(dir, { clock: new ManualClock('2026-03-01T10:00:00.000Z'), ids: new SequentialIds(), origin: 'assay.test/resume' });
+    await initLedgerHome(dir, { clock: new ManualClock('2026-03-01T10:00:00.000Z'), ids: new SequentialIds(), origin: 'assay.test/resume' });
   });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -73,7 +73,7 @@ describe.each([
     expect(await killed(child)).toBe('SIGKILL');
     expect((await pending).code).toBe(7); // the connection died with the controller
 
-    const home = await LedgerHome.open(dir, { clock: systemClock, ids: randomIds });
+    const home = new LedgerHome(dir, { clock: systemClock, ids: randomIds });
     try {
       const ledger = new LedgerRunLedger(home.ledger);
       const ids = new SequentialIds('00000000-0000-4000-8abc');
@@ -85,7 +85,8 @@ describe.each([
         clock: systemClock,
         ids,
       };
-      const { service, recovery } = await SubmissionService.resume(deps);
+      const service = new SubmissionService(deps);
+      const recovery = await service.resume();
       expect(recovery).toEqual({ round: 1, outcome: 'refunded' });
       const endpoint = await SubmitEndpoint.listen({ socketPath: socket, gateway: service });
       try {
@@ -99,8 +100,7 @@ describe.each([
       }
       expect(await service.complete()).toMatchObject({ status: 'completed', bestRound: 2, bestScore: 0.75 });
       // a second resume of a completed run changes nothing
-      const again = await SubmissionService.resume(deps);
-      expect(again.recovery).toEqual({ round: null, outcome: null });
+      expect(await new SubmissionService(deps).resume()).toEqual({ round: null, outcome: null });
 
       const events = await home.readEvents({ stream: runStream('run1'), limit: 100 });
       const types = events.map((e) => e.envelope.type);

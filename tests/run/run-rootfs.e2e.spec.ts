@@ -38,7 +38,7 @@ describeDocker('assay run, full-rootfs task (CLI, Docker)', () => {
     expect(said).not.toMatch(/at .*\.ts:\d+/);
     const docker = new Docker();
     expect(await docker.listContainers({ all: true, filters: { label: ['org.assay.run=rootfs0'] } })).toEqual([]);
-    const h = await LedgerHome.open(home, { clock: systemClock, ids: randomIds });
+    const h = new LedgerHome(home, { clock: systemClock, ids: randomIds });
     try {
       expect(await h.readEvents({ stream: 'run-rootfs0', limit: 10 })).toEqual([]); // nothing recorded
     } finally {
@@ -63,7 +63,7 @@ describeDocker('assay run, full-rootfs task (CLI, Docker)', () => {
     ]);
     expect([rep.status, rep.bestRound, rep.bestScore]).toEqual(['completed', 2, 1]);
 
-    const h = await LedgerHome.open(home, { clock: systemClock, ids: randomIds });
+    const h = new LedgerHome(home, { clock: systemClock, ids: randomIds });
     try {
       const evs = (await h.readEvents({ stream: 'run-rootfs1', limit: 1000 })).map((e) => e.envelope);
       const snaps = evs.filter((e) => e.type === 'SnapshotTaken').map((e) => e.data as { source?: string; files?: number; round?: number | null });
@@ -86,7 +86,7 @@ describeDocker('assay run, full-rootfs task (CLI, Docker)', () => {
     expect(r.code).toBe(0);
     const rep = JSON.parse(r.stdout) as { rounds: Array<{ round: number; status: string; score: number | null }> };
     expect(rep.rounds.map((x) => [x.round, x.status, x.score])).toEqual([[1, 'rule_violation', 0]]);
-    const h = await LedgerHome.open(home, { clock: systemClock, ids: randomIds });
+    const h = new LedgerHome(home, { clock: systemClock, ids: randomIds });
     try {
       const evs = (await h.readEvents({ stream: 'run-rootfswh', limit: 1000 })).map((e) => e.envelope);
       expect(evs.filter((e) => e.type === 'SubmissionRejected')).toEqual([]); // no refund
@@ -121,7 +121,7 @@ describeDocker('assay run, full-rootfs task (CLI, Docker)', () => {
       [1, 'completed', 0],
       [2, 'completed', 1],
     ]);
-    const h = await LedgerHome.open(home, { clock: systemClock, ids: randomIds });
+    const h = new LedgerHome(home, { clock: systemClock, ids: randomIds });
     try {
       const started = (await h.readEvents({ stream: 'run-rootfs2', limit: 1000 })).map((e) => e.envelope).filter((e) => e.type === 'WorkStarted');
       expect(started).toHaveLength(2);
@@ -159,7 +159,7 @@ describeDocker('assay run, full-rootfs task (CLI, Docker)', () => {
     expect(Date.now() - started).toBeLessThan(200_000); // the sleep never ran out
     expect(lines.join('\n')).toMatch(/Work's file system grew past the task's storage_mb: \d+ bytes written, the bound is 8388608: stopping the agent/);
     expect(rep).toMatchObject({ status: 'no_valid_submission', agentExitCode: null });
-    const h = await LedgerHome.open(home, { clock: systemClock, ids: randomIds });
+    const h = new LedgerHome(home, { clock: systemClock, ids: randomIds });
     try {
       const events = (await h.readEvents({ stream: 'run-rootfs3', limit: 1000 })).map((e) => e.envelope);
       expect(events.find((e) => e.type === 'WorkStarted')?.data).toMatchObject({

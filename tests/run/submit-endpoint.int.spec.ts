@@ -35,7 +35,7 @@ async function serve(
   count += 1;
   const run = o.run ?? `r${count}`;
   const w = wiring({ run, ...(o.script ? { script: o.script } : {}), ...(o.files ? { files: o.files } : {}) });
-  const svc = await SubmissionService.start(w.deps, startInput(run, o.start ?? {}));
+  const svc = await new SubmissionService(w.deps).start(startInput(run, o.start ?? {}));
   const socket = join(dir, `s${count}.sock`);
   const endpoint = await SubmitEndpoint.listen({ socketPath: socket, gateway: svc });
   open.push(endpoint);

@@ -13,7 +13,7 @@ import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { ManualClock, SequentialIds, silentProgress } from '@assay/core';
-import { LedgerHome, generateKeyPair, homePaths, writeKeyPair, type JsonObject, type Role } from '@assay/ledger';
+import { LedgerHome, generateKeyPair, homePaths, writeKeyPair, type JsonObject, type Role, initLedgerHome } from '@assay/ledger';
 import { FakeJudge, FakeSnapshotter, LedgerRunLedger, SubmissionService, type BudgetKind, type FakeJudgeBehaviour } from '@assay/run';
 import { runCli } from '../../apps/cli/src/main';
 import type { CliContext } from '../../apps/cli/src/cli-context';
@@ -187,7 +187,7 @@ export async function continueRun(
   const snap = new FakeSnapshotter({ ...BASELINE_FILES });
   await snap.snapshot({ run: o.run, round: null }); // knows the baseline tree again
   const judge = scriptedJudge(rl, o.judgePrefix, o.script, deps.ids);
-  const svc = await SubmissionService.open({ run: o.run, ledger: rl, snapshotter: snap, judge, clock: deps.clock, ids: deps.ids });
+  const svc = await new SubmissionService({ run: o.run, ledger: rl, snapshotter: snap, judge, clock: deps.clock, ids: deps.ids }).load();
   for (const edit of o.edits) {
     for (const [k, v] of Object.entries(edit)) snap.files.set(k, v);
     await svc.submit({ authorization: BEARER, hasBody: false, hasQuery: false });
@@ -202,10 +202,14 @@ export async function startAndComplete(h: LedgerHome, run: string): Promise<RunF
   const deps = drillDeps('2026-12-05T10:00:00.000Z');
   const rl = new LedgerRunLedger(h.ledger);
   const snap = new FakeSnapshotter({ ...BASELINE_FILES });
-  const svc = await SubmissionService.start(
-    { run, ledger: rl, snapshotter: snap, judge: scriptedJudge(rl, run, [], deps.ids), clock: deps.clock, ids: deps.ids },
-    startInput(run, {}),
-  );
+  const svc = await new SubmissionService({
+    run,
+    ledger: rl,
+    snapshotter: snap,
+    judge: scriptedJudge(rl, run, [], deps.ids),
+    clock: deps.clock,
+    ids: deps.ids,
+  }).start(startInput(run, {}));
   await svc.complete();
   return runFacts(svc, 'maximize');
 }
@@ -215,8 +219,7 @@ async function playRun(h: LedgerHome, plan: RunPlan, deps: { clock: ManualClock;
   const rl = new LedgerRunLedger(h.ledger);
   const snap = new FakeSnapshotter({ ...BASELINE_FILES });
   const judge = scriptedJudge(rl, plan.run, plan.script, deps.ids);
-  const svc = await SubmissionService.start(
-    { run: plan.run, ledger: rl, snapshotter: snap, judge, clock: deps.clock, ids: deps.ids },
+  const svc = await new SubmissionService({ run: plan.run, ledger: rl, snapshotter: snap, judge, clock: deps.clock, ids: deps.ids }).start(
     startInput(plan.run, plan.settings),
   );
   await svc.workStarted(`assay-work-${plan.run}`, `sha256:${'7'.repeat(64)}`, { cpus: 2, memoryMb: 4096 });
@@ -249,7 +252,7 @@ export async function buildDrillHomes(base: string, seed = 20261202): Promise<Dr
   mkdirSync(stagesDir, { recursive: true });
   writeSeededKeys(home, seed);
   const d = drillDeps();
-  await LedgerHome.init(home, { ...d, origin: DRILL_ORIGIN });
+  await initLedgerHome(home, { ...d, origin: DRILL_ORIGIN });
   const stages: Stage[] = [];
   const checkpointSizes: number[] = [];
   const p = homePaths(home);
@@ -261,7 +264,7 @@ export async function buildDrillHomes(base: string, seed = 20261202): Promise<Dr
     stages.push({ name, db, witness, events, witnessSize });
   };
   const withHome = async <T>(fn: (h: LedgerHome) => Promise<T>): Promise<T> => {
-    const h = await LedgerHome.open(home, d);
+    const h = new LedgerHome(home, d);
     try {
       return await fn(h);
     } finally {
@@ -389,7 +392,7 @@ export async function buildDrillHomes(base: string, seed = 20261202): Promise<Dr
   let runD: RunFacts;
   let walWitnessSize = 0;
   let walEvents = 0;
-  const h = await LedgerHome.open(walSrc, d);
+  const h = new LedgerHome(walSrc, d);
   try {
     runD = await playRun(
       h,

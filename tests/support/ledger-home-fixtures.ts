@@ -7,7 +7,7 @@ import { cpSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { ManualClock, SequentialIds } from '@assay/core';
-import { LedgerHome, homePaths, type JsonObject, type VerifyDatabaseOptions } from '@assay/ledger';
+import { LedgerHome, homePaths, type JsonObject, type VerifyDatabaseOptions, initLedgerHome } from '@assay/ledger';
 import { runClaimRules } from '@assay/run';
 import { makeTmpDir } from './ledger-fixtures';
 
@@ -33,7 +33,7 @@ export const deps = (): { clock: ManualClock; ids: SequentialIds } => {
  * Returns the number of events.
  */
 export async function appendSample(home: string, opts: { checkpoint?: boolean } = {}): Promise<number> {
-  const h = await LedgerHome.open(home, deps());
+  const h = new LedgerHome(home, deps());
   try {
     for (const e of sampleEvents()) await h.ledger.append(e.stream, [{ type: e.type, data: e.data }]);
     if (opts.checkpoint !== false) await h.ledger.checkpoint();
@@ -45,7 +45,7 @@ export async function appendSample(home: string, opts: { checkpoint?: boolean } 
 
 /** init + the sample run + a checkpoint. Returns the number of events. */
 export async function buildSampleHome(home: string, opts: { checkpoint?: boolean } = {}): Promise<number> {
-  await LedgerHome.init(home, { ...deps(), origin: 'assay.test/ledger' });
+  await initLedgerHome(home, { ...deps(), origin: 'assay.test/ledger' });
   return appendSample(home, opts);
 }
 
@@ -65,7 +65,7 @@ export function tamper(home: string, fn: (db: Database.Database) => void): void 
 
 /** Verifies a home's ledger with every step, the run's claims included (unless `claims` says otherwise). */
 export async function verifyHome(home: string, opts: Partial<VerifyDatabaseOptions> = {}): ReturnType<LedgerHome['verify']> {
-  const h = await LedgerHome.open(home, deps());
+  const h = new LedgerHome(home, deps());
   try {
     return await h.verify({ workers: 0, claims: runClaimRules(), ...opts });
   } finally {

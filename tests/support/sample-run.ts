@@ -201,7 +201,7 @@ export async function sampleRunEvents(): Promise<SampleEvent[]> {
     tokenSha256: tokenSha256(token),
     fingerprintInput: { scheme: 'assay.protocol-fingerprint/1', taskDigest: TASK_DIGEST, judgeImageDigest: JUDGE_IMAGE },
   });
-  const svc = await SubmissionService.start(deps, {
+  const svc = await new SubmissionService(deps).start({
     run: SAMPLE_RUN_ID,
     task: taskIdOf('tiny-optimizer'),
     taskDigest: TASK_DIGEST,

@@ -13,7 +13,7 @@ async function main(): Promise<void> {
   if (!file || !label || !appendsArg) throw new Error('usage: sqlite-writer-child.ts <db> <label> <appends> [streams]');
   const appends = Number(appendsArg);
   const streams = Number(streamsArg ?? '3');
-  const db = SqliteLedgerDatabase.open(file, { busyTimeoutMs: 30_000 });
+  const db = new SqliteLedgerDatabase(file, { busyTimeoutMs: 30_000 });
   process.stdout.write('READY\n');
   if (wait === 'wait') await new Promise<void>((resolve) => process.stdin.once('data', () => resolve()));
   let events = 0;

@@ -172,7 +172,7 @@ export async function openJudgeRuntime(o: JudgeRuntimeOptions): Promise<JudgeRun
   const home = resolve(o.home);
   const clock = o.clock ?? systemClock;
   const ids = o.ids ?? randomIds;
-  const ledgerHome = await LedgerHome.open(home, { clock, ids });
+  const ledgerHome = new LedgerHome(home, { clock, ids });
   let snapshotHome: SnapshotHome | null = null;
   try {
     snapshotHome = new SnapshotHome(home, { clock });

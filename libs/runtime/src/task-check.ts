@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { randomIds, systemClock, type Clock, type IdGenerator, type Progress } from '@assay/core';
 import { readTar, type ContainerRuntime, type ContainerSpec } from '@assay/containers';
-import { LedgerHome } from '@assay/ledger';
+import { initLedgerHome } from '@assay/ledger';
 import {
   CHECK_NAMES,
   checkTolerance,
@@ -117,7 +117,7 @@ export async function checkTask(taskDir: string, o: TaskCheckOptions = {}): Prom
   let rt: JudgeRuntime | null = null;
   try {
     const home = join(scratch, 'home');
-    await LedgerHome.init(home, { clock: o.clock ?? systemClock, ids: o.ids ?? randomIds, origin: 'assay.task-check/scratch' });
+    await initLedgerHome(home, { clock: o.clock ?? systemClock, ids: o.ids ?? randomIds, origin: 'assay.task-check/scratch' });
     rt = await openJudgeRuntime({ ...o, home });
     const runtime = rt.containers;
     const opened = rt;

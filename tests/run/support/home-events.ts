@@ -16,7 +16,7 @@ export interface HomeEvent {
 
 /** The events of `home`'s ledger (of one stream when given, else all), oldest first, at most 10,000. */
 export async function homeEvents(home: string, stream?: string): Promise<HomeEvent[]> {
-  const h = await LedgerHome.open(home, { clock: systemClock, ids: randomIds });
+  const h = new LedgerHome(home, { clock: systemClock, ids: randomIds });
   try {
     const all = await h.readEvents({ ...(stream ? { stream } : {}), limit: 10_000 });
     return all.map((e) => ({ type: e.envelope.type, stream: e.envelope.stream, data: e.envelope.data as Record<string, unknown> }));

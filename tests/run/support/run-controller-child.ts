@@ -12,7 +12,7 @@ import { startInput } from './run-fixtures';
 
 async function main(): Promise<void> {
   const [home, run, socket, mode, hang] = process.argv.slice(2) as [string, string, string, string, string];
-  const h = await LedgerHome.open(home, { clock: systemClock, ids: randomIds });
+  const h = new LedgerHome(home, { clock: systemClock, ids: randomIds });
   const ledger = new LedgerRunLedger(h.ledger);
   const say = (line: string) => process.stdout.write(`${line}\n`);
   const inner = new FakeSnapshotter({ 'solve.py': 'v1' });
@@ -57,7 +57,9 @@ async function main(): Promise<void> {
     },
   };
   const deps = { run, ledger, snapshotter, judge, clock: systemClock, ids: randomIds };
-  const svc = mode === 'start' ? await SubmissionService.start(deps, startInput(run)) : (await SubmissionService.resume(deps)).service;
+  const svc = new SubmissionService(deps);
+  if (mode === 'start') await svc.start(startInput(run));
+  else await svc.resume();
   await SubmitEndpoint.listen({ socketPath: socket, gateway: svc });
   say('READY');
 }

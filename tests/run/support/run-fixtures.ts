@@ -172,7 +172,7 @@ export interface Wiring {
   judge: FakeJudge;
   clock: ManualClock;
   ids: SequentialIds;
-  deps: Parameters<typeof SubmissionService.open>[0];
+  deps: ConstructorParameters<typeof SubmissionService>[0];
 }
 
 let wirings = 0;

@@ -100,45 +100,48 @@ function checkPrivate(path: string): boolean {
   return true;
 }
 
+/** The open token table of `home`, or null when it has none and `create` is not set. */
+function openTokenTable(home: string, path: string, o: { create?: boolean }): Database.Database | null {
+  if (!checkPrivate(path)) {
+    if (!o.create) return null;
+    const dir = join(resolve(home), 'api');
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    chmodSync(dir, 0o700);
+    // Created empty with the right mode before SQLite opens it, so it is never readable by others.
+    try {
+      closeSync(openSync(path, 'wx', 0o600));
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+    }
+    checkPrivate(path);
+  }
+  let db: Database.Database;
+  try {
+    db = new Database(path, { fileMustExist: true });
+    db.pragma('busy_timeout = 10000');
+    db.pragma('journal_mode = WAL');
+    db.exec(SCHEMA);
+  } catch (e) {
+    throw new AssayError('API_TOKEN_CONFIG_INVALID', 'unavailable', `cannot open the API token table ${path}: ${(e as Error).message}`, {
+      details: { path },
+      cause: e,
+    });
+  }
+  return db;
+}
+
 /**
  * The token table of one home. Open it once (the API keeps it open; every lookup reads the current rows, so a
  * token revoked by `assay tokens revoke` in another process stops working at the next request).
  */
 export class ApiTokenStore {
-  private constructor(
-    private readonly db: Database.Database | null,
-    readonly path: string,
-  ) {}
+  private readonly db: Database.Database | null;
+  readonly path: string;
 
-  /** Opens the table; `create` makes the file (0600) and its directory (0700) when missing. */
-  static open(home: string, o: { create?: boolean } = {}): ApiTokenStore {
-    const path = apiTokensPath(home);
-    if (!checkPrivate(path)) {
-      if (!o.create) return new ApiTokenStore(null, path);
-      const dir = join(resolve(home), 'api');
-      mkdirSync(dir, { recursive: true, mode: 0o700 });
-      chmodSync(dir, 0o700);
-      // Created empty with the right mode before SQLite opens it, so it is never readable by others.
-      try {
-        closeSync(openSync(path, 'wx', 0o600));
-      } catch (e) {
-        if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
-      }
-      checkPrivate(path);
-    }
-    let db: Database.Database;
-    try {
-      db = new Database(path, { fileMustExist: true });
-      db.pragma('busy_timeout = 10000');
-      db.pragma('journal_mode = WAL');
-      db.exec(SCHEMA);
-    } catch (e) {
-      throw new AssayError('API_TOKEN_CONFIG_INVALID', 'unavailable', `cannot open the API token table ${path}: ${(e as Error).message}`, {
-        details: { path },
-        cause: e,
-      });
-    }
-    return new ApiTokenStore(db, path);
+  /** Opens the table of `home`; `create` makes the file (0600) and its directory (0700) when missing. */
+  constructor(home: string, o: { create?: boolean } = {}) {
+    this.path = apiTokensPath(home);
+    this.db = openTokenTable(home, this.path, o);
   }
 
   /** Creates a token of `role`; the token is in the result only. */

@@ -247,15 +247,78 @@ function ledgerOver(p: HomePaths, db: SqliteLedgerDatabase, keys: SigningKey[], 
   });
 }
 
+/**
+ * Initialises a ledger in `home`: the three role keys (kept where present), genesis, the runtime and judge keys
+ * registered, config.json, and the first checkpoint. Refuses a home that has a ledger (LEDGER_ALREADY_INITIALIZED).
+ */
+export async function initLedgerHome(home: string, o: OpenOptions & { origin?: string | undefined }): Promise<InitResult> {
+  const p = homePaths(home);
+  if (existsSync(p.config) || existsSync(p.db))
+    throw new AssayError('LEDGER_ALREADY_INITIALIZED', 'conflict', `a ledger already exists in ${p.home}; use another ASSAY_HOME, or keep using this one`);
+  if (o.origin !== undefined && !/^[\x21-\x7e]{1,200}$/.test(o.origin))
+    throw new AssayError('LEDGER_BAD_ORIGIN', 'invalid_input', '--origin must be 1-200 printable ASCII characters without spaces');
+  mkdirSync(p.keys, { recursive: true, mode: 0o700 });
+  chmodSync(p.keys, 0o700);
+  mkdirSync(p.ledgerDir, { recursive: true });
+  const existing = loadKeys(p.keys);
+  const created = new Set<string>();
+  for (const role of ['controller', 'runtime', 'judge'] as Role[]) {
+    if (existing.some((k) => k.role === role)) continue;
+    const pair = generateKeyPair(role);
+    writeKeyPair(p.keys, pair);
+    const key = toSigningKey(pair);
+    existing.push(key);
+    created.add(key.signer);
+  }
+  const keys = existing.sort((a, b) => ROLES.indexOf(a.role) - ROLES.indexOf(b.role));
+  const controller = keys.find((k) => k.role === 'controller') as SigningKey;
+  const origin = o.origin ?? `assay.ledger/${randomBytes(8).toString('hex')}`;
+  const db = new SqliteLedgerDatabase(p.db, { clock: o.clock });
+  try {
+    const ledger = ledgerOver(p, db, keys, o, origin);
+    await ledger.genesis();
+    for (const k of keys) if (k !== controller) await ledger.registerKey(k);
+    const config: LedgerConfig = { format: 1, origin, rootKey: controller.publicKeyText, createdAt: o.clock.now().toISOString() };
+    writeFileAtomic(p.config, `${JSON.stringify(config, null, 2)}\n`);
+    const checkpoint = await ledger.checkpoint();
+    return {
+      home: p.home,
+      origin,
+      keys: keys.map((k) => ({ role: k.role, signer: k.signer, publicKey: k.publicKeyText, created: created.has(k.signer) })),
+      checkpoint,
+    };
+  } finally {
+    await db.close();
+  }
+}
+
 export class LedgerHome {
-  private constructor(
-    readonly paths: HomePaths,
-    readonly config: LedgerConfig,
-    readonly db: SqliteLedgerDatabase,
-    readonly ledger: Ledger,
-    readonly keys: SigningKey[],
-    private readonly deps: OpenOptions,
-  ) {}
+  readonly paths: HomePaths;
+  readonly config: LedgerConfig;
+  readonly db: SqliteLedgerDatabase;
+  readonly ledger: Ledger;
+  readonly keys: SigningKey[];
+  private readonly deps: OpenOptions;
+
+  /**
+   * Opens the ledger of an initialised home: its config, its database (migrated, unless `readOnly`), its private keys
+   * (none when `readOnly`) and the checkpoint witness file. This is the one place a home's Ledger is composed.
+   * Refuses a home without a ledger (LEDGER_NOT_INITIALIZED) or without its database (LEDGER_DB_MISSING).
+   */
+  constructor(home: string, o: OpenOptions) {
+    const p = homePaths(home);
+    const config = readConfig(p);
+    if (!existsSync(p.db))
+      throw new AssayError('LEDGER_DB_MISSING', 'not_found', `the ledger database ${p.db} is missing, but ${p.config} says a ledger was created here`);
+    const keys = o.readOnly ? [] : loadKeys(p.keys);
+    const db = new SqliteLedgerDatabase(p.db, { clock: o.clock, ...(o.readOnly ? { readOnly: true } : {}) });
+    this.paths = p;
+    this.config = config;
+    this.db = db;
+    this.ledger = ledgerOver(p, db, keys, o, config.origin);
+    this.keys = keys;
+    this.deps = o;
+  }
 
   /**
    * The same ledger (database, checkpoint witness, clock, ids, origin) signing with the keys of `roles` only: the
@@ -269,57 +332,6 @@ export class LedgerHome {
       this.deps,
       this.config.origin,
     );
-  }
-
-  static async init(home: string, o: OpenOptions & { origin?: string | undefined }): Promise<InitResult> {
-    const p = homePaths(home);
-    if (existsSync(p.config) || existsSync(p.db))
-      throw new AssayError('LEDGER_ALREADY_INITIALIZED', 'conflict', `a ledger already exists in ${p.home}; use another ASSAY_HOME, or keep using this one`);
-    if (o.origin !== undefined && !/^[\x21-\x7e]{1,200}$/.test(o.origin))
-      throw new AssayError('LEDGER_BAD_ORIGIN', 'invalid_input', '--origin must be 1-200 printable ASCII characters without spaces');
-    mkdirSync(p.keys, { recursive: true, mode: 0o700 });
-    chmodSync(p.keys, 0o700);
-    mkdirSync(p.ledgerDir, { recursive: true });
-    const existing = loadKeys(p.keys);
-    const created = new Set<string>();
-    for (const role of ['controller', 'runtime', 'judge'] as Role[]) {
-      if (existing.some((k) => k.role === role)) continue;
-      const pair = generateKeyPair(role);
-      writeKeyPair(p.keys, pair);
-      const key = toSigningKey(pair);
-      existing.push(key);
-      created.add(key.signer);
-    }
-    const keys = existing.sort((a, b) => ROLES.indexOf(a.role) - ROLES.indexOf(b.role));
-    const controller = keys.find((k) => k.role === 'controller') as SigningKey;
-    const origin = o.origin ?? `assay.ledger/${randomBytes(8).toString('hex')}`;
-    const db = SqliteLedgerDatabase.open(p.db, { clock: o.clock });
-    try {
-      const ledger = ledgerOver(p, db, keys, o, origin);
-      await ledger.genesis();
-      for (const k of keys) if (k !== controller) await ledger.registerKey(k);
-      const config: LedgerConfig = { format: 1, origin, rootKey: controller.publicKeyText, createdAt: o.clock.now().toISOString() };
-      writeFileAtomic(p.config, `${JSON.stringify(config, null, 2)}\n`);
-      const checkpoint = await ledger.checkpoint();
-      return {
-        home: p.home,
-        origin,
-        keys: keys.map((k) => ({ role: k.role, signer: k.signer, publicKey: k.publicKeyText, created: created.has(k.signer) })),
-        checkpoint,
-      };
-    } finally {
-      await db.close();
-    }
-  }
-
-  static async open(home: string, o: OpenOptions): Promise<LedgerHome> {
-    const p = homePaths(home);
-    const config = readConfig(p);
-    if (!existsSync(p.db))
-      throw new AssayError('LEDGER_DB_MISSING', 'not_found', `the ledger database ${p.db} is missing, but ${p.config} says a ledger was created here`);
-    const keys = o.readOnly ? [] : loadKeys(p.keys);
-    const db = SqliteLedgerDatabase.open(p.db, { clock: o.clock, ...(o.readOnly ? { readOnly: true } : {}) });
-    return new LedgerHome(p, config, db, ledgerOver(p, db, keys, o, config.origin), keys, o);
   }
 
   /**

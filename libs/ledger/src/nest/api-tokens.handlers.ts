@@ -26,7 +26,7 @@ export class ApiTokensProvider implements OnModuleDestroy {
   table(o: { create?: boolean } = {}): ApiTokenStore {
     if (this.store?.isOpen()) return this.store;
     this.store?.close();
-    this.store = ApiTokenStore.open(this.home, o);
+    this.store = new ApiTokenStore(this.home, o);
     return this.store;
   }
 

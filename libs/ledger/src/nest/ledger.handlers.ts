@@ -1,7 +1,7 @@
 import { Inject, Injectable, type OnModuleDestroy } from '@nestjs/common';
 import { CommandHandler, QueryHandler, type ICommandHandler, type IQueryHandler } from '@nestjs/cqrs';
 import { CLOCK, ID_GENERATOR, type Clock, type IdGenerator } from '@assay/core';
-import { LedgerHome, verifyLedgerFile, verifyLedgerHome } from '../home/ledger-home';
+import { LedgerHome, verifyLedgerFile, verifyLedgerHome, initLedgerHome } from '../home/ledger-home';
 import { Ledger } from '../application/ledger';
 import {
   AppendEventsBatchCommand,
@@ -37,17 +37,22 @@ export class LedgerHomeProvider implements OnModuleDestroy {
   ) {}
 
   get(): Promise<LedgerHome> {
-    this.opened ??= LedgerHome.open(this.home, { clock: this.clock, ids: this.ids });
+    this.opened ??= this.open({ clock: this.clock, ids: this.ids });
     return this.opened;
   }
 
   reader(): Promise<LedgerHome> {
     // A failed open is not kept: the next query tries again (e.g. once a writer has migrated the database).
-    this.openedReadOnly ??= LedgerHome.open(this.home, { clock: this.clock, ids: this.ids, readOnly: true }).catch((e: unknown) => {
+    this.openedReadOnly ??= this.open({ clock: this.clock, ids: this.ids, readOnly: true }).catch((e: unknown) => {
       this.openedReadOnly = null;
       throw e;
     });
     return this.openedReadOnly;
+  }
+
+  /** Opens the home; a refusal (a missing or damaged ledger) comes back as a rejected promise. */
+  private open(o: { clock: Clock; ids: IdGenerator; readOnly?: boolean }): Promise<LedgerHome> {
+    return new Promise((resolve) => resolve(new LedgerHome(this.home, o)));
   }
 
   async onModuleDestroy(): Promise<void> {
@@ -61,7 +66,7 @@ export class LedgerHomeProvider implements OnModuleDestroy {
 export class InitLedgerHandler implements ICommandHandler<InitLedgerCommand> {
   constructor(private readonly p: LedgerHomeProvider) {}
   execute(c: InitLedgerCommand) {
-    return LedgerHome.init(this.p.home, { clock: this.p.clock, ids: this.p.ids, origin: c.origin });
+    return initLedgerHome(this.p.home, { clock: this.p.clock, ids: this.p.ids, origin: c.origin });
   }
 }
 

@@ -16,9 +16,10 @@ export const importsDir = (home: string): string => join(home, 'imports');
 export const importsDbPath = (home: string): string => join(importsDir(home), 'imports.db');
 
 export class SqliteImportStore implements ImportStore {
-  private constructor(private readonly db: Database.Database) {}
+  private readonly db: Database.Database;
 
-  static open(path: string, migrationsDir: string = join(dirname(findProjectionMigrationsDir()), 'imports')): SqliteImportStore {
+  /** Opens (creating and migrating when needed) the imports database; PROJECTIONS_UNAVAILABLE when it cannot be opened. */
+  constructor(path: string, migrationsDir: string = join(dirname(findProjectionMigrationsDir()), 'imports')) {
     mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
     let db: Database.Database;
     try {
@@ -35,7 +36,7 @@ export class SqliteImportStore implements ImportStore {
       db.close();
       throw e;
     }
-    return new SqliteImportStore(db);
+    this.db = db;
   }
 
   /** Records an imported row; false when that bundle was imported already (nothing changes). */

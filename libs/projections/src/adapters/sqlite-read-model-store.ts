@@ -29,18 +29,10 @@ export class SqliteReadModelStore implements ReadModelStore {
   /** Statements prepared once per SQL text: preparing is most of a small read's cost (a read per API request). */
   private readonly statements = new Map<string, Database.Statement>();
 
-  private constructor(private readonly db: Database.Database) {}
+  private readonly db: Database.Database;
 
-  private sql(text: string): Database.Statement {
-    let s = this.statements.get(text);
-    if (!s) {
-      s = this.db.prepare(text);
-      this.statements.set(text, s);
-    }
-    return s;
-  }
-
-  static open(path: string, migrationsDir: string = findProjectionMigrationsDir()): SqliteReadModelStore {
+  /** Opens (creating and migrating when needed) the read models' database. */
+  constructor(path: string, migrationsDir: string = findProjectionMigrationsDir()) {
     mkdirSync(dirname(path), { recursive: true });
     const db = new Database(path);
     try {
@@ -52,7 +44,16 @@ export class SqliteReadModelStore implements ReadModelStore {
       db.close();
       throw e;
     }
-    return new SqliteReadModelStore(db);
+    this.db = db;
+  }
+
+  private sql(text: string): Database.Statement {
+    let s = this.statements.get(text);
+    if (!s) {
+      s = this.db.prepare(text);
+      this.statements.set(text, s);
+    }
+    return s;
   }
 
   private static migrate(db: Database.Database, path: string, dir: string): void {

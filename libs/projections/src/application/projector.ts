@@ -59,7 +59,7 @@ async function eventAt(home: LedgerHome, position: number): Promise<RecordedEven
 export async function catchUp(home: LedgerHome, store: ReadModelStore, o: CatchUpOptions = {}): Promise<CatchUpResult> {
   const batchSize = Math.max(1, o.batchSize ?? 1000);
   const progress = o.progress ?? silentProgress;
-  const target = home.db.checkpoints.latest()?.treeSize ?? 0;
+  const target = home.committedCheckpoint()?.treeSize ?? 0;
   const start = store.checkpoint();
   if (start.position > 0) {
     const last = await eventAt(home, start.position - 1);

@@ -52,7 +52,7 @@ export class ReadModelsProvider implements OnModuleDestroy {
   async fresh(): Promise<ReadModelStore> {
     const home = await this.ledger.reader();
     const store = this.open();
-    const treeSize = home.db.checkpoints.latest()?.treeSize ?? 0;
+    const treeSize = home.committedCheckpoint()?.treeSize ?? 0;
     if (!this.running && this.seen?.treeSize === treeSize && this.seen.position === treeSize) return store;
     // Nothing signed since the last catch-up (another projector may have caught up meanwhile): no work at all.
     if (!this.running && treeSize === store.checkpoint().position) {
@@ -87,7 +87,7 @@ export class ReadModelsProvider implements OnModuleDestroy {
     if (!this.importStore) {
       const path = importsDbPath(this.ledger.home);
       if (!existsSync(path)) return undefined;
-      this.importStore = SqliteImportStore.open(path);
+      this.importStore = new SqliteImportStore(path);
     }
     return this.importStore;
   }
@@ -102,7 +102,7 @@ export class ReadModelsProvider implements OnModuleDestroy {
     if (this.store) return this.store;
     const path = readModelsPath(this.ledger.home);
     try {
-      this.store = SqliteReadModelStore.open(path);
+      this.store = new SqliteReadModelStore(path);
     } catch (e) {
       if (e instanceof AssayError) throw e;
       throw new AssayError('PROJECTIONS_UNAVAILABLE', 'unavailable', `cannot open the read models at ${path}: ${(e as Error).message}`, { cause: e });
@@ -211,7 +211,7 @@ export class ImportBundleHandler implements ICommandHandler<ImportBundleCommand>
     @Inject(CLOCK) private readonly clock: Clock,
   ) {}
   async execute(c: ImportBundleCommand): Promise<ImportBundleResult> {
-    const store = SqliteImportStore.open(importsDbPath(this.ledger.home));
+    const store = new SqliteImportStore(importsDbPath(this.ledger.home));
     try {
       return await importBundle({
         dir: importsDir(this.ledger.home),

@@ -57,7 +57,7 @@ const types = (w: Wiring) =>
 async function started(o: { maxSubmissions?: number | null; work?: { freeze(): Promise<void>; thaw(): Promise<void> } } = {}) {
   const w = wiring({ script: Array.from({ length: 40 }, () => ({ status: 'completed' as const, rewards: { reward: 0.5 } })) });
   const deps = { ...w.deps, ...(o.work ? { work: o.work } : {}) };
-  const svc = await SubmissionService.start(deps, startInput('r1', { settings: { maxSubmissions: o.maxSubmissions ?? null } }));
+  const svc = await new SubmissionService(deps).start(startInput('r1', { settings: { maxSubmissions: o.maxSubmissions ?? null } }));
   return { w, svc };
 }
 

@@ -79,7 +79,11 @@ export class SubmissionService implements SubmissionGateway {
   private readonly work: WorkControl;
   private readonly o: Required<Omit<SubmissionServiceOptions, 'logPathOf'>> & Pick<SubmissionServiceOptions, 'logPathOf'>;
 
-  private constructor(private readonly d: SubmissionServiceDeps) {
+  /**
+   * A service over run `d.run` of `d.ledger`. Nothing is read or appended until one of `load`, `start` or `resume`,
+   * one of which must come first.
+   */
+  constructor(private readonly d: SubmissionServiceDeps) {
     this.state = initialRunState(d.run);
     this.work = d.work ?? NO_WORK_CONTROL;
     this.o = {
@@ -90,25 +94,24 @@ export class SubmissionService implements SubmissionGateway {
   }
 
   /** Loads the run from the ledger (nothing is appended). */
-  static async open(d: SubmissionServiceDeps): Promise<SubmissionService> {
-    const s = new SubmissionService(d);
-    await s.locked(() => s.sync());
-    return s;
+  async load(): Promise<this> {
+    await this.locked(() => this.sync());
+    return this;
   }
 
   /** Starts a new run: appends RunStarted (the run stream must not exist yet). */
-  static async start(d: SubmissionServiceDeps, input: RunStartInput): Promise<SubmissionService> {
-    const s = await SubmissionService.open(d);
-    await s.apply({ kind: 'start', input });
-    return s;
+  async start(input: RunStartInput): Promise<this> {
+    await this.load();
+    await this.apply({ kind: 'start', input });
+    return this;
   }
 
   /** Rebuilds the run from the ledger after a restart and settles or refunds a round left open. */
-  static async resume(d: SubmissionServiceDeps): Promise<{ service: SubmissionService; recovery: RecoveryReport }> {
-    const s = await SubmissionService.open(d);
-    if (!s.state.started) throw runError(RUN_ERROR_CODES.NOT_STARTED, 'not_found', `run ${d.run} has no RunStarted event in this ledger`, { run: d.run });
-    const recovery = await s.recover();
-    return { service: s, recovery };
+  async resume(): Promise<RecoveryReport> {
+    await this.load();
+    if (!this.state.started)
+      throw runError(RUN_ERROR_CODES.NOT_STARTED, 'not_found', `run ${this.d.run} has no RunStarted event in this ledger`, { run: this.d.run });
+    return this.recover();
   }
 
   /** The run's state as folded from the ledger (read-only). */

@@ -11,7 +11,7 @@ const tick = () => new Promise((r) => setImmediate(r));
 
 async function started(o: Parameters<typeof wiring>[0] & { start?: Parameters<typeof startInput>[1] } = {}) {
   const w = wiring(o);
-  const svc = await SubmissionService.start(w.deps, startInput(w.deps.run, o.start ?? {}));
+  const svc = await new SubmissionService(w.deps).start(startInput(w.deps.run, o.start ?? {}));
   return { w, svc };
 }
 
@@ -130,10 +130,10 @@ describe('SubmissionService', () => {
     for (const keep of [false, true]) {
       const log: string[] = [];
       const w = wiring({ options: { keepWorkPausedDuringJudge: keep } });
-      const svc = await SubmissionService.start(
-        { ...w.deps, work: { freeze: async () => void log.push('freeze'), thaw: async () => void log.push('thaw') } },
-        startInput(),
-      );
+      const svc = await new SubmissionService({
+        ...w.deps,
+        work: { freeze: async () => void log.push('freeze'), thaw: async () => void log.push('thaw') },
+      }).start(startInput());
       w.judge.onJudge = () => void log.push('judge');
       await svc.submit(submitReq());
       expect(log).toEqual(keep ? ['freeze', 'judge', 'thaw'] : ['freeze', 'thaw', 'judge']);
@@ -142,8 +142,8 @@ describe('SubmissionService', () => {
 
   it('history shows this run only', async () => {
     const w = wiring();
-    const one = await SubmissionService.start(w.deps, startInput('r1'));
-    const two = await SubmissionService.start({ ...w.deps, run: 'r2' }, startInput('r2'));
+    const one = await new SubmissionService(w.deps).start(startInput('r1'));
+    const two = await new SubmissionService({ ...w.deps, run: 'r2' }).start(startInput('r2'));
     await one.submit(submitReq());
     await two.submit(submitReq());
     await two.submit(submitReq());
@@ -173,11 +173,11 @@ describe('SubmissionService', () => {
     let stale = false;
     // The other controller read the run, then lost the race: its next read sees nothing new.
     const racing = { read: (run: string, from?: number) => (stale ? Promise.resolve([]) : w.ledger.read(run, from)), append: w.ledger.append.bind(w.ledger) };
-    const other = await SubmissionService.open({ ...w.deps, ledger: racing });
+    const other = await new SubmissionService({ ...w.deps, ledger: racing }).load();
     stale = true;
     await svc.submit(submitReq());
     await expect(other.workStarted('c', 'sha256:x', {})).rejects.toMatchObject({ code: 'RUN_CONCURRENT_WRITER' });
-    await expect(SubmissionService.start(w.deps, startInput())).rejects.toMatchObject({ code: 'RUN_CONFLICT' });
+    await expect(new SubmissionService(w.deps).start(startInput())).rejects.toMatchObject({ code: 'RUN_CONFLICT' });
     expect(types(w, 'run-r1')).not.toContain('WorkStarted');
   });
 });
@@ -192,7 +192,8 @@ describe('resume: a controller that dies mid-round is rebuilt from the ledger al
     await tick();
     expect(types(w).at(-1)).toBe('SubmissionReceived');
     w.snapshotter.gate = null;
-    const { service, recovery } = await SubmissionService.resume(w.deps);
+    const service = new SubmissionService(w.deps);
+    const recovery = await service.resume();
     expect(recovery).toEqual({ round: 1, outcome: 'refunded' });
     expect(w.ledger.all().at(-1)?.data.reason).toMatch(/before the workspace was snapshotted/);
     expect((await service.submit(submitReq())).round).toBe(2);
@@ -204,8 +205,7 @@ describe('resume: a controller that dies mid-round is rebuilt from the ledger al
     void a.svc.submit(submitReq());
     await new Promise((r) => setTimeout(r, 5));
     expect(types(a.w).at(-1)).toBe('JudgeLaunched');
-    const ra = await SubmissionService.resume(a.w.deps);
-    expect(ra.recovery).toEqual({ round: 1, outcome: 'refunded' });
+    expect(await new SubmissionService(a.w.deps).resume()).toEqual({ round: 1, outcome: 'refunded' });
     expect(a.w.ledger.all().at(-1)?.data.reason).toMatch(/Judge fake-1-r1 was launched/);
     a.w.judge.release();
 
@@ -214,17 +214,16 @@ describe('resume: a controller that dies mid-round is rebuilt from the ledger al
     void b.svc.submit(submitReq());
     await new Promise((r) => setTimeout(r, 5));
     expect(types(b.w).at(-1)).toBe('RewardRecorded');
-    const rb = await SubmissionService.resume(b.w.deps);
-    expect(rb.recovery).toEqual({ round: 1, outcome: 'counted' });
-    const again = await SubmissionService.resume(b.w.deps);
-    expect(again.recovery).toEqual({ round: null, outcome: null });
-    expect(await again.service.complete()).toMatchObject({ status: 'completed', bestRound: 1, bestScore: 0.5 });
+    expect(await new SubmissionService(b.w.deps).resume()).toEqual({ round: 1, outcome: 'counted' });
+    const again = new SubmissionService(b.w.deps);
+    expect(await again.resume()).toEqual({ round: null, outcome: null });
+    expect(await again.complete()).toMatchObject({ status: 'completed', bestRound: 1, bestScore: 0.5 });
     const ids = b.w.ledger.all().map((e) => e.id);
     expect(new Set(ids).size).toBe(ids.length);
     expect(types(b.w, 'run-r1')).toEqual(['RunStarted', 'SubmissionReceived', 'SnapshotTaken', 'BudgetConsumed', 'RunCompleted']);
   });
 
   it('refuses to resume a run that never started', async () => {
-    await expect(SubmissionService.resume(wiring({ run: 'ghost' }).deps)).rejects.toMatchObject({ code: 'RUN_NOT_STARTED' });
+    await expect(new SubmissionService(wiring({ run: 'ghost' }).deps).resume()).rejects.toMatchObject({ code: 'RUN_NOT_STARTED' });
   });
 });

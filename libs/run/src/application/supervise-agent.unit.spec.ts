@@ -46,7 +46,7 @@ async function harness(
   o: { start?: Parameters<typeof startInput>[1]; deps?: Partial<AgentSupervisionDeps>; files?: Record<string, string> } = {},
 ): Promise<Harness> {
   const w = wiring({ files: o.files ?? { 'solve.py': 'v0' } });
-  const svc = await SubmissionService.start(w.deps, startInput(w.deps.run, o.start ?? {}));
+  const svc = await new SubmissionService(w.deps).start(startInput(w.deps.run, o.start ?? {}));
   await svc.recordWorkspace();
   const lines: string[] = [];
   const unpinned: string[] = [];

@@ -180,11 +180,11 @@ export async function runWorkSession(ports: WorkSessionPorts, plan: WorkSessionP
     const killedAgentSec = plan.open.resume ? await unrecordedAgentSec(ports.ledger, plan.run) : 0;
     let svc: SubmissionService;
     if (plan.open.resume) {
-      const r = await SubmissionService.resume(deps);
-      svc = r.service;
-      if (r.recovery.round !== null) log(`round ${r.recovery.round} was open: ${r.recovery.outcome}`);
+      svc = new SubmissionService(deps);
+      const recovery = await svc.resume();
+      if (recovery.round !== null) log(`round ${recovery.round} was open: ${recovery.outcome}`);
     } else {
-      svc = await SubmissionService.start(deps, plan.open.input);
+      svc = await new SubmissionService(deps).start(plan.open.input);
     }
     if (plan.probed && !svc.current.completed) await svc.gpusProbed(plan.probed.node, plan.probed.gpus, plan.open.resume);
     if (svc.current.completed) {

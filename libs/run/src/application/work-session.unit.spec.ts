@@ -166,7 +166,7 @@ describe('runWorkSession', () => {
   it('a resume: the dead session’s agent time and the workspace’s edits are recorded before the agent continues', async () => {
     const w = wiring({ files: { 'solve.py': 'v0' } });
     // the earlier session: the run started, Work started, the baseline recorded, then its controller was killed
-    const first = await SubmissionService.start(w.deps, startInput('r1'));
+    const first = await new SubmissionService(w.deps).start(startInput('r1'));
     await first.workStarted('old-work', 'sha256:old', {});
     await first.recordWorkspace();
     w.clock.advance(42_000);
@@ -185,7 +185,7 @@ describe('runWorkSession', () => {
 
   it('a run that had already completed: no agent, Work removed again', async () => {
     const w = wiring();
-    const svc = await SubmissionService.start(w.deps, startInput('r1'));
+    const svc = await new SubmissionService(w.deps).start(startInput('r1'));
     await svc.recordWorkspace();
     await svc.complete();
     const h = harness({ w, open: { resume: true } });

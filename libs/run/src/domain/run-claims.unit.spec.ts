@@ -230,7 +230,7 @@ describe('genuine histories verify', () => {
       tokenSha256: TOKEN_SHA,
       fingerprintInput: null,
     });
-    const svc = await SubmissionService.start(w.deps, {
+    const svc = await new SubmissionService(w.deps).start({
       run: 'r1',
       task: 't',
       taskDigest: 'sha256:t',

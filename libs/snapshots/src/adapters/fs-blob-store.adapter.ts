@@ -39,6 +39,29 @@ export { readBlobFile } from './loose-blobs';
 
 const DEFAULT_PACK_MAX = 512 << 20;
 
+/** Creates the store's layout under `dir` where absent and checks (or upgrades) its format marker. */
+function prepareStoreDir(dir: string): void {
+  try {
+    for (const d of ['packs', 'roots', 'heads', 'writers']) fs.mkdirSync(join(dir, d), { recursive: true });
+    const marker = join(dir, 'store.json');
+    if (fs.existsSync(marker)) {
+      const m = JSON.parse(fs.readFileSync(marker, 'utf8')) as { format?: unknown };
+      if (m.format === FS_STORE_FORMAT_LOOSE) {
+        // An earlier store: its loose blobs stay where they are and are still read; new blobs go to packs.
+        writeFileAtomic(marker, `${JSON.stringify({ format: FS_STORE_FORMAT })}\n`, { durable: true });
+      } else if (m.format !== FS_STORE_FORMAT) {
+        throw snapshotError('SNAPSHOT_IO', `${dir} holds a blob store of format ${String(m.format)}, expected ${FS_STORE_FORMAT}`);
+      }
+    } else {
+      writeFileAtomic(marker, `${JSON.stringify({ format: FS_STORE_FORMAT })}\n`, { durable: false });
+    }
+    ensureIndexFile(join(dir, 'packs', 'index'));
+  } catch (e) {
+    if (e instanceof Error && 'code' in e && String((e as { code: unknown }).code).startsWith('SNAPSHOT_')) throw e;
+    throw ioError('opening the blob store at', dir, e);
+  }
+}
+
 /**
  * The blob store on disk (docs/snapshots-format.md, section 9):
  *
@@ -69,10 +92,15 @@ export class FsBlobStore implements BlobStore {
   private readonly pinRegistry: PinRegistry;
   private readonly maintenance: PackMaintenance;
 
-  private constructor(
-    readonly dir: string,
-    options: FsBlobStoreOptions,
-  ) {
+  readonly dir: string;
+
+  /**
+   * Opens the store in `dir`, creating its layout where absent. Refuses a store of another format (SNAPSHOT_IO);
+   * an assay-blobs/1 store is upgraded in place (its loose blobs stay and are still read).
+   */
+  constructor(dir: string, options: FsBlobStoreOptions = {}) {
+    prepareStoreDir(dir);
+    this.dir = dir;
     this.durable = (options.durability ?? 'batch') === 'batch';
     this.clock = options.clock ?? systemClock;
     this.gcWaitMs = options.gcWaitMs ?? 60_000;
@@ -92,29 +120,6 @@ export class FsBlobStore implements BlobStore {
       durable: this.durable,
       nowMs: () => this.clockNow(),
     };
-  }
-
-  static open(dir: string, options: FsBlobStoreOptions = {}): FsBlobStore {
-    try {
-      for (const d of ['packs', 'roots', 'heads', 'writers']) fs.mkdirSync(join(dir, d), { recursive: true });
-      const marker = join(dir, 'store.json');
-      if (fs.existsSync(marker)) {
-        const m = JSON.parse(fs.readFileSync(marker, 'utf8')) as { format?: unknown };
-        if (m.format === FS_STORE_FORMAT_LOOSE) {
-          // An earlier store: its loose blobs stay where they are and are still read; new blobs go to packs.
-          writeFileAtomic(marker, `${JSON.stringify({ format: FS_STORE_FORMAT })}\n`, { durable: true });
-        } else if (m.format !== FS_STORE_FORMAT) {
-          throw snapshotError('SNAPSHOT_IO', `${dir} holds a blob store of format ${String(m.format)}, expected ${FS_STORE_FORMAT}`);
-        }
-      } else {
-        writeFileAtomic(marker, `${JSON.stringify({ format: FS_STORE_FORMAT })}\n`, { durable: false });
-      }
-      ensureIndexFile(join(dir, 'packs', 'index'));
-    } catch (e) {
-      if (e instanceof Error && 'code' in e && String((e as { code: unknown }).code).startsWith('SNAPSHOT_')) throw e;
-      throw ioError('opening the blob store at', dir, e);
-    }
-    return new FsBlobStore(dir, options);
   }
 
   static shardOf(cid: CID): string {

@@ -69,25 +69,26 @@ const MAX_ATTEMPTS = 3;
  * where /proc is mounted, against their expected absolute path.
  */
 export class FsTreeSource implements TreeSource {
-  private constructor(
-    readonly id: string,
-    private readonly procCheck: boolean,
-    private readonly workers: number,
-    private readonly native: NativeLister | null,
-  ) {
-    this.listSummary = native ? async (rel, expected) => summarizeListing(this.nativeListing(native, rel, expected)) : undefined;
-  }
-
+  readonly id: string;
+  private readonly procCheck: boolean;
+  private readonly workers: number;
+  private readonly native: NativeLister | null;
   private prefetcher: ListingPrefetcher | null = null;
 
-  static open(dir: string, options: FsTreeSourceOptions = {}): FsTreeSource {
+  /** Opens `dir` (resolved once with realpath; SNAPSHOT_ROOT_INVALID when it cannot be). */
+  constructor(dir: string, options: FsTreeSourceOptions = {}) {
     let real: string;
     try {
       real = fs.realpathSync(resolve(dir));
     } catch (e) {
       throw snapshotError('SNAPSHOT_ROOT_INVALID', `cannot open ${dir}: ${(e as Error).message}`, { path: dir }, e);
     }
-    return new FsTreeSource(real, probeProc(real), options.workers ?? defaultWorkers(), options.nativeLister === false ? null : nativeLister());
+    this.id = real;
+    this.procCheck = probeProc(real);
+    this.workers = options.workers ?? defaultWorkers();
+    const native = options.nativeLister === false ? null : nativeLister();
+    this.native = native;
+    this.listSummary = native ? async (rel, expected) => summarizeListing(this.nativeListing(native, rel, expected)) : undefined;
   }
 
   abs(rel: string): string {

@@ -41,6 +41,20 @@ type Packed = [string, 'f' | 'd' | 'l', string, string, number, number, 0 | 1, s
 const KIND_OUT = { f: 'file', d: 'dir', l: 'symlink' } as const;
 const KIND_IN = { file: 'f', dir: 'd', symlink: 'l' } as const;
 
+function openCacheDb(file: string): Database.Database {
+  try {
+    mkdirSync(dirname(file), { recursive: true });
+    const db = new Database(file);
+    db.pragma('journal_mode = WAL');
+    db.pragma('synchronous = NORMAL');
+    db.pragma('busy_timeout = 10000');
+    db.exec(SCHEMA);
+    return db;
+  } catch (e) {
+    throw ioError('opening the stat cache', file, e);
+  }
+}
+
 /**
  * The stat cache in SQLite (one file under the Assay home). It is only a cache: losing it costs a rehash, never
  * a wrong CID (every entry is checked against a fresh lstat), so it runs with WAL and synchronous=NORMAL.
@@ -53,7 +67,12 @@ export class SqliteStatCache implements StatCache {
   private readonly drop: Database.Statement;
   private readonly unstore: Database.Statement;
 
-  private constructor(private readonly db: Database.Database) {
+  private readonly db: Database.Database;
+
+  /** Opens (creating when absent) the cache file; SNAPSHOT_IO when it cannot be opened. */
+  constructor(file: string) {
+    this.db = openCacheDb(file);
+    const db = this.db;
     // The entries (kilobytes per directory) are only read when a directory changed.
     this.getEntries = db.prepare('SELECT entries FROM snapshot_dirs WHERE scope = ? AND dir = ?');
     this.all = db.prepare('SELECT dir, manifest, size, stored, all_clean, files_key, dirs_key FROM snapshot_dirs WHERE scope = ?');
@@ -67,20 +86,6 @@ export class SqliteStatCache implements StatCache {
     this.dirs = db.prepare('SELECT dir FROM snapshot_dirs WHERE scope = ?');
     this.drop = db.prepare('DELETE FROM snapshot_dirs WHERE scope = ? AND dir = ?');
     this.unstore = db.prepare('UPDATE snapshot_dirs SET stored = 0 WHERE stored <> 0');
-  }
-
-  static open(file: string): SqliteStatCache {
-    try {
-      mkdirSync(dirname(file), { recursive: true });
-      const db = new Database(file);
-      db.pragma('journal_mode = WAL');
-      db.pragma('synchronous = NORMAL');
-      db.pragma('busy_timeout = 10000');
-      db.exec(SCHEMA);
-      return new SqliteStatCache(db);
-    } catch (e) {
-      throw ioError('opening the stat cache', file, e);
-    }
   }
 
   /**

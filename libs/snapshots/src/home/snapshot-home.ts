@@ -42,7 +42,7 @@ export interface CreateOptions {
  * read and hashed, and nothing is written anywhere: no store, no stat cache, no events. Needs no Assay home.
  */
 export async function digestDirectory(dir: string, o: Pick<SnapshotHomeOptions, 'clock' | 'workers' | 'nativeLister'> = {}): Promise<string> {
-  const source = FsTreeSource.open(dir, {
+  const source = new FsTreeSource(dir, {
     ...(o.workers === undefined ? {} : { workers: o.workers }),
     ...(o.nativeLister === undefined ? {} : { nativeLister: o.nativeLister }),
   });
@@ -69,17 +69,17 @@ export class SnapshotHome {
 
   /** The blob store, opened (and created) on first use: a dry run without the stat cache writes nothing. */
   get store(): FsBlobStore {
-    this.storeHandle ??= FsBlobStore.open(join(this.home, 'blobs'), { clock: this.clock, durability: this.options.durability ?? 'batch' });
+    this.storeHandle ??= new FsBlobStore(join(this.home, 'blobs'), { clock: this.clock, durability: this.options.durability ?? 'batch' });
     return this.storeHandle;
   }
 
   get cache(): SqliteStatCache {
-    this.cacheHandle ??= SqliteStatCache.open(join(this.home, 'snapshot-cache.sqlite'));
+    this.cacheHandle ??= new SqliteStatCache(join(this.home, 'snapshot-cache.sqlite'));
     return this.cacheHandle;
   }
 
   async create(dir: string, o: CreateOptions = {}): Promise<SnapshotResult> {
-    const source = FsTreeSource.open(dir, {
+    const source = new FsTreeSource(dir, {
       ...(this.options.workers === undefined ? {} : { workers: this.options.workers }),
       ...(this.options.nativeLister === undefined ? {} : { nativeLister: this.options.nativeLister }),
     });

@@ -59,8 +59,8 @@ describe('SqliteLedgerDatabase', () => {
   let tmp: { dir: string; cleanup(): void };
   let file: string;
   const open: SqliteLedgerDatabase[] = [];
-  const openDb = (opts: Parameters<typeof SqliteLedgerDatabase.open>[1] = {}, path = file): SqliteLedgerDatabase => {
-    const db = SqliteLedgerDatabase.open(path, opts);
+  const openDb = (opts: ConstructorParameters<typeof SqliteLedgerDatabase>[1] = {}, path = file): SqliteLedgerDatabase => {
+    const db = new SqliteLedgerDatabase(path, opts);
     open.push(db);
     return db;
   };
@@ -282,7 +282,7 @@ describe('SqliteLedgerDatabase', () => {
     });
 
     it('close commits what is queued', async () => {
-      const db = SqliteLedgerDatabase.open(file);
+      const db = new SqliteLedgerDatabase(file);
       const pending = db.events.append({ stream: 'run-c', expected: 'no_stream', events: [proposed('c0')], seal: zeroSigSeal });
       await db.close();
       await expect(pending).resolves.toMatchObject({ lastPosition: 0 });

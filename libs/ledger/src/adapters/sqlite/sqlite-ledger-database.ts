@@ -72,6 +72,72 @@ function checkHeader(path: string): void {
   }
 }
 
+/** Touches the root and right edge of each table's b-tree, where damage would show first. */
+function probe(db: Database.Database): void {
+  const tables = db
+    .prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('events', 'merkle_nodes', 'checkpoints')`)
+    .pluck()
+    .all() as string[];
+  if (tables.includes('events')) {
+    db.prepare('SELECT max(position) FROM events').get();
+    db.prepare('SELECT position, bytes FROM events ORDER BY position DESC LIMIT 1').get();
+  }
+  if (tables.includes('merkle_nodes')) db.prepare('SELECT max(idx) FROM merkle_nodes WHERE level = 0').get();
+  if (tables.includes('checkpoints')) db.prepare('SELECT * FROM checkpoints ORDER BY seq DESC LIMIT 1').get();
+}
+
+/**
+ * Opens (creating when absent) and migrates a ledger database.
+ * Refuses: a file that is not SQLite or is damaged (LEDGER_DB_CORRUPT, the file untouched), a SQLite file that
+ * is not a ledger (LEDGER_DB_NOT_A_LEDGER), a schema newer than this build (LEDGER_SCHEMA_TOO_NEW).
+ */
+function connect(path: string, opts: SqliteLedgerOptions): { db: Database.Database; path: string; migration: MigrationResult } {
+  const abs = resolve(path);
+  const migrations = loadMigrations(opts.migrationsDir);
+  checkHeader(abs);
+  if (opts.readOnly && !existsSync(abs)) throw dbUnavailable(abs, 'no such file');
+  let db: Database.Database;
+  try {
+    db = new Database(abs, {
+      timeout: opts.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS,
+      readonly: opts.readOnly === true,
+      fileMustExist: opts.readOnly === true,
+    });
+  } catch (e) {
+    const t = translateDbError(abs, e);
+    throw t === e ? dbUnavailable(abs, (e as Error).message, e) : t;
+  }
+  try {
+    // Read-only probes first: nothing is written until the file has shown itself to be a sound ledger.
+    db.pragma('foreign_keys = ON');
+    if (opts.verifyOnOpen) {
+      const problems = (db.pragma('quick_check') as Array<Record<string, string>>).map((r) => Object.values(r)[0]);
+      if (!(problems.length === 1 && problems[0] === 'ok')) throw dbCorrupt(abs, `quick_check: ${problems.slice(0, 5).join('; ')}`);
+    }
+    const version = assertNotTooNew(db, abs, migrations);
+    if (version > 0) probe(db);
+    if (opts.readOnly) {
+      const newest = migrations[migrations.length - 1]?.version ?? 0;
+      if (version !== newest)
+        throw dbUnavailable(abs, `it has schema version ${version}; reading needs version ${newest} (open it once for writing to migrate a copy)`);
+      return { db, path: abs, migration: { from: version, to: version, applied: [] } };
+    }
+    const mode = db.pragma('journal_mode = WAL', { simple: true });
+    if (String(mode).toLowerCase() !== 'wal') throw dbUnavailable(abs, `cannot switch to WAL (journal mode ${String(mode)})`);
+    db.pragma('synchronous = FULL');
+    const result = applyMigrations(db, abs, migrations, opts.clock ?? systemClock);
+    return { db, path: abs, migration: result };
+  } catch (e) {
+    try {
+      db.close();
+    } catch {
+      // already unusable
+    }
+    if (isCorruption(e)) throw dbCorrupt(abs, (e as Error).message, e);
+    throw translateDbError(abs, e);
+  }
+}
+
 export class SqliteLedgerDatabase {
   readonly events: SqliteEventStore;
   readonly merkleNodes: SqliteMerkleNodeStore;
@@ -80,86 +146,31 @@ export class SqliteLedgerDatabase {
   readonly lock: SqliteLedgerLock;
   private closed = false;
 
-  private constructor(
-    private readonly db: Database.Database,
-    readonly path: string,
-    readonly migration: MigrationResult,
-    private readonly opts: SqliteLedgerOptions,
-  ) {
+  private readonly db: Database.Database;
+  readonly path: string;
+  readonly migration: MigrationResult;
+  private readonly opts: SqliteLedgerOptions;
+
+  /**
+   * Opens (creating when absent) and migrates the ledger database at `path`. Refuses: a file that is not SQLite or is
+   * damaged (LEDGER_DB_CORRUPT, the file untouched), a SQLite file that is not a ledger (LEDGER_DB_NOT_A_LEDGER), a
+   * schema newer than this build (LEDGER_SCHEMA_TOO_NEW).
+   */
+  constructor(path: string, opts: SqliteLedgerOptions = {}) {
+    const c = connect(path, opts);
+    const db = c.db;
+    this.db = db;
+    this.path = c.path;
+    this.migration = c.migration;
+    this.opts = opts;
     this.events = new SqliteEventStore(db, {
-      path,
+      path: c.path,
       ...(opts.pollIntervalMs !== undefined ? { pollIntervalMs: opts.pollIntervalMs } : {}),
       ...(opts.maxRequestsPerCommit !== undefined ? { maxRequestsPerCommit: opts.maxRequestsPerCommit } : {}),
     });
-    this.merkleNodes = new SqliteMerkleNodeStore(db, path);
-    this.checkpoints = new SqliteCheckpointStore(db, path);
-    this.lock = new SqliteLedgerLock(db, path);
-  }
-
-  /**
-   * Opens (creating when absent) and migrates a ledger database.
-   * Refuses: a file that is not SQLite or is damaged (LEDGER_DB_CORRUPT, the file untouched), a SQLite file that
-   * is not a ledger (LEDGER_DB_NOT_A_LEDGER), a schema newer than this build (LEDGER_SCHEMA_TOO_NEW).
-   */
-  static open(path: string, opts: SqliteLedgerOptions = {}): SqliteLedgerDatabase {
-    const abs = resolve(path);
-    const migrations = loadMigrations(opts.migrationsDir);
-    checkHeader(abs);
-    if (opts.readOnly && !existsSync(abs)) throw dbUnavailable(abs, 'no such file');
-    let db: Database.Database;
-    try {
-      db = new Database(abs, {
-        timeout: opts.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS,
-        readonly: opts.readOnly === true,
-        fileMustExist: opts.readOnly === true,
-      });
-    } catch (e) {
-      const t = translateDbError(abs, e);
-      throw t === e ? dbUnavailable(abs, (e as Error).message, e) : t;
-    }
-    try {
-      // Read-only probes first: nothing is written until the file has shown itself to be a sound ledger.
-      db.pragma('foreign_keys = ON');
-      if (opts.verifyOnOpen) {
-        const problems = (db.pragma('quick_check') as Array<Record<string, string>>).map((r) => Object.values(r)[0]);
-        if (!(problems.length === 1 && problems[0] === 'ok')) throw dbCorrupt(abs, `quick_check: ${problems.slice(0, 5).join('; ')}`);
-      }
-      const version = assertNotTooNew(db, abs, migrations);
-      if (version > 0) SqliteLedgerDatabase.probe(db);
-      if (opts.readOnly) {
-        const newest = migrations[migrations.length - 1]?.version ?? 0;
-        if (version !== newest)
-          throw dbUnavailable(abs, `it has schema version ${version}; reading needs version ${newest} (open it once for writing to migrate a copy)`);
-        return new SqliteLedgerDatabase(db, abs, { from: version, to: version, applied: [] }, opts);
-      }
-      const mode = db.pragma('journal_mode = WAL', { simple: true });
-      if (String(mode).toLowerCase() !== 'wal') throw dbUnavailable(abs, `cannot switch to WAL (journal mode ${String(mode)})`);
-      db.pragma('synchronous = FULL');
-      const result = applyMigrations(db, abs, migrations, opts.clock ?? systemClock);
-      return new SqliteLedgerDatabase(db, abs, result, opts);
-    } catch (e) {
-      try {
-        db.close();
-      } catch {
-        // already unusable
-      }
-      if (isCorruption(e)) throw dbCorrupt(abs, (e as Error).message, e);
-      throw translateDbError(abs, e);
-    }
-  }
-
-  /** Touches the root and right edge of each table's b-tree, where damage would show first. */
-  private static probe(db: Database.Database): void {
-    const tables = db
-      .prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('events', 'merkle_nodes', 'checkpoints')`)
-      .pluck()
-      .all() as string[];
-    if (tables.includes('events')) {
-      db.prepare('SELECT max(position) FROM events').get();
-      db.prepare('SELECT position, bytes FROM events ORDER BY position DESC LIMIT 1').get();
-    }
-    if (tables.includes('merkle_nodes')) db.prepare('SELECT max(idx) FROM merkle_nodes WHERE level = 0').get();
-    if (tables.includes('checkpoints')) db.prepare('SELECT * FROM checkpoints ORDER BY seq DESC LIMIT 1').get();
+    this.merkleNodes = new SqliteMerkleNodeStore(db, c.path);
+    this.checkpoints = new SqliteCheckpointStore(db, c.path);
+    this.lock = new SqliteLedgerLock(db, c.path);
   }
 
   /** Schema version after opening. */

@@ -33,7 +33,7 @@ export interface VerificationOpen {
 }
 
 function readOnlyOpen(path: string): SqliteLedgerDatabase {
-  return SqliteLedgerDatabase.open(path, { readOnly: true });
+  return new SqliteLedgerDatabase(path, { readOnly: true });
 }
 
 /** Copies the main file and its WAL into a fresh temporary directory and opens the copy read-only. */
@@ -84,7 +84,7 @@ function cannotCreateBesideIt(e: unknown): boolean {
 export function openForVerification(path: string, mode: 'copy' | 'home'): VerificationOpen {
   const abs = resolve(path);
   if (mode === 'copy') {
-    // A missing file: SqliteLedgerDatabase.open names the problem (nothing is created: read-only, file must exist).
+    // A missing file: the SqliteLedgerDatabase constructor names the problem (nothing is created: read-only, file must exist).
     if (!existsSync(abs)) readOnlyOpen(abs);
     return openCopy(abs);
   }
