@@ -1,14 +1,14 @@
 /**
- * The runtime node as a NestJS module: the composition root of the runtime's use cases for the CLI. It binds the
- * container runtime (CONTAINER_RUNTIME: the dockerode adapter, or what the caller passes: tests give the in-memory
- * fake), imports SnapshotsModule (the store under the home) and LedgerModule, which binds the Clock and the
+ * The runtime node as a NestJS module: the composition root of the runtime's use cases for the CLI. It imports
+ * ContainersModule (CONTAINER_RUNTIME: the dockerode adapter, or what the caller passes: tests give the in-memory
+ * fake), SnapshotsModule (the store under the home) and LedgerModule, which binds the Clock and the
  * IdGenerator (CLOCK, ID_GENERATOR) and the buses, so
  * a run, a task check, a baseline or Judges on a snapshot stamp time and ids from the same providers as the ledger's own commands.
  */
 import { Inject, Injectable, Module, type DynamicModule } from '@nestjs/common';
 import { CommandHandler, QueryHandler, type ICommandHandler, type IQueryHandler } from '@nestjs/cqrs';
 import { CLOCK, ID_GENERATOR, type Clock, type IdGenerator } from '@assay/core';
-import { CONTAINER_RUNTIME, DockerodeRuntime, type ContainerRuntime } from '@assay/containers';
+import { CONTAINER_RUNTIME, ContainersModule, type ContainerRuntime } from '@assay/containers';
 import { LedgerHomeProvider, LedgerModule } from '@assay/ledger';
 import { SnapshotHomeProvider, SnapshotsModule } from '@assay/snapshots';
 import { composeJudgeRuntime, type JudgeRuntimeSource } from '../judge-runtime';
@@ -228,9 +228,10 @@ export class RuntimeModule {
       imports: [
         LedgerModule.forHome(home, { ...(o.clock ? { clock: o.clock } : {}), ...(o.ids ? { ids: o.ids } : {}) }),
         SnapshotsModule.forHome(home, o.clock ? { clock: o.clock } : {}),
+        ContainersModule.forRuntime(o.containers),
       ],
-      providers: [{ provide: CONTAINER_RUNTIME, useFactory: () => o.containers ?? new DockerodeRuntime() }, RuntimeComposition, ...RUNTIME_HANDLERS],
-      exports: [CONTAINER_RUNTIME],
+      providers: [RuntimeComposition, ...RUNTIME_HANDLERS],
+      exports: [ContainersModule],
     };
   }
 }
