@@ -86,11 +86,7 @@ function probe(db: Database.Database): void {
   if (tables.includes('checkpoints')) db.prepare('SELECT * FROM checkpoints ORDER BY seq DESC LIMIT 1').get();
 }
 
-/**
- * Opens (creating when absent) and migrates a ledger database.
- * Refuses: a file that is not SQLite or is damaged (LEDGER_DB_CORRUPT, the file untouched), a SQLite file that
- * is not a ledger (LEDGER_DB_NOT_A_LEDGER), a schema newer than this build (LEDGER_SCHEMA_TOO_NEW).
- */
+/** The connection a SqliteLedgerDatabase runs on, opened and migrated (the checks are its constructor's). */
 function connect(path: string, opts: SqliteLedgerOptions): { db: Database.Database; path: string; migration: MigrationResult } {
   const abs = resolve(path);
   const migrations = loadMigrations(opts.migrationsDir);
