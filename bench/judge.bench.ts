@@ -17,8 +17,8 @@ import { join, resolve } from 'node:path';
 import { randomIds, systemClock } from '@assay/core';
 import { DockerodeRuntime, type ContainerRuntime } from '@assay/containers';
 import { initLedgerHome } from '@assay/ledger';
-import { JudgeRunner, ProcessOwnerRegistry } from '@assay/judge';
-import { openJudgeRuntime, SnapshotStoreAdapter, homeTag } from '@assay/runtime';
+import { JudgeRunner, ProcessOwnerRegistry, type JudgeSnapshots } from '@assay/judge';
+import { openJudgeRuntime, homeTag } from '@assay/runtime';
 import { arg, fmt, now, percentile, report } from './bench-util';
 
 const REPO = resolve(__dirname, '..').replace(/\/dist$/, '');
@@ -73,7 +73,7 @@ async function main(): Promise<void> {
     // The same runner as `assay judge` builds, with the snapshot port timed as well.
     const runner = new JudgeRunner({
       runtime: containers,
-      snapshots: timed<SnapshotStoreAdapter>(rt.snapshots, { walk: 'rules+materialise', materialise: 'rules+materialise' }, acc),
+      snapshots: timed<JudgeSnapshots>(rt.snapshots, { walk: 'rules+materialise', materialise: 'rules+materialise' }, acc),
       recorder: rt.recorder,
       owners: new ProcessOwnerRegistry(),
       clock: systemClock,

@@ -25,3 +25,7 @@ export { dirTar, dirTarBuffer, type DirTarLimits, type DirTarStats } from './app
 export * from './application/task-images';
 export * from './application/judge-runner';
 export { importRootfsImage, rootfsImageTag, ROOTFS_IMAGE_ROLE, ROOTFS_HARNESS_PATHS } from './application/rootfs-image';
+export * from './application/judge-composition';
+
+// the Judge as a NestJS module (its ports bound by the importing module)
+export { JudgeModule, JudgeComposer, JUDGE_BINDING, JUDGE_OWNERS, type JudgeBinding, type JudgeModuleOptions } from './nest/judge.module';

@@ -1,9 +1,9 @@
 /**
- * The runtime node's composition of Judges and images: the container runtime (dockerode by default), the snapshot
- * store under ASSAY_HOME, and the signing ledger. `composeJudgeRuntime` composes it over parts already opened
- * (RuntimeModule's); `openJudgeRuntime` opens a home's parts for it. The Judge's recorder signs with the runtime and
- * judge keys only: the controller key is never in the Ledger it appends through, so an event type that needs it
- * cannot be signed from there.
+ * The runtime node's Judges and images over a home: the container runtime (dockerode by default), the snapshot
+ * store under ASSAY_HOME, and the signing ledger. RuntimeModule composes it from JudgeModule (whose ports it binds
+ * with `judgePortsOf` and `judgeHostSettings`) and its own ledger and store; `openJudgeRuntime` opens a home's parts
+ * for a use case run outside the module. The Judge's recorder signs with the runtime and judge keys only: the
+ * controller key is never in the Ledger it appends through, so an event type that needs it cannot be signed from there.
  */
 import { createHash } from 'node:crypto';
 import { existsSync, statSync } from 'node:fs';
@@ -15,14 +15,19 @@ import { LedgerHome } from '@assay/ledger';
 import { SnapshotHome } from '@assay/snapshots';
 import { loadTaskPlan, type HostEnv, type TaskPlan } from '@assay/task-format';
 import {
-  JudgeRunner,
   LedgerJudgeRecorder,
   ProcessOwnerRegistry,
-  TaskImageBuilder,
+  composeJudge,
   judgeError,
+  type ComposedJudge,
+  type JudgeHostSettings,
+  type JudgePorts,
   type JudgeRecorder,
+  type JudgeRunner,
+  type JudgeSnapshots,
   type OwnerRegistry,
   type PreparedTask,
+  type TaskImageBuilder,
   type TaskImages,
 } from '@assay/judge';
 import { assayRoot } from './repo-paths';
@@ -78,20 +83,27 @@ export interface JudgeRuntimeParts extends Omit<JudgeRuntimeOptions, 'home' | 'c
 }
 
 export class JudgeRuntime {
-  /** Use `composeJudgeRuntime` (parts already opened) or `openJudgeRuntime` (opens the home's parts itself). */
+  readonly snapshots: JudgeSnapshots;
+  readonly recorder: JudgeRecorder;
+  readonly runner: JudgeRunner;
+  readonly images: TaskImageBuilder;
+
+  /** Use `composeJudgeRuntime` (parts already opened), `openJudgeRuntime` (opens the home's parts) or RuntimeModule. */
   constructor(
     readonly home: string,
     readonly containers: ContainerRuntime,
     readonly ledgerHome: LedgerHome,
     readonly snapshotHome: SnapshotHome,
-    readonly snapshots: SnapshotStoreAdapter,
-    readonly recorder: JudgeRecorder,
-    readonly runner: JudgeRunner,
-    readonly images: TaskImageBuilder,
+    judge: ComposedJudge,
     private readonly outputCapBytes: number | undefined,
     /** Closes what was opened for this runtime alone (nothing when its parts belong to a module). */
     private readonly release: () => Promise<void>,
-  ) {}
+  ) {
+    this.snapshots = judge.snapshots;
+    this.recorder = judge.recorder;
+    this.runner = judge.runner;
+    this.images = judge.images;
+  }
 
   /** Validates the task, builds (or reuses) its images, and prepares what every Judge of it shares. */
   async loadTask(taskDir: string, o: { metric?: string | null; hostEnv?: HostEnv; forceBuild?: boolean; gpusFromPool?: boolean } = {}): Promise<LoadedTask> {
@@ -123,14 +135,13 @@ export class JudgeRuntime {
 }
 
 /**
- * A JudgeRuntime over parts already opened (RuntimeModule's ledger and snapshot store): the Judge's recorder signs
- * through the home's ledger with the runtime and judge keys only (JUDGE_KEYS_MISSING without them). `release` is what
- * its close() does; nothing by default, since the parts' owner closes them.
+ * The Judge's recorder and snapshot port over a home's opened ledger and store: the recorder signs through the
+ * home's ledger (its checkpoint witness included) with the runtime and judge keys only (JUDGE_KEYS_MISSING without
+ * them), so an event type that needs the controller key cannot be signed from there. JudgeModule's binding in
+ * RuntimeModule and `composeJudgeRuntime` both use it.
  */
-export function composeJudgeRuntime(parts: JudgeRuntimeParts, release: () => Promise<void> = async () => undefined): JudgeRuntime {
-  const home = parts.ledgerHome.paths.home;
-  const { ledgerHome, snapshotHome, containers, clock, ids } = parts;
-  const progress = parts.progress ?? silentProgress;
+export function judgePortsOf(ledgerHome: LedgerHome, snapshotHome: SnapshotHome): Omit<JudgePorts, 'owners'> {
+  const home = ledgerHome.paths.home;
   const keys = ledgerHome.keys.filter((k) => k.role === 'runtime' || k.role === 'judge');
   for (const role of ['runtime', 'judge'] as const) {
     if (!keys.some((k) => k.role === role)) {
@@ -141,26 +152,39 @@ export function composeJudgeRuntime(parts: JudgeRuntimeParts, release: () => Pro
       );
     }
   }
-  // the home's ledger (its checkpoint witness included), signing with the runtime and judge keys only
-  const recorder = new LedgerJudgeRecorder(ledgerHome.ledgerSigningAs(['runtime', 'judge']));
-  const snapshots = new SnapshotStoreAdapter(snapshotHome);
-  const judgeRuntimeDir = parts.judgeRuntimeDir ?? join(assayRoot(), 'task-runtime', 'judge');
-  const runner = new JudgeRunner({
+  return { recorder: new LedgerJudgeRecorder(ledgerHome.ledgerSigningAs(['runtime', 'judge'])), snapshots: new SnapshotStoreAdapter(snapshotHome) };
+}
+
+/** Where a home's Judges keep their files and how they run (ASSAY_JUDGE_PROC read here, when a Judge is composed). */
+export function judgeHostSettings(home: string, o: Pick<JudgeRuntimeOptions, 'hostCpus' | 'judgeRuntimeDir' | 'procVisibility'> = {}): JudgeHostSettings {
+  return {
+    judgesDir: join(home, 'judges'),
+    imageLogsDir: join(home, 'images', 'logs'),
+    homeTag: homeTag(home),
+    hostCpus: o.hostCpus ?? availableParallelism(),
+    judgeRuntimeDir: o.judgeRuntimeDir ?? join(assayRoot(), 'task-runtime', 'judge'),
+    procVisibility: o.procVisibility ?? procVisibilityFromEnv(),
+  };
+}
+
+/**
+ * A JudgeRuntime over parts already opened (a home's ledger and snapshot store), composed as JudgeModule composes
+ * one (`composeJudge` of @assay/judge over `judgePortsOf` and `judgeHostSettings`). `release` is what its close()
+ * does; nothing by default, since the parts' owner closes them.
+ */
+export function composeJudgeRuntime(parts: JudgeRuntimeParts, release: () => Promise<void> = async () => undefined): JudgeRuntime {
+  const { ledgerHome, snapshotHome, containers, clock, ids } = parts;
+  const home = ledgerHome.paths.home;
+  const ports = { ...judgePortsOf(ledgerHome, snapshotHome), owners: parts.owners ?? new ProcessOwnerRegistry() };
+  const judge = composeJudge({
     runtime: containers,
-    snapshots,
-    recorder,
-    owners: parts.owners ?? new ProcessOwnerRegistry(),
+    ports,
     clock,
     ids,
-    judgesDir: join(home, 'judges'),
-    homeTag: homeTag(home),
-    hostCpus: parts.hostCpus ?? availableParallelism(),
-    progress,
-    judgeRuntimeDir,
-    procVisibility: parts.procVisibility ?? procVisibilityFromEnv(),
+    host: judgeHostSettings(home, parts),
+    progress: parts.progress ?? silentProgress,
   });
-  const images = new TaskImageBuilder({ runtime: containers, snapshots, recorder, clock, logsDir: join(home, 'images', 'logs'), judgeRuntimeDir, progress });
-  return new JudgeRuntime(home, containers, ledgerHome, snapshotHome, snapshots, recorder, runner, images, parts.outputCapBytes, release);
+  return new JudgeRuntime(home, containers, ledgerHome, snapshotHome, judge, parts.outputCapBytes, release);
 }
 
 /**

@@ -1,17 +1,18 @@
 /**
  * The runtime node as a NestJS module: the composition root of the runtime's use cases for the CLI. It imports
  * ContainersModule (CONTAINER_RUNTIME: the dockerode adapter, or what the caller passes: tests give the in-memory
- * fake), SnapshotsModule (the store under the home) and LedgerModule, which binds the Clock and the
- * IdGenerator (CLOCK, ID_GENERATOR) and the buses, so
- * a run, a task check, a baseline or Judges on a snapshot stamp time and ids from the same providers as the ledger's own commands.
+ * fake), SnapshotsModule (the store under the home), LedgerModule, which binds the Clock and the IdGenerator (CLOCK,
+ * ID_GENERATOR) and the buses, and JudgeModule, whose ports it binds to the home's ledger and store; so a run, a task
+ * check, a baseline or Judges on a snapshot stamp time and ids from the same providers as the ledger's own commands.
  */
+import { resolve } from 'node:path';
 import { Inject, Injectable, Module, type DynamicModule } from '@nestjs/common';
 import { CommandHandler, QueryHandler, type ICommandHandler, type IQueryHandler } from '@nestjs/cqrs';
 import { CLOCK, ID_GENERATOR, type Clock, type IdGenerator } from '@assay/core';
 import { CONTAINER_RUNTIME, ContainersModule, type ContainerRuntime } from '@assay/containers';
 import { LedgerHomeProvider, LedgerModule } from '@assay/ledger';
 import { SnapshotHomeProvider, SnapshotsModule } from '@assay/snapshots';
-import { composeJudgeRuntime, type JudgeRuntimeSource } from '../judge-runtime';
+import { JudgeRuntime, judgeHostSettings, judgePortsOf, type JudgeRuntimeSource } from '../judge-runtime';
 import { readRunEventsFrom, type RunEventRecord, type RunStatusView } from '@assay/run';
 import type { BaselineList } from '../run-views';
 import { listBaselines, listRuns, recordedRunLogs } from '../run-views';
@@ -26,7 +27,7 @@ import { recordBaseline, type BaselineReport } from '../baseline';
 import { judgeSnapshot, type JudgeSnapshotReport } from '../judge-snapshot';
 import { ensureBaseImage, ensureTaskImages } from '../images';
 import type { BaseImageResult } from '../base-image';
-import type { TaskImages } from '@assay/judge';
+import { JudgeComposer, JudgeModule, type JudgeBinding, type TaskImages } from '@assay/judge';
 import {
   BuildBaseImageCommand,
   BuildTaskImagesCommand,
@@ -47,9 +48,9 @@ import {
 
 /**
  * What every handler takes from the module: time, ids, the container runtime, and the module's JudgeRuntime: the
- * Judges and image builds composed over the module's own ledger (LedgerModule's LedgerHomeProvider) and snapshot
- * store (SnapshotsModule's SnapshotHomeProvider), so a command opens each once and closing its JudgeRuntime closes
- * nothing the module holds.
+ * Judges and image builds JudgeModule composes over the module's own ledger (LedgerModule's LedgerHomeProvider) and
+ * snapshot store (SnapshotsModule's SnapshotHomeProvider), so a command opens each once and closing its JudgeRuntime
+ * closes nothing the module holds.
  */
 @Injectable()
 export class RuntimeComposition {
@@ -59,17 +60,14 @@ export class RuntimeComposition {
     @Inject(CONTAINER_RUNTIME) readonly containers: ContainerRuntime,
     private readonly ledger: LedgerHomeProvider,
     private readonly store: SnapshotHomeProvider,
+    private readonly judge: JudgeComposer,
   ) {}
 
-  readonly judgeRuntime: JudgeRuntimeSource = async ({ progress }) =>
-    composeJudgeRuntime({
-      ledgerHome: await this.ledger.get(),
-      snapshotHome: await this.store.writer(),
-      containers: this.containers,
-      clock: this.clock,
-      ids: this.ids,
-      ...(progress ? { progress } : {}),
-    });
+  readonly judgeRuntime: JudgeRuntimeSource = async ({ progress }) => {
+    const judge = await this.judge.compose(progress ? { progress } : {});
+    const ledgerHome = await this.ledger.get();
+    return new JudgeRuntime(ledgerHome.paths.home, this.containers, ledgerHome, await this.store.writer(), judge, undefined, async () => undefined);
+  };
 
   /** What a use case is composed with: the module's providers, its JudgeRuntime included. */
   get composed() {
@@ -223,13 +221,21 @@ export const RUNTIME_HANDLERS = [
 @Module({})
 export class RuntimeModule {
   static forHome(home: string, o: { clock?: Clock; ids?: IdGenerator; containers?: ContainerRuntime } = {}): DynamicModule {
+    // each module once: JudgeModule imports the same three, so its ports bind to the providers the handlers use
+    const ledger = LedgerModule.forHome(home, { ...(o.clock ? { clock: o.clock } : {}), ...(o.ids ? { ids: o.ids } : {}) });
+    const snapshots = SnapshotsModule.forHome(home, o.clock ? { clock: o.clock } : {});
+    const containers = ContainersModule.forRuntime(o.containers);
+    const judge = JudgeModule.forRootAsync({
+      imports: [ledger, snapshots, containers],
+      inject: [LedgerHomeProvider, SnapshotHomeProvider],
+      useFactory: (l: LedgerHomeProvider, s: SnapshotHomeProvider): JudgeBinding => ({
+        ports: async () => judgePortsOf(await l.get(), await s.writer()),
+        host: () => judgeHostSettings(resolve(l.home)),
+      }),
+    });
     return {
       module: RuntimeModule,
-      imports: [
-        LedgerModule.forHome(home, { ...(o.clock ? { clock: o.clock } : {}), ...(o.ids ? { ids: o.ids } : {}) }),
-        SnapshotsModule.forHome(home, o.clock ? { clock: o.clock } : {}),
-        ContainersModule.forRuntime(o.containers),
-      ],
+      imports: [ledger, snapshots, containers, judge],
       providers: [RuntimeComposition, ...RUNTIME_HANDLERS],
       exports: [ContainersModule],
     };
