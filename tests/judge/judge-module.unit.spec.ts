@@ -152,7 +152,7 @@ describe('JudgeModule', () => {
   });
 
   it("starts without the ports, and a composition that cannot get them fails with the binding's error", async () => {
-    const refused = new AssayError('JUDGE_KEYS_MISSING', 'config', 'no judge key');
+    const refused = new AssayError('JUDGE_KEYS_MISSING', 'refused', 'no judge key');
     const b = await boot({ ports: () => Promise.reject(refused) });
     try {
       await expect(b.app.get(JudgeComposer).compose()).rejects.toBe(refused);

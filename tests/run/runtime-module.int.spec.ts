@@ -4,7 +4,7 @@
  * runtime is the in-memory fake with its daemon "down", so each command shows which runtime it was given (the fake's
  * own message) without building an image; the ledger is a real SQLite ledger under a temporary ASSAY_HOME.
  */
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { NestFactory } from '@nestjs/core';
@@ -32,7 +32,9 @@ import {
 } from '@assay/runtime';
 import { FakeContainerRuntime } from '../../libs/containers/src/testing';
 import { installFakeEntrypoint } from '../judge/judge-fakes';
-import { writeFakeRunTask } from './support/fake-run';
+import { FAKE_RUN_TIME, fakeRun, submitFromWork, writeFakeRunTask } from './support/fake-run';
+import { DockerGpuRuntimeCheck, NvidiaSmiGpuProbe } from '../../libs/runtime/src/gpu-host';
+import { FakeGpuProbe, FakeGpuRuntimeCheck, LedgerRunLedger, RunPorts } from '@assay/run';
 
 const TASK = join(__dirname, '..', '..', 'examples', 'tasks', 'hello-judge');
 
@@ -186,6 +188,100 @@ describe("RuntimeModule's JudgeRuntime: the module's ledger and snapshot store, 
       expect(await (await app.get(SnapshotHomeProvider).reader()).verify(parseCid(r.snapshot))).toBeTruthy();
     } finally {
       rmSync(task, { recursive: true, force: true });
+    }
+  }, 60_000);
+});
+
+describe("RuntimeModule's RunModule: the run's shared ports, bound once for the module's runs and task checks", () => {
+  const dirs: string[] = [];
+  const scratch = (prefix: string): string => {
+    const d = mkdtempSync(join(tmpdir(), prefix));
+    dirs.push(d);
+    return d;
+  };
+  afterAll(() => {
+    for (const d of dirs) rmSync(d, { recursive: true, force: true });
+  });
+
+  it('binds the GPU runtime check to `docker info` through the module container runtime, and the run ledger to its ledger', async () => {
+    const fake = new FakeContainerRuntime();
+    const { home, app } = await bootModule('assay-runtime-module-run-', new ManualClock('2026-05-03T09:00:00.000Z'), '44444444-0000-4000-8000', fake);
+    dirs.push(home);
+    try {
+      const ports = app.get(RunPorts);
+      expect(ports.gpuRuntimeCheck).toBeInstanceOf(DockerGpuRuntimeCheck);
+      expect(ports.gpuProbe).toBeInstanceOf(NvidiaSmiGpuProbe);
+      fake.available = false; // the check asks the module's runtime: its daemon is down
+      await expect(ports.gpuRuntimeCheck.check(['0'])).rejects.toMatchObject({ code: 'CONTAINER_UNAVAILABLE' });
+      const ledger = await ports.ledger();
+      expect(ledger).toBeInstanceOf(LedgerRunLedger);
+      expect(await ledger.read('r-none')).toEqual([]);
+    } finally {
+      await app.close();
+    }
+  }, 30_000);
+
+  it('a GPU run and a GPU task check ask the GPU ports given to the module, before anything starts', async () => {
+    const taskDir = writeFakeRunTask(scratch('assay-runtime-module-gpu-task-'));
+    const toml = join(taskDir, 'task.toml');
+    // Work and the Judge each need one GPU
+    writeFileSync(toml, `${readFileSync(toml, 'utf8').replace('gpus = 0\nworkdir', 'gpus = 1\nworkdir')}[metadata.rsi_harness.verifier]\ngpus = 1\n`);
+    const probe = FakeGpuProbe.withGpus(2);
+    const check = new FakeGpuRuntimeCheck({ Runtimes: { runc: { path: 'runc' } }, CDISpecDirs: ['/etc/cdi'] });
+    const home = scratch('assay-runtime-module-gpu-');
+    const app = await NestFactory.createApplicationContext(
+      RuntimeModule.forHome(home, { containers: new FakeContainerRuntime(), gpu: { probe, runtimeCheck: check } }),
+      { logger: false, abortOnError: false },
+    );
+    try {
+      const bus = app.get(CommandBus);
+      await expect(bus.execute(new RunResearchCommand({ home, taskDir, agent: 'reference', gpus: ['0'] }))).rejects.toMatchObject({
+        code: 'RUN_GPU_RUNTIME_MISSING',
+      });
+      // a task check reports it as its build check, nothing built
+      const checked = await bus.execute(new CheckTaskCommand(taskDir, { gpus: ['1'], repeat: 1 }));
+      expect(checked).toMatchObject({ sound: false, images: null });
+      expect(checked.checks.find((c) => c.name === 'build')).toMatchObject({
+        status: 'failed',
+        detail: expect.stringMatching(/^--gpus 1: the NVIDIA Container Toolkit is not set up on this Docker daemon/),
+      });
+      expect(check.calls).toEqual([['0'], ['1']]);
+      expect(probe.calls).toEqual([]);
+      expect(readdirSync(home)).toEqual([]); // no ledger, no run directory
+    } finally {
+      await app.close();
+    }
+  }, 30_000);
+
+  it("a whole run dispatched as RunResearchCommand records through RunModule's run ledger, on the module runtime, clock and ids", async () => {
+    const home = scratch('assay-runtime-module-whole-');
+    const taskDir = writeFakeRunTask(scratch('assay-runtime-module-whole-task-'));
+    const s = fakeRun(home, taskDir, 'r-command', async (p) => {
+      p.writeFile('/workspace/solution.txt', 'an answer\n');
+      await submitFromWork(p);
+      return 0;
+    });
+    const { clock, ids, containers, ...options } = s.options;
+    const app = await NestFactory.createApplicationContext(
+      RuntimeModule.forHome(home, { ...(clock ? { clock } : {}), ...(ids ? { ids } : {}), ...(containers ? { containers } : {}) }),
+      { logger: false, abortOnError: false },
+    );
+    try {
+      await app.get(CommandBus).execute(new InitLedgerCommand());
+      const ledgerAsked = jest.spyOn(app.get(RunPorts), 'ledger');
+      const report = await app.get(CommandBus).execute(new RunResearchCommand(options));
+      expect(report).toMatchObject({ run: 'r-command', status: 'completed', bestRound: 1, bestScore: 0.5 });
+      expect(ledgerAsked).toHaveBeenCalledTimes(1);
+      const run = await (await app.get(RunPorts).ledger()).read('r-command');
+      expect(run[0]?.type).toBe('RunStarted');
+      expect(run.map((e) => e.type)).toContain('RewardRecorded');
+      expect(s.work).not.toBeNull(); // Work ran on the module's (fake) runtime
+      const events = (await app.get(QueryBus).execute(new ReadEventsQuery({ limit: 10_000 }))).map((e) => e.envelope);
+      const ofRun = events.filter((e) => e.stream === 'run-r-command');
+      expect(new Set(ofRun.map((e) => e.time))).toEqual(new Set([FAKE_RUN_TIME]));
+      expect(ofRun.every((e) => e.id.startsWith('11111111-0000-4000-8000-'))).toBe(true);
+    } finally {
+      await app.close();
     }
   }, 60_000);
 });

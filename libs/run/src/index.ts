@@ -79,3 +79,6 @@ export * from './application/work-session';
 export * from './application/run-views';
 export * from './application/baselines';
 export * from './application/run-logs';
+
+// the run's shared ports as a NestJS module (bound by the importing module)
+export { RunModule, RunPorts, RUN_BINDING, type RunBinding, type RunModuleOptions } from './nest/run.module';

@@ -82,6 +82,7 @@ import {
   RUN_CANCEL_REQUEST,
   type GpuProbe,
   type GpuRuntimeCheck,
+  type RunLedger,
   type ProbedGpu,
 } from '@assay/run';
 import { type RunSettingsOverrides } from '@assay/task-format';
@@ -217,6 +218,11 @@ export interface RunStartOptions {
   readonly workWarden?: (workId: string) => WorkWarden;
   /** The module's JudgeRuntime (RuntimeModule binds it: its ledger and store); absent: one opened over `home`. */
   readonly judgeRuntime?: JudgeRuntimeSource;
+  /**
+   * Where the run's events go (RuntimeModule binds RunModule's, over the module's ledger), asked for when the run
+   * opens; absent: a LedgerRunLedger over the JudgeRuntime's ledger (the same ledger).
+   */
+  readonly runLedger?: () => Promise<RunLedger>;
 }
 
 interface RunMeta {
@@ -707,7 +713,7 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
       const session = await runWorkSession(
         {
           containers: rt.containers,
-          ledger: new LedgerRunLedger(rt.ledgerHome.ledger),
+          ledger: o.runLedger ? await o.runLedger() : new LedgerRunLedger(rt.ledgerHome.ledger),
           judge: new PooledJudge(judge, gpuPool),
           clock,
           ids,

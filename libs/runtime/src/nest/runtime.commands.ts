@@ -19,8 +19,11 @@ import type { ImagesOptions } from '../images';
 import type { BaseImageResult } from '../base-image';
 import type { TaskImages } from '@assay/judge';
 
-/** What the composition root gives every runtime use case, so a command never carries them. */
-type Composed = 'clock' | 'ids' | 'containers' | 'judgeRuntime';
+/**
+ * What the composition root gives the runtime's use cases, so a command never carries them: the providers, the
+ * module's JudgeRuntime, and the run's shared ports (RunModule's: the run ledger, the GPU probes).
+ */
+type Composed = 'clock' | 'ids' | 'containers' | 'judgeRuntime' | 'runLedger' | 'gpuProbe' | 'gpuRuntimeCheck';
 
 /** `assay run TASK_DIR` and `assay run --resume RUN_ID`. */
 export class RunResearchCommand extends Command<RunReport> {

@@ -13,7 +13,18 @@ import { CONTAINER_RUNTIME, ContainersModule, type ContainerRuntime } from '@ass
 import { LedgerHomeProvider, LedgerModule } from '@assay/ledger';
 import { SnapshotHomeProvider, SnapshotsModule } from '@assay/snapshots';
 import { JudgeRuntime, judgeHostSettings, judgePortsOf, type JudgeRuntimeSource } from '../judge-runtime';
-import { readRunEventsFrom, type RunEventRecord, type RunStatusView } from '@assay/run';
+import {
+  LedgerRunLedger,
+  RunModule,
+  RunPorts,
+  readRunEventsFrom,
+  type GpuProbe,
+  type GpuRuntimeCheck,
+  type RunBinding,
+  type RunEventRecord,
+  type RunStatusView,
+} from '@assay/run';
+import { DockerGpuRuntimeCheck, NvidiaSmiGpuProbe, daemonInfoOf } from '../gpu-host';
 import type { BaselineList } from '../run-views';
 import { listBaselines, listRuns, recordedRunLogs } from '../run-views';
 import { importTask, taskDigests, type TaskImport } from '../task-import';
@@ -61,6 +72,8 @@ export class RuntimeComposition {
     private readonly ledger: LedgerHomeProvider,
     private readonly store: SnapshotHomeProvider,
     private readonly judge: JudgeComposer,
+    /** RunModule's: the run ledger and the host's GPU probes. */
+    readonly run: RunPorts,
   ) {}
 
   readonly judgeRuntime: JudgeRuntimeSource = async ({ progress }) => {
@@ -79,7 +92,14 @@ export class RuntimeComposition {
 export class RunResearchHandler implements ICommandHandler<RunResearchCommand> {
   constructor(private readonly c: RuntimeComposition) {}
   execute(cmd: RunResearchCommand): Promise<RunReport> {
-    return runResearch({ ...cmd.options, ...this.c.composed });
+    const { run } = this.c;
+    return runResearch({
+      ...cmd.options,
+      ...this.c.composed,
+      runLedger: () => run.ledger(),
+      gpuProbe: run.gpuProbe,
+      gpuRuntimeCheck: run.gpuRuntimeCheck,
+    });
   }
 }
 
@@ -87,7 +107,8 @@ export class RunResearchHandler implements ICommandHandler<RunResearchCommand> {
 export class CheckTaskHandler implements ICommandHandler<CheckTaskCommand> {
   constructor(private readonly c: RuntimeComposition) {}
   execute(cmd: CheckTaskCommand): Promise<TaskCheckReport> {
-    return checkTask(cmd.taskDir, { ...cmd.options, clock: this.c.clock, ids: this.c.ids, containers: this.c.containers });
+    const { clock, ids, containers, run } = this.c;
+    return checkTask(cmd.taskDir, { ...cmd.options, clock, ids, containers, gpuRuntimeCheck: run.gpuRuntimeCheck });
   }
 }
 
@@ -220,7 +241,14 @@ export const RUNTIME_HANDLERS = [
 
 @Module({})
 export class RuntimeModule {
-  static forHome(home: string, o: { clock?: Clock; ids?: IdGenerator; containers?: ContainerRuntime } = {}): DynamicModule {
+  /**
+   * The runtime over `home`. `gpu` replaces the host's GPU probes (`nvidia-smi`, `docker info` through the container
+   * runtime) for a run or a task check: tests pass FakeGpuProbe and FakeGpuRuntimeCheck.
+   */
+  static forHome(
+    home: string,
+    o: { clock?: Clock; ids?: IdGenerator; containers?: ContainerRuntime; gpu?: { probe?: GpuProbe; runtimeCheck?: GpuRuntimeCheck } } = {},
+  ): DynamicModule {
     // each module once: JudgeModule imports the same three, so its ports bind to the providers the handlers use
     const ledger = LedgerModule.forHome(home, { ...(o.clock ? { clock: o.clock } : {}), ...(o.ids ? { ids: o.ids } : {}) });
     const snapshots = SnapshotsModule.forHome(home, o.clock ? { clock: o.clock } : {});
@@ -233,9 +261,18 @@ export class RuntimeModule {
         host: () => judgeHostSettings(resolve(l.home)),
       }),
     });
+    const run = RunModule.forRootAsync({
+      imports: [ledger, containers],
+      inject: [LedgerHomeProvider, CONTAINER_RUNTIME],
+      useFactory: (l: LedgerHomeProvider, c: ContainerRuntime): RunBinding => ({
+        ledger: async () => new LedgerRunLedger((await l.get()).ledger),
+        gpuProbe: o.gpu?.probe ?? new NvidiaSmiGpuProbe(),
+        gpuRuntimeCheck: o.gpu?.runtimeCheck ?? new DockerGpuRuntimeCheck(daemonInfoOf(c)),
+      }),
+    });
     return {
       module: RuntimeModule,
-      imports: [ledger, snapshots, containers, judge],
+      imports: [ledger, snapshots, containers, judge, run],
       providers: [RuntimeComposition, ...RUNTIME_HANDLERS],
       exports: [ContainersModule],
     };
