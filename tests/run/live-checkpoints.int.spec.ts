@@ -69,7 +69,7 @@ describe('live checkpoints during a run', () => {
     const lines: string[] = [];
     let calls = 0;
     const failing = {
-      db: { events: { size: async () => 5 }, checkpoints: { latest: () => null } },
+      head: async () => ({ events: 5, checkpoint: null }),
       ledger: {
         checkpoint: async () => {
           calls++;
@@ -97,7 +97,7 @@ describe('live checkpoints during a run', () => {
     let release!: () => void;
     const held = new Promise<void>((r) => (release = r));
     const slow = {
-      db: { events: { size: async () => 5 }, checkpoints: { latest: () => null } },
+      head: async () => ({ events: 5, checkpoint: null }),
       ledger: {
         checkpoint: async () => {
           calls++;

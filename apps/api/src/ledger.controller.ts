@@ -205,9 +205,7 @@ export class LedgerController {
   private readonly feeds = new SharedFeeds();
 
   private async head() {
-    const home = await this.p.reader();
-    const cp = home.committedCheckpoint();
-    return { events: await home.db.events.size(), checkpoint: cp ? { treeSize: cp.treeSize, rootHash: cp.rootHash } : null };
+    return (await this.p.reader()).head();
   }
 
   @Get('verify')
@@ -362,10 +360,8 @@ export class HealthController {
   @Open()
   async health(@Res({ passthrough: true }) res: Response) {
     try {
-      const home = await this.p.reader();
-      const events = await home.db.events.size();
-      const cp = home.committedCheckpoint();
-      return { status: 'ok', ledger: { events, lastCheckpoint: cp ? { treeSize: cp.treeSize, rootHash: cp.rootHash } : null } };
+      const { events, checkpoint } = await (await this.p.reader()).head();
+      return { status: 'ok', ledger: { events, lastCheckpoint: checkpoint } };
     } catch (e) {
       res.code(HttpStatus.SERVICE_UNAVAILABLE);
       const reason = e instanceof Error ? e.message : String(e);

@@ -131,9 +131,8 @@ export class MetricsController {
   @ApiOperation({ summary: 'Prometheus metrics (text exposition format)' })
   async scrape(): Promise<string> {
     const m = this.metrics;
-    const home = await this.ledger.reader();
-    m.ledgerEvents.set(await home.db.events.size());
-    const cp = home.committedCheckpoint();
+    const { events, checkpoint: cp } = await (await this.ledger.reader()).head();
+    m.ledgerEvents.set(events);
     m.checkpointSize.set(cp?.treeSize ?? 0);
     const store = await this.readModels.fresh();
     m.projectionLag.set(Math.max(0, (cp?.treeSize ?? 0) - store.checkpoint().position));

@@ -36,8 +36,7 @@ export class ReadinessController {
       async () => {
         const i = this.indicators.check('ledger');
         try {
-          const home = await this.ledger.reader();
-          return i.up({ events: await home.db.events.size() });
+          return i.up({ events: (await (await this.ledger.reader()).head()).events });
         } catch (e) {
           return i.down({ reason: (e as Error).message });
         }

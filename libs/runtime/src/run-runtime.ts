@@ -86,6 +86,7 @@ import {
   type ProbedGpu,
 } from '@assay/run';
 import { type RunSettingsOverrides } from '@assay/task-format';
+import type { LedgerHead } from '@assay/ledger';
 import { runFingerprint } from './run-fingerprint';
 import { judgeRuntimeFor, homeTag, type JudgeRuntime, type JudgeRuntimeSource, type LoadedTask } from './judge-runtime';
 import { assayRoot } from './repo-paths';
@@ -869,7 +870,7 @@ const intervalTicker: Ticker = (tick, intervalMs) => {
  * `stop()` waits for a signing under way.
  */
 export function startLiveCheckpoints(
-  home: { db: { events: { size(): Promise<number> }; checkpoints: { latest(): { treeSize: number } | null } }; ledger: { checkpoint(): Promise<unknown> } },
+  home: { head(): Promise<LedgerHead>; ledger: { checkpoint(): Promise<unknown> } },
   intervalMs: number,
   log: (line: string) => void,
   ticker: Ticker = intervalTicker,
@@ -880,8 +881,8 @@ export function startLiveCheckpoints(
   const tick = (): Promise<void> => {
     if (busy) return busy;
     busy = (async () => {
-      const size = await home.db.events.size();
-      if (size > (home.db.checkpoints.latest()?.treeSize ?? 0)) await home.ledger.checkpoint();
+      const { events, checkpoint } = await home.head();
+      if (events > (checkpoint?.treeSize ?? 0)) await home.ledger.checkpoint();
       failed = false;
     })()
       .catch((e: unknown) => {

@@ -53,6 +53,13 @@ export interface InitResult {
   checkpoint: SignedCheckpoint;
 }
 
+/** A ledger's size and its latest committed checkpoint (LedgerHome.head). */
+export interface LedgerHead {
+  readonly events: number;
+  /** The latest committed checkpoint: its tree size and root (standard base64, as in the note); null before the first. */
+  readonly checkpoint: { readonly treeSize: number; readonly rootHash: string } | null;
+}
+
 export function homePaths(home: string): HomePaths {
   const h = resolve(home);
   const ledgerDir = join(h, 'ledger');
@@ -343,6 +350,16 @@ export class LedgerHome {
    */
   committedCheckpoint(): StoredCheckpoint | null {
     return this.db.checkpoints.latest();
+  }
+
+  /**
+   * How far the ledger has got: its number of events and the latest committed checkpoint's tree size and root (what
+   * /health, /ledger/live and the metrics report, and what a run's live checkpoints compare). The checkpoint is read
+   * first, so `checkpoint.treeSize <= events` even while another process appends and signs.
+   */
+  async head(): Promise<LedgerHead> {
+    const cp = this.committedCheckpoint();
+    return { events: await this.db.events.size(), checkpoint: cp ? { treeSize: cp.treeSize, rootHash: cp.rootHash } : null };
   }
 
   verify(opts: VerifyDatabaseOptions): Promise<VerificationReport> {
