@@ -7,7 +7,7 @@
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { NestFactory } from '@nestjs/core';
+import { ModulesContainer, NestFactory } from '@nestjs/core';
 import { CommandBus, QueryBus } from '@nestjs/cqrs';
 import type { INestApplicationContext } from '@nestjs/common';
 import { ManualClock, SequentialIds } from '@assay/core';
@@ -160,6 +160,12 @@ describe("RuntimeModule's JudgeRuntime: the module's ledger and snapshot store, 
   });
 
   it('is composed over the providers the module holds, and closing it leaves them open', async () => {
+    // JudgeModule and RunModule import the very modules RuntimeModule does: Nest makes each once, so the Judge's
+    // recorder and store and the run ledger are over the same ledger and store as every other command
+    const modules = [...app.get(ModulesContainer).values()].map((m) => m.metatype.name);
+    for (const name of ['LedgerModule', 'SnapshotsModule', 'ContainersModule', 'JudgeModule', 'RunModule']) {
+      expect(modules.filter((n) => n === name)).toEqual([name]);
+    }
     const rt = await app.get(RuntimeComposition).judgeRuntime({});
     expect(rt.ledgerHome).toBe(await app.get(LedgerHomeProvider).get());
     expect(rt.snapshotHome).toBe(await app.get(SnapshotHomeProvider).writer());
