@@ -235,6 +235,55 @@ print("candidate done")
     expect(r).toMatchObject({ status: 'completed', rewards: { reward: 1 } });
   }, 180_000);
 
+  it('candidate code that lowers its out-of-memory score back to the floor still cannot take the memory the verifier holds (its own memory cgroup)', async () => {
+    const main = `import os, time
+with open("/proc/self/oom_score_adj", "w") as f:
+    f.write("0")
+print("candidate oom_score_adj", open("/proc/self/oom_score_adj").read().strip(), flush=True)
+for name, path, value in (
+    ("raise its limit", "/sys/fs/cgroup/memory/assay-candidate/memory.limit_in_bytes", str(1 << 40)),
+    ("leave its cgroup", "/sys/fs/cgroup/memory/cgroup.procs", str(os.getpid())),
+):
+    try:
+        with open(path, "w") as f:
+            f.write(value)
+        print("candidate could", name, flush=True)
+    except OSError as e:
+        print("candidate cannot", name, flush=True)
+with open("/tmp/fill", "wb") as f:
+    for _ in range(40):
+        f.write(b"x" * (1 << 20))
+kids = []
+for i in range(10):
+    pid = os.fork()
+    if pid == 0:
+        try:
+            x = bytearray(30 << 20)
+            x[::4096] = b"\\1" * len(x[::4096])
+            time.sleep(2)
+        finally:
+            os._exit(0)
+    kids.append(pid)
+for k in kids:
+    os.waitpid(k, 0)
+print("candidate done")
+`;
+    const r = await judge(join(FIXTURES, 'oom-floor'), { 'main.py': main });
+    const out = log(r);
+    expect(out).toContain('candidate oom_score_adj 0');
+    expect(out).toContain('candidate cannot raise its limit');
+    expect(out).toContain('candidate cannot leave its cgroup');
+    const cgroup = /candidate cgroup limit (\d+) peak (\d+)/.exec(out);
+    expect(cgroup).not.toBeNull();
+    const [limit, peak] = [Number(cgroup?.[1]), Number(cgroup?.[2])];
+    expect(limit).toBe(128 * 1048576);
+    expect(peak).toBeGreaterThan(64 * 1048576);
+    expect(peak).toBeLessThanOrEqual(limit);
+    expect(out).toContain('verifier kept its 48 MiB');
+    expect(r).toMatchObject({ status: 'completed', rewards: { reward: 1 } });
+    expect(await launchedLimitsOf(r)).toMatchObject({ memoryBytes: 256 * 1048576, candidateMemoryBytes: 128 * 1048576, procHidden: true });
+  }, 180_000);
+
   it('System V shared memory the candidate leaves behind goes with its processes', async () => {
     const main = `import ctypes
 libc = ctypes.CDLL(None, use_errno=True)

@@ -90,6 +90,7 @@ export const SAMPLE_JUDGE_LIMITS: LaunchedLimits = {
   procHidden: true,
   rootfsWrites: 'none',
   rootfsWriteBytes: null,
+  candidateMemoryBytes: 2147483648,
   user: '0:0',
 };
 

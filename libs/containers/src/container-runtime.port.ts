@@ -189,6 +189,8 @@ export interface DaemonInfo {
   readonly cdiSpecDirs: readonly string[];
   /** Its security options as reported (`name=seccomp,profile=builtin`, `name=userns` under `--userns-remap`, ...). */
   readonly securityOptions: readonly string[];
+  /** The cgroup version its containers get (`docker info` CgroupVersion); null when it does not say. */
+  readonly cgroupVersion: 1 | 2 | null;
 }
 
 /** Whether the daemon runs containers in a remapped user namespace (`dockerd --userns-remap`): their root is not the host's. */

@@ -136,14 +136,14 @@ describe('DockerGpuRuntimeCheck (a stand-in docker info, real CDI directories)',
 describe('daemonInfoOf: the GPU check asks the daemon through the container port', () => {
   it('an nvidia runtime, a CDI spec, or neither', async () => {
     const rt = new FakeContainerRuntime();
-    rt.daemon = { runtimes: ['runc', 'nvidia'], cdiSpecDirs: [], securityOptions: [] };
+    rt.daemon = { runtimes: ['runc', 'nvidia'], cdiSpecDirs: [], securityOptions: [], cgroupVersion: 1 };
     expect(await new DockerGpuRuntimeCheck(daemonInfoOf(rt)).check(['0'])).toEqual({ via: 'runtime' });
     const cdi = join(root, 'cdi-port');
     mkdirSync(cdi, { recursive: true });
     writeFileSync(join(cdi, 'nvidia.yaml'), 'cdiVersion: 0.5.0\n');
-    rt.daemon = { runtimes: ['runc'], cdiSpecDirs: [cdi], securityOptions: [] };
+    rt.daemon = { runtimes: ['runc'], cdiSpecDirs: [cdi], securityOptions: [], cgroupVersion: 1 };
     expect(await new DockerGpuRuntimeCheck(daemonInfoOf(rt)).check(['0'])).toEqual({ via: 'cdi', dir: cdi, file: 'nvidia.yaml' });
-    rt.daemon = { runtimes: ['runc'], cdiSpecDirs: [], securityOptions: [] };
+    rt.daemon = { runtimes: ['runc'], cdiSpecDirs: [], securityOptions: [], cgroupVersion: 1 };
     await expect(new DockerGpuRuntimeCheck(daemonInfoOf(rt)).check(['0'])).rejects.toMatchObject({ code: 'RUN_GPU_RUNTIME_MISSING' });
   });
 
@@ -156,7 +156,7 @@ describe('daemonInfoOf: the GPU check asks the daemon through the container port
 
 describe('remapsUsers', () => {
   it('is true only under --userns-remap (name=userns among the security options)', () => {
-    const info = (securityOptions: string[]) => ({ runtimes: ['runc'], cdiSpecDirs: [], securityOptions });
+    const info = (securityOptions: string[]) => ({ runtimes: ['runc'], cdiSpecDirs: [], securityOptions, cgroupVersion: null });
     expect(remapsUsers(info(['name=seccomp,profile=builtin']))).toBe(false);
     expect(remapsUsers(info(['name=seccomp,profile=builtin', 'name=userns']))).toBe(true);
     expect(remapsUsers(info(['name=usernsx', 'name=rootless']))).toBe(false);

@@ -165,7 +165,7 @@ export class DockerodeRuntime implements ContainerRuntime {
   }
 
   async daemonInfo(): Promise<DaemonInfo> {
-    let info: { Runtimes?: Record<string, unknown> | null; CDISpecDirs?: unknown; SecurityOptions?: unknown };
+    let info: { Runtimes?: Record<string, unknown> | null; CDISpecDirs?: unknown; SecurityOptions?: unknown; CgroupVersion?: unknown };
     try {
       info = (await this.docker.info()) as typeof info;
     } catch (e) {
@@ -176,6 +176,7 @@ export class DockerodeRuntime implements ContainerRuntime {
       runtimes: info.Runtimes && typeof info.Runtimes === 'object' ? Object.keys(info.Runtimes) : [],
       cdiSpecDirs: strings(info.CDISpecDirs),
       securityOptions: strings(info.SecurityOptions),
+      cgroupVersion: info.CgroupVersion === '1' ? 1 : info.CgroupVersion === '2' ? 2 : null,
     };
   }
 

@@ -176,8 +176,8 @@ export class FakeContainerRuntime implements ContainerRuntime {
   /** Every call, for assertions: `op target`. */
   readonly calls: string[] = [];
   available = true;
-  /** What daemonInfo() answers (a plain daemon: runc, seccomp, no user-namespace remap). */
-  daemon: DaemonInfo = { runtimes: ['runc'], cdiSpecDirs: [], securityOptions: ['name=seccomp,profile=builtin'] };
+  /** What daemonInfo() answers (a plain daemon: runc, seccomp, no user-namespace remap, cgroup v1). */
+  daemon: DaemonInfo = { runtimes: ['runc'], cdiSpecDirs: [], securityOptions: ['name=seccomp,profile=builtin'], cgroupVersion: 1 };
 
   addImage(o: { tag: string; id?: string; labels?: Record<string, string>; workingDir?: string; user?: string }): string {
     const id = o.id ?? `sha256:${createHash('sha256').update(`image:${o.tag}`).digest('hex')}`;
@@ -198,7 +198,12 @@ export class FakeContainerRuntime implements ContainerRuntime {
 
   async daemonInfo(): Promise<DaemonInfo> {
     this.injected('info');
-    return { runtimes: [...this.daemon.runtimes], cdiSpecDirs: [...this.daemon.cdiSpecDirs], securityOptions: [...this.daemon.securityOptions] };
+    return {
+      runtimes: [...this.daemon.runtimes],
+      cdiSpecDirs: [...this.daemon.cdiSpecDirs],
+      securityOptions: [...this.daemon.securityOptions],
+      cgroupVersion: this.daemon.cgroupVersion,
+    };
   }
 
   defineProgram(name: string, program: FakeProgram): void {

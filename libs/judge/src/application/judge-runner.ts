@@ -116,6 +116,8 @@ interface JudgeContainer {
   readonly volume: string;
   id: string | null;
   applied: ContainerInfo | null;
+  /** The candidate's memory cgroup limit the container was given (null: none). */
+  candidateMemoryBytes: number | null;
   launched: boolean;
   /** Teardown failures, added to the recorded detail. */
   readonly notes: string[];
@@ -133,6 +135,8 @@ export class JudgeRunner {
   private readonly progress: Progress;
   private readonly active = new Set<string>();
   private cancelled: string | null = null;
+  /** The daemon's cgroup version, asked once (the candidate-memory setup step supports cgroup v1 hosts). */
+  private cgroupVersion: Promise<1 | 2 | null> | null = null;
 
   constructor(private readonly d: JudgeRunnerDeps) {
     this.progress = d.progress ?? silentProgress;
@@ -180,6 +184,23 @@ export class JudgeRunner {
    */
   private setupFor(t: PreparedTask): boolean {
     return !t.rootfs && (this.d.procVisibility ?? 'hidden') === 'hidden';
+  }
+
+  /**
+   * The candidate's memory cgroup limit for a Judge with the setup step, on a host whose containers get cgroup v1
+   * (judge-setup's candidate-memory step); null elsewhere: candidate code is then bounded by its tmpfs places and
+   * oom_score_adj alone, and JudgeLaunched says so (limits.candidateMemoryBytes null).
+   */
+  private async candidateMemoryFor(t: PreparedTask, setup: boolean): Promise<number | null> {
+    if (!setup) return null;
+    this.cgroupVersion ??= this.d.runtime.daemonInfo().then(
+      (i) => i.cgroupVersion,
+      (e: unknown) => {
+        this.cgroupVersion = null;
+        throw e;
+      },
+    );
+    return (await this.cgroupVersion) === 1 ? t.limits.candidateMemoryBytes : null;
   }
 
   /** Checks that the daemon applied what was asked; a Judge never runs with weaker isolation than planned. */
@@ -354,7 +375,7 @@ export class JudgeRunner {
    * (JUDGE_RECORD_FAILED, after its own teardown).
    */
   private async runContainer(t: PreparedTask, c: JudgeContext, staged: StagedSnapshot, gpus: string[]): Promise<ContainerPhase> {
-    const container: JudgeContainer = { volume: judgeVolumeName(c.judgeId), id: null, applied: null, launched: false, notes: [] };
+    const container: JudgeContainer = { volume: judgeVolumeName(c.judgeId), id: null, applied: null, candidateMemoryBytes: null, launched: false, notes: [] };
     try {
       const applied = await this.createContainer(t, c, staged, gpus, container);
       await this.recordLaunched(t, c, staged, container, applied);
@@ -375,6 +396,8 @@ export class JudgeRunner {
     const { runtime } = this.d;
     const labels = this.labels(c.judgeId);
     await runtime.createVolume(container.volume, labels);
+    const setup = this.setupFor(t);
+    container.candidateMemoryBytes = await this.candidateMemoryFor(t, setup);
     const spec = judgeContainerSpec({
       judgeId: c.judgeId,
       imageId: staged.rootfsImage ?? c.image,
@@ -386,7 +409,8 @@ export class JudgeRunner {
       network: t.network,
       limits: t.limits,
       labels,
-      setup: this.setupFor(t),
+      setup,
+      candidateMemoryBytes: container.candidateMemoryBytes,
     });
     const containerId = await runtime.createContainer(gpus.length ? { ...spec, gpus: { driver: 'nvidia', deviceIds: gpus } } : spec);
     container.id = containerId;
@@ -413,7 +437,7 @@ export class JudgeRunner {
                 image: c.image,
                 snapshot: c.snapshot,
                 testsDigest: t.testsDigest,
-                limits: launchedLimits(t.limits, applied),
+                limits: launchedLimits(t.limits, applied, container.candidateMemoryBytes),
                 network: applied.networkMode,
               }),
             },

@@ -60,6 +60,13 @@ export interface LaunchedLimits {
    */
   readonly rootfsWrites: 'none' | 'bounded' | 'unbounded';
   readonly rootfsWriteBytes: number | null;
+  /**
+   * The memory cgroup candidate code runs in (run-as-candidate joins it), made by the setup step on a cgroup v1 host:
+   * its processes and the files it writes together hold at most this many bytes, and the verifier keeps the rest
+   * of memoryBytes. Null: no such cgroup (no setup step, or a host the step does not support); candidate code is
+   * then bounded by its tmpfs places and its oom_score_adj alone.
+   */
+  readonly candidateMemoryBytes: number | null;
   readonly user: string;
   /** Host GPUs handed to the Judge (nvidia device ids, as Docker applied them); absent without GPUs. */
   readonly gpus?: readonly string[];
@@ -77,6 +84,8 @@ export function launchedLimits(
     securityOpt: readonly string[];
     deviceRequests?: ReadonlyArray<{ readonly deviceIds: readonly string[] }>;
   },
+  /** The candidate's memory cgroup limit the container was given (the setup step makes it or fails the Judge). */
+  candidateMemoryBytes: number | null = null,
 ): LaunchedLimits {
   const gpus = (applied.deviceRequests ?? []).flatMap((r) => r.deviceIds);
   // The entrypoint refuses to run test.sh while any capability beyond SETUID and SETGID is in its bounding set, and
@@ -101,6 +110,7 @@ export function launchedLimits(
     procHidden: setup,
     rootfsWrites: l.readOnlyRootfs ? 'none' : overlay ? 'bounded' : 'unbounded',
     rootfsWriteBytes: !l.readOnlyRootfs && overlay ? l.rootfsWriteBytes : null,
+    candidateMemoryBytes: setup ? candidateMemoryBytes : null,
     user: '0:0',
     ...(gpus.length ? { gpus } : {}),
   };

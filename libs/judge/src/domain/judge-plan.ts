@@ -18,6 +18,9 @@
  *                    which the entrypoint's first step (task-runtime/judge/judge-setup) uses, then drops from the
  *                    bounding set before anything the task or the candidate controls runs, to
  *                      - remount /proc hidepid=invisible (candidate code sees none of root's processes);
+ *                      - on a cgroup v1 host, make a memory cgroup for candidate code of half the memory limit
+ *                        (run-as-candidate joins it): its processes and the tmpfs pages it writes are charged
+ *                        there, so the verifier always keeps the other half;
  *                      - for `writable_rootfs`, keep Docker's root file system read-only and lay an overlay on each
  *                        top-level directory whose writes go to a size-bounded tmpfs (/.assay-rw): writable,
  *                        but bounded like every other writable place (without the setup step the writes go to
@@ -54,7 +57,9 @@ export const SETUP_CAPABILITIES = Object.freeze(['SETPCAP', 'SYS_ADMIN']) as rea
 export const OVERLAY_SETUP_CAPABILITIES = Object.freeze(['CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'MKNOD']) as readonly string[];
 /** Environment that asks the entrypoint for step 0 (judge-setup): a comma-separated list of SETUP_STEPS. */
 export const JUDGE_SETUP_ENV = 'ASSAY_JUDGE_SETUP';
-export const SETUP_STEPS = Object.freeze({ hideProc: 'hide-proc', rootfsOverlay: 'rootfs-overlay' });
+export const SETUP_STEPS = Object.freeze({ hideProc: 'hide-proc', rootfsOverlay: 'rootfs-overlay', candidateMemory: 'candidate-memory' });
+/** The candidate-memory step's limit, in bytes (judge-setup removes it from the environment once applied). */
+export const CANDIDATE_MEMORY_ENV = 'ASSAY_JUDGE_CANDIDATE_MEMORY';
 /** Where the bounded tmpfs that holds a writable root file system's changes is mounted (judge-setup's overlays). */
 export const ROOTFS_WRITES_PATH = '/.assay-rw';
 
@@ -72,6 +77,11 @@ export const DEFAULTS = Object.freeze({
   /** With writable_rootfs: /tmp 1/8 and the root file system's writes 1/4, so candidate-writable places stay at half. */
   tmpShareWritable: 1 / 8,
   rootfsShare: 1 / 4,
+  /**
+   * Share of the memory limit candidate code (its processes and the files it writes) may hold where the Judge can
+   * give it a memory cgroup of its own: the verifier always keeps the rest.
+   */
+  candidateShare: 1 / 2,
   minTestsTmpfsBytes: 16 * MiB,
   /** Largest tests/ the harness injects. */
   maxTestsBytes: 512 * MiB,
@@ -97,6 +107,8 @@ export interface JudgeLimits {
   /** writable_rootfs: the most the writes to the root file system may hold (tmpfs, charged to memory); else 0. */
   readonly rootfsWriteBytes: number;
   readonly rootfsWriteInodes: number;
+  /** The candidate's memory cgroup limit, where the Judge can make one (DEFAULTS.candidateShare of memoryBytes). */
+  readonly candidateMemoryBytes: number;
 }
 
 export interface LimitsInput {
@@ -159,6 +171,7 @@ export function judgeLimits(i: LimitsInput): JudgeLimits {
     readOnlyRootfs: !writable,
     rootfsWriteBytes,
     rootfsWriteInodes: writable ? inodesFor(rootfsWriteBytes) : 0,
+    candidateMemoryBytes: shareOf(memoryBytes, DEFAULTS.candidateShare),
   });
 }
 
@@ -180,6 +193,11 @@ export interface JudgeContainerInput {
    * system. Only for an image that is the task author's, and unless the operator chose ASSAY_JUDGE_PROC=visible.
    */
   readonly setup: boolean;
+  /**
+   * With the setup step on a cgroup v1 host: the candidate's memory cgroup limit (limits.candidateMemoryBytes).
+   * Null: no cgroup for the candidate (no setup step, or a host the step does not support yet).
+   */
+  readonly candidateMemoryBytes: number | null;
 }
 
 export function judgeContainerName(judgeId: string): string {
@@ -198,13 +216,22 @@ export function judgeReadOnlyRootfs(l: JudgeLimits, setup: boolean): boolean {
 export function judgeContainerSpec(i: JudgeContainerInput): ContainerSpec {
   const l = i.limits;
   const overlay = i.setup && !l.readOnlyRootfs;
-  const steps = i.setup ? [SETUP_STEPS.hideProc, ...(overlay ? [SETUP_STEPS.rootfsOverlay] : [])] : [];
+  const candidateMemory = i.setup ? i.candidateMemoryBytes : null;
+  const steps = i.setup
+    ? [SETUP_STEPS.hideProc, ...(overlay ? [SETUP_STEPS.rootfsOverlay] : []), ...(candidateMemory !== null ? [SETUP_STEPS.candidateMemory] : [])]
+    : [];
   return {
     name: judgeContainerName(i.judgeId),
     image: i.imageId,
     entrypoint: [JUDGE_ENTRYPOINT],
     cmd: [...i.command],
-    env: { ...JUDGE_ENV_DEFAULTS, ...i.env, ASSAY_JUDGE_WORKDIR: i.workdir, ...(steps.length ? { [JUDGE_SETUP_ENV]: steps.join(',') } : {}) },
+    env: {
+      ...JUDGE_ENV_DEFAULTS,
+      ...i.env,
+      ASSAY_JUDGE_WORKDIR: i.workdir,
+      ...(steps.length ? { [JUDGE_SETUP_ENV]: steps.join(',') } : {}),
+      ...(candidateMemory !== null ? { [CANDIDATE_MEMORY_ENV]: String(candidateMemory) } : {}),
+    },
     workingDir: i.workdir,
     user: '0:0',
     labels: { ...i.labels },

@@ -14,6 +14,7 @@ const containerInput = (l: JudgeLimits) => ({
   network: 'none' as const,
   limits: l,
   labels: {},
+  candidateMemoryBytes: null,
 });
 
 describe('judge container plan', () => {
@@ -90,6 +91,24 @@ describe('judge container plan', () => {
     expect(launchedLimits(limits, applied(['SETUID', 'SETGID', 'SYS_ADMIN']))).toMatchObject({ setupCapabilities: ['SYS_ADMIN'], procHidden: false });
   });
 
+  it('gives candidate code a memory cgroup of half the memory limit through the setup step, recorded only when the step runs', () => {
+    expect(limits.candidateMemoryBytes).toBe(32 * MiB);
+    const big = judgeLimits({ cpus: 1, memoryMb: 4096, shmSizeBytes: 0, verifierTimeoutSec: 1, settings: DEFAULT_JUDGE_SETTINGS, hostCpus: 1, testsBytes: 0 });
+    expect(big.candidateMemoryBytes).toBe(2048 * MiB);
+    const base = containerInput(limits);
+    const bounded = judgeContainerSpec({ ...base, setup: true, candidateMemoryBytes: limits.candidateMemoryBytes });
+    expect(bounded.env).toMatchObject({ ASSAY_JUDGE_SETUP: 'hide-proc,candidate-memory', ASSAY_JUDGE_CANDIDATE_MEMORY: String(32 * MiB) });
+    // The step needs the setup capabilities: without the setup step there is no cgroup, whatever was asked.
+    const plain = judgeContainerSpec({ ...base, setup: false, candidateMemoryBytes: limits.candidateMemoryBytes });
+    expect(plain.env).not.toHaveProperty('ASSAY_JUDGE_SETUP');
+    expect(plain.env).not.toHaveProperty('ASSAY_JUDGE_CANDIDATE_MEMORY');
+    const applied = (capAdd: string[]) => ({ nanoCpus: 1e9, memoryBytes: 1, pidsLimit: 1, readOnlyRootfs: true, capAdd, capDrop: ['ALL'], securityOpt: [] });
+    const setupCaps = ['SETUID', 'SETGID', 'SYS_ADMIN', 'SETPCAP'];
+    expect(launchedLimits(limits, applied(setupCaps), 32 * MiB).candidateMemoryBytes).toBe(32 * MiB);
+    expect(launchedLimits(limits, applied(setupCaps)).candidateMemoryBytes).toBeNull();
+    expect(launchedLimits(limits, applied(['SETUID', 'SETGID']), 32 * MiB).candidateMemoryBytes).toBeNull();
+  });
+
   it("writable_rootfs: with the setup step the root stays read-only and its writes go to a bounded tmpfs; without it they go to Docker's layer, recorded as unbounded", () => {
     const writable = judgeLimits({
       cpus: 1,
@@ -155,6 +174,7 @@ describe('judge container plan', () => {
       limits,
       labels: { 'org.assay.role': 'judge' },
       setup: false,
+      candidateMemoryBytes: null,
     });
     expect(s).toMatchObject({
       name: 'assay-judge-j1',
@@ -195,6 +215,7 @@ describe('judge container plan', () => {
         limits,
         labels: {},
         setup: false,
+        candidateMemoryBytes: null,
       }).env,
     ).toMatchObject({ PYTHONSAFEPATH: '' });
   });
