@@ -10,11 +10,12 @@
  * Nothing here reaches a network: Work's network is `none`.
  */
 import { chmodSync, cpSync, existsSync, lstatSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Docker from 'dockerode';
 import { assay, spawnAssay } from '../support/cli';
-import { REPO_ROOT, finished, onceOutput } from '../support/child-process';
+import { REPO_ROOT, TS_REGISTER, finished, onceOutput } from '../support/child-process';
 import { describeDocker } from '../support/docker';
 import { homeEvents, leaveInWorkspace, untilEvents } from './support/home-events';
 import { SnapshotHome } from '@assay/snapshots';
@@ -93,6 +94,41 @@ describeDocker('Work containment (CLI, Docker)', () => {
       tmpfsBytes: 64 * 1048576,
       workspaceBytes: 64 * 1048576,
     });
+  });
+
+  it('a controller that cannot bound the workspace (here: in a mount namespace of its own, which the Docker daemon does not see) is refused, unless the operator allows an unbounded workspace', async () => {
+    const task = smallTask(root, { storageMb: 64, timeoutSec: 600 });
+    // `unshare --mount`: the controller's loop mount stays in its own namespace, as for a controller in a container
+    // or a sandboxed service; the daemon would bind the empty directory under it
+    const inOwnMountNamespace = (args: string[]) =>
+      finished(
+        spawn('unshare', ['--mount', '--propagation', 'private', '--', process.execPath, '-r', TS_REGISTER, 'apps/cli/src/main.ts', ...args], {
+          cwd: REPO_ROOT,
+          stdio: ['pipe', 'pipe', 'pipe'],
+          env: { ...process.env, NODE_OPTIONS: '', ASSAY_HOME: home },
+        }),
+        200_000,
+      );
+    const args = ['run', task, '--agent', 'command:rsi-submit', '--run-id', 'unbound1', '--snapshot-interval', '0', '--json'];
+    const refused = await inOwnMountNamespace(args);
+    expect(refused.code).not.toBe(0);
+    const said = `${refused.stdout}${refused.stderr}`; // with --json the error is one JSON document on stdout
+    expect(said).toContain('RUN_WORKSPACE_UNBOUNDED');
+    expect(said).toContain('the Docker daemon does not see mounts made here');
+    expect(said).toContain('--allow-unbounded-workspace');
+    expect(said).not.toMatch(/at .*\.ts:\d+/);
+    // nothing started, nothing recorded, no run directory: the run id can be used again
+    expect(await workOf('unbound1')).toEqual([]);
+    expect(await homeEvents(home, 'run-unbound1')).toEqual([]);
+    expect(existsSync(join(home, 'runs/unbound1'))).toBe(false);
+
+    const allowed = await inOwnMountNamespace([...args, '--allow-unbounded-workspace']);
+    expect(allowed.code).toBe(0);
+    expect(allowed.stderr).toMatch(/the workspace is not size-bounded \(--allow-unbounded-workspace\): the Docker daemon does not see mounts made here/);
+    expect(JSON.parse(readFileSync(join(home, 'runs/unbound1/run.json'), 'utf8'))).toMatchObject({ allowUnboundedWorkspace: true });
+    const run = await homeEvents(home, 'run-unbound1');
+    expect(run.find((e) => e.type === 'WorkStarted')?.data.limits).toMatchObject({ readOnlyRootfs: true, tmpfsBytes: 64 * 1048576, workspaceBytes: null });
+    expect(run[run.length - 1]).toMatchObject({ type: 'RunCompleted', data: { status: 'completed' } });
   });
 
   it('periodic snapshots are not all pinned forever: the baseline, the rounds and the latest few stay pinned', async () => {

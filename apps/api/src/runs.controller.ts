@@ -52,6 +52,14 @@ class StartRunDto {
   @IsOptional()
   @IsBoolean()
   allowRootAgent?: boolean;
+
+  @ApiPropertyOptional({
+    description:
+      "as `assay run --allow-unbounded-workspace`: go on where the workspace cannot be bounded by the task's storage_mb (a server that is not root, or outside the Docker daemon's mount namespace)",
+  })
+  @IsOptional()
+  @IsBoolean()
+  allowUnboundedWorkspace?: boolean;
 }
 
 @ApiTags('runs')
@@ -75,7 +83,17 @@ export class RunsController {
     const logs = join(this.config.home, 'api', 'runs');
     mkdirSync(logs, { recursive: true, mode: 0o700 });
     const logPath = join(logs, `${run}.log`);
-    const args = ['run', taskDir, '--agent', body.agent, '--run-id', run, '--json', ...(body.allowRootAgent === true ? ['--allow-root-agent'] : [])];
+    const args = [
+      'run',
+      taskDir,
+      '--agent',
+      body.agent,
+      '--run-id',
+      run,
+      '--json',
+      ...(body.allowRootAgent === true ? ['--allow-root-agent'] : []),
+      ...(body.allowUnboundedWorkspace === true ? ['--allow-unbounded-workspace'] : []),
+    ];
     if (body.maxSubmissions !== undefined) args.push('--max-submissions', String(body.maxSubmissions));
     // ASSAY_API_RUN_NODE_OPTIONS: Node options for the run's process (for example a memory limit).
     const { pid } = startCli(args, { home: this.config.home, stdout: logPath, nodeOptions: this.config.env.ASSAY_API_RUN_NODE_OPTIONS ?? '' });

@@ -199,6 +199,13 @@ export interface RunStartOptions {
    */
   readonly allowRootAgent?: boolean;
   /**
+   * `--allow-unbounded-workspace`: a split-mode run may go on where its workspace cannot be bounded by the task's
+   * storage_mb (a controller that is not root, or outside the Docker daemon's mount namespace, or without mkfs.ext4
+   * or loop devices); kept in run.json, so a resume keeps the choice. Without it such a run is refused
+   * (RUN_WORKSPACE_UNBOUNDED), a new one leaving nothing behind.
+   */
+  readonly allowUnboundedWorkspace?: boolean;
+  /**
    * A GPU run's check that the Docker daemon can give containers NVIDIA GPUs (docs/run.md, "GPUs"), before anything
    * starts; default DockerGpuRuntimeCheck (`docker info`). Tests pass FakeGpuRuntimeCheck.
    */
@@ -235,6 +242,8 @@ interface RunMeta {
   readonly gpus?: readonly string[];
   /** `--allow-root-agent` given at the start. */
   readonly allowRootAgent?: boolean;
+  /** `--allow-unbounded-workspace` given at the start. */
+  readonly allowUnboundedWorkspace?: boolean;
 }
 
 function runPaths(home: string, run: string) {
@@ -490,6 +499,7 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
       agent: o.agent,
       ...(o.gpus?.length ? { gpus: [...o.gpus] } : {}),
       ...(o.allowRootAgent ? { allowRootAgent: true } : {}),
+      ...(o.allowUnboundedWorkspace ? { allowUnboundedWorkspace: true } : {}),
     };
   }
   // GPUs: a task that needs more than --gpus gives is refused before anything starts (no image, no container, no event)
@@ -602,13 +612,30 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
         const claimed = claimWorkspace(p.workspace, ident);
         if (claimed.stripped.length)
           log(`cleared setuid/setgid bits of ${claimed.stripped.length} workspace path(s): ${claimed.stripped.slice(0, 5).join(', ')}`);
-        // the workspace bounded by the task's storage for this session (a loop-mounted file system), when possible
-        bounded = mountBoundedWorkspace(p.dir, p.workspace, storageBytes, ident, log);
-        if (bounded && !(await daemonSeesMount(rt, task.images.work.id, bounded.dir, run))) {
-          // a daemon in another mount namespace would bind the empty directory under the mount: never use it then
-          log('the workspace is not size-bounded: the Docker daemon does not see mounts made here (another mount namespace)');
-          bounded.release();
-          bounded = null;
+        // the workspace bounded by the task's storage for this session (a loop-mounted file system); where it cannot
+        // be, the run is refused unless the operator allowed an unbounded workspace
+        const mounted = mountBoundedWorkspace(p.dir, p.workspace, storageBytes, ident, log);
+        let unbounded = 'unbounded' in mounted ? mounted.unbounded : null;
+        if (!('unbounded' in mounted)) {
+          if (await daemonSeesMount(rt, task.images.work.id, mounted.dir, run)) bounded = mounted;
+          else {
+            // a daemon in another mount namespace would bind the empty directory under the mount: never use it then
+            mounted.release();
+            unbounded = 'the Docker daemon does not see mounts made here (the controller runs in another mount namespace)';
+          }
+        }
+        if (unbounded !== null) {
+          if (!(o.allowUnboundedWorkspace || meta.allowUnboundedWorkspace)) {
+            // nothing of a new run is recorded yet: without run.json its directory goes too, so its id can be used again
+            if (!o.resume) rmSync(p.meta, { force: true });
+            throw new AssayError(
+              'RUN_WORKSPACE_UNBOUNDED',
+              'refused',
+              `run ${run}: the workspace cannot be bounded by the task's storage_mb (${Math.round(storageBytes / 1048576)} MiB): ${unbounded}; run the controller as root, in the Docker daemon's mount namespace, with mkfs.ext4 and loop devices, or pass --allow-unbounded-workspace to accept a workspace bounded only by the snapshot limits (docs/run.md, "Containment")`,
+              { details: { run, why: unbounded } },
+            );
+          }
+          log(`the workspace is not size-bounded (--allow-unbounded-workspace): ${unbounded}`);
         }
         if (bounded) workDir = bounded.dir;
       }

@@ -284,24 +284,30 @@ export function recoverBoundedWorkspace(runDir: string, workspace: string, log: 
   }
 }
 
+/** Why a workspace could not be bounded this session (mountBoundedWorkspace). */
+export interface UnboundedWorkspace {
+  readonly unbounded: string;
+}
+
 /**
  * Bounds the workspace by the task's storage: a sparse file of `bytes` (plus the file system's own overhead) under
  * the run directory, formatted ext4 and loop-mounted `nosuid,nodev` at `<run>/workfs` for this controller session;
  * the workspace is copied in (holes kept), handed to the agent's user and bind-mounted into Work from there. The
  * agent can write no more than `bytes` into it, and a setuid bit in it means nothing on the host. Needs root (mount)
- * and mkfs.ext4; without them the workspace stays an unbounded directory and `null` is returned (the log says why).
+ * and mkfs.ext4; without them the workspace stays an unbounded directory and the answer says why (the run is then
+ * refused unless the operator allowed an unbounded workspace).
  */
-export function mountBoundedWorkspace(runDir: string, workspace: string, bytes: number, id: Identity, log: (line: string) => void): BoundedWorkspace | null {
-  if ((process.getuid?.() ?? 0) !== 0) {
-    log('the workspace is not size-bounded: mounting its file system needs root (the controller runs as another user)');
-    return null;
-  }
+export function mountBoundedWorkspace(
+  runDir: string,
+  workspace: string,
+  bytes: number,
+  id: Identity,
+  log: (line: string) => void,
+): BoundedWorkspace | UnboundedWorkspace {
+  if ((process.getuid?.() ?? 0) !== 0) return { unbounded: 'mounting its file system needs root (the controller runs as another user)' };
   const mnt = join(runDir, WORKFS);
   const img = join(runDir, WORKFS_IMG);
-  if (isMountPoint(mnt)) {
-    log(`the workspace is not size-bounded this session: ${mnt} is still mounted (busy); unmount it by hand`);
-    return null;
-  }
+  if (isMountPoint(mnt)) return { unbounded: `${mnt} is still mounted (busy) from an earlier session; unmount it by hand` };
   const imgBytes = Math.ceil((bytes * 1.06 + 8 * 1048576) / 1048576) * 1048576; // ext4's own metadata
   const fd = openSync(img, 'w', 0o600);
   try {
@@ -319,8 +325,7 @@ export function mountBoundedWorkspace(runDir: string, workspace: string, bytes: 
     if (!r.ok) {
       if (cmd === 'mount') rmSync(mnt, { recursive: true, force: true });
       rmSync(img, { force: true });
-      log(`the workspace is not size-bounded: ${cmd} failed (${r.why})`);
-      return null;
+      return { unbounded: `${cmd} failed (${r.why})` };
     }
   }
   rmSync(join(mnt, 'lost+found'), { recursive: true, force: true });

@@ -44,6 +44,10 @@ export function register(program: Command, ctx: CliContext): void {
       '--allow-root-agent',
       'full-rootfs tasks (workdir "/"): run the agent as root in Work although the Docker daemon does not remap users (refused otherwise; kept for --resume)',
     )
+    .option(
+      '--allow-unbounded-workspace',
+      "go on where the workspace cannot be bounded by the task's storage_mb (a controller that is not root, or outside the Docker daemon's mount namespace; refused otherwise; kept for --resume)",
+    )
     .option('--json', 'print one JSON document')
     .action(
       async (
@@ -64,6 +68,7 @@ export function register(program: Command, ctx: CliContext): void {
           snapshotInterval: string;
           checkpointInterval: string;
           allowRootAgent?: boolean;
+          allowUnboundedWorkspace?: boolean;
           json?: boolean;
         },
       ) => {
@@ -116,6 +121,7 @@ export function register(program: Command, ctx: CliContext): void {
                 checkpointIntervalSec: intFlag(o.checkpointInterval, '--checkpoint-interval') as number,
                 ...(o.gpus !== undefined ? { gpus } : {}),
                 ...(o.allowRootAgent ? { allowRootAgent: true } : {}),
+                ...(o.allowUnboundedWorkspace ? { allowUnboundedWorkspace: true } : {}),
               }),
             ),
           );
