@@ -229,6 +229,29 @@ export function containerRuntimeContract(name: string, setup: () => Promise<Cont
     );
 
     it(
+      'a size limit on the writable layer is applied as asked, or the container is refused (CONTAINER_STORAGE_QUOTA_UNSUPPORTED): never dropped',
+      async () => {
+        const before = (await s.runtime.listContainers({ 'org.assay.test': tag })).length;
+        let id: string | null = null;
+        try {
+          id = await s.runtime.createContainer(spec(s.programs.exit(0), { rootfsSizeBytes: 64 * 1048576 }));
+        } catch (e) {
+          expect(e).toMatchObject({ code: 'CONTAINER_STORAGE_QUOTA_UNSUPPORTED', kind: 'refused' });
+          expect((e as Error).message).toMatch(/cannot limit a container's writable layer .*pquota/);
+          expect(await s.runtime.listContainers({ 'org.assay.test': tag })).toHaveLength(before); // nothing was created
+        }
+        if (id !== null) {
+          created.push(id);
+          expect((await s.runtime.inspectContainer(id))?.rootfsSizeBytes).toBe(64 * 1048576);
+        }
+        const plain = await s.runtime.createContainer(spec(s.programs.exit(0)));
+        created.push(plain);
+        expect((await s.runtime.inspectContainer(plain))?.rootfsSizeBytes).toBeNull();
+      },
+      timeoutMs,
+    );
+
+    it(
       'refuses a GPU request it would not hand to Docker: junk ids, duplicates, another driver',
       async () => {
         const before = (await s.runtime.listContainers({ 'org.assay.test': tag })).length;

@@ -187,3 +187,38 @@ describe('a research run on the in-memory container runtime', () => {
     expect(orphanEdit).toMatchObject({ changed: 1, paths: { changed: ['solution.txt'] } });
   }, 120_000);
 });
+
+describe('a full-rootfs run on the in-memory container runtime', () => {
+  /** The fake task with workdir "/" (full-rootfs mode) and storage_mb 16. */
+  async function rootfsHomeAndTask(): Promise<{ home: string; taskDir: string }> {
+    const h = await homeAndTask();
+    const toml = join(h.taskDir, 'task.toml');
+    fs.writeFileSync(toml, fs.readFileSync(toml, 'utf8').replace('workdir = "/workspace"', 'workdir = "/"\nstorage_mb = 16'));
+    fs.rmSync(join(h.taskDir, 'environment', 'workspace'), { recursive: true, force: true });
+    return h;
+  }
+
+  for (const quota of [true, false]) {
+    it(`Work's writable layer is limited by the storage driver where it can (${quota ? 'here it can' : 'here it cannot: a check instead'}), and WorkStarted says which`, async () => {
+      const { home, taskDir } = await rootfsHomeAndTask();
+      const s = fakeRun(home, taskDir, quota ? 'r-quota' : 'r-checked', async (p) => {
+        p.writeFile('/etc/assay-answer', '42\n');
+        await submitFromWork(p);
+        return 0;
+      });
+      s.fake.storageQuota = quota;
+      const report = await runResearch({ ...s.options, allowRootAgent: true });
+      expect(report).toMatchObject({ status: 'completed' });
+      expect(s.work?.rootfsSizeBytes).toBe(quota ? 16 * 1048576 : undefined);
+      const { events, verified } = await ledgerOf(home);
+      expect(verified).toBe(true);
+      const started = events.find((e) => e.envelope.type === 'WorkStarted')?.envelope.data as { limits: Record<string, unknown> };
+      expect(started.limits).toMatchObject({ user: '0:0', rootfsWriteBytes: 16 * 1048576, rootfsWriteBound: quota ? 'kernel' : 'checked' });
+      expect(s.lines.join('\n')).toContain(
+        quota
+          ? "Work's file system is limited to the task's storage_mb (16 MiB) by the storage driver"
+          : "Work's file system is bounded by a check every 10 s, not by the kernel",
+      );
+    });
+  }
+});

@@ -45,6 +45,12 @@ export interface ContainerSpec {
   readonly shmSizeBytes?: number;
   /** Namespaced kernel settings of the container (`HostConfig.Sysctls`), e.g. `kernel.shm_rmid_forced`. */
   readonly sysctls?: Readonly<Record<string, string>>;
+  /**
+   * A size limit, in bytes, that the kernel enforces on the container's writable layer (Docker's `--storage-opt
+   * size`): writes past it fail with ENOSPC. Only some storage drivers can (overlay2 on XFS mounted with project
+   * quotas); a daemon whose driver cannot refuses the container with CONTAINER_STORAGE_QUOTA_UNSUPPORTED.
+   */
+  readonly rootfsSizeBytes?: number;
   /** Run a minimal init as PID 1 (reaps zombies, forwards signals). */
   readonly init: boolean;
   /** Keep stdin open for `start(…, {stdin})`; it is closed after the bytes given there. */
@@ -118,6 +124,8 @@ export interface ContainerInfo {
   readonly mounts: ReadonlyArray<{ type: string; target: string; readOnly: boolean; source: string }>;
   /** The namespaced kernel settings as applied (empty when none), where the adapter reports them. */
   readonly sysctls?: Readonly<Record<string, string>>;
+  /** The size limit on its writable layer as applied (`HostConfig.StorageOpt.size`); null without one. */
+  readonly rootfsSizeBytes?: number | null;
   /** The GPU device requests as applied (driver and device ids); empty without GPUs. */
   readonly deviceRequests?: ReadonlyArray<{ readonly driver: string; readonly deviceIds: readonly string[]; readonly capabilities: readonly string[] }>;
 }

@@ -16,6 +16,11 @@ export const CONTAINER_ERROR_KINDS = {
   CONTAINER_ARCHIVE_TOO_LARGE: 'refused',
   /** A container spec Assay itself would never send (a GPU request with a junk device id or another driver). */
   CONTAINER_INVALID_SPEC: 'invalid_input',
+  /**
+   * A container asked for a size limit on its writable layer (`rootfsSizeBytes`) from a daemon whose storage driver
+   * cannot enforce one (Docker's overlay2 needs XFS with project quotas).
+   */
+  CONTAINER_STORAGE_QUOTA_UNSUPPORTED: 'refused',
 } as const satisfies ErrorTable;
 
 export type ContainerErrorCode = keyof typeof CONTAINER_ERROR_KINDS;

@@ -43,7 +43,7 @@ import {
 import { join, resolve } from 'node:path';
 import { hostname } from 'node:os';
 import { createHash } from 'node:crypto';
-import { AssayError, escapeTerminalText, MarkedLineStream, randomIds, systemClock, type Clock, type IdGenerator } from '@assay/core';
+import { AssayError, escapeTerminalText, isAssayError, MarkedLineStream, randomIds, systemClock, type Clock, type IdGenerator } from '@assay/core';
 import { DockerodeRuntime, remapsUsers, type ContainerRuntime, type ContainerSpec } from '@assay/containers';
 import { parseCid } from '@assay/snapshots';
 import type { SnapshotHome } from '@assay/snapshots';
@@ -424,6 +424,40 @@ async function runToCompletion(rt: JudgeRuntime, id: string, timeoutMs: number):
   }
 }
 
+/**
+ * Whether the daemon's storage driver can bound a container's writable layer (Docker's `--storage-opt size`; overlay2
+ * on XFS with project quotas can): a container created with the limit and never started, then removed.
+ */
+async function daemonLimitsWritableLayer(rt: JudgeRuntime, image: string, run: string, bytes: number): Promise<boolean> {
+  let id: string;
+  try {
+    id = await rt.containers.createContainer({
+      image,
+      cmd: ['true'],
+      entrypoint: [],
+      env: {},
+      labels: { [WORK_LABELS.role]: 'seed', [WORK_LABELS.run]: run, [WORK_LABELS.home]: homeTag(rt.home) },
+      mounts: [],
+      networkMode: 'none',
+      readOnlyRootfs: true,
+      capDrop: ['ALL'],
+      capAdd: [],
+      noNewPrivileges: true,
+      pidsLimit: 16,
+      memoryBytes: 64 * 1048576,
+      nanoCpus: 1e9,
+      rootfsSizeBytes: bytes,
+      init: false,
+      openStdin: false,
+    });
+  } catch (e) {
+    if (isAssayError(e) && e.code === 'CONTAINER_STORAGE_QUOTA_UNSUPPORTED') return false;
+    throw e;
+  }
+  await rt.containers.removeContainer(id).catch(() => undefined);
+  return true;
+}
+
 /** Whether a container bind-mounting `dir` sees what is in it here (a marker file), i.e. the daemon sees our mounts. */
 async function daemonSeesMount(rt: JudgeRuntime, image: string, dir: string, run: string): Promise<boolean> {
   const marker = `.assay-mount-check-${randomIds.next().slice(0, 8)}`;
@@ -640,6 +674,15 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
         if (bounded) workDir = bounded.dir;
       }
 
+      // full-rootfs: the kernel bounds Work's writable layer where the storage driver can; elsewhere a check does
+      const layerLimited = task.prepared.rootfs ? await daemonLimitsWritableLayer(rt, task.images.work.id, run, storageBytes) : false;
+      if (task.prepared.rootfs)
+        log(
+          layerLimited
+            ? `Work's file system is limited to the task's storage_mb (${Math.round(storageBytes / 1048576)} MiB) by the storage driver`
+            : `Work's file system is bounded by a check every ${rootfsCheckSec} s, not by the kernel: this Docker daemon's storage driver cannot limit a container's writable layer (overlay2 can on XFS with project quotas)`,
+        );
+
       const judge = new RunnerJudge(rt.runner, task.prepared, p.logs, clock);
       const gpuPool = new GpuPool(gpuPlan, clock);
       if (gpuPlan.available.length)
@@ -687,6 +730,7 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
         nanoCpus: Math.round(cpus * 1e9),
         init: true,
         openStdin: false,
+        ...(layerLimited ? { rootfsSizeBytes: storageBytes } : {}),
         ...workGpuSpec(gpuPlan),
       };
       const workLimits = {
@@ -695,7 +739,13 @@ export async function runResearch(o: RunStartOptions & { resume?: boolean }): Pr
         pidsLimit: WORK_PIDS_LIMIT,
         ...(split
           ? { user: `${ident.uid}:${ident.gid}`, readOnlyRootfs: true, tmpfsBytes: storageBytes, workspaceBytes: bounded ? storageBytes : null }
-          : { user: '0:0', userNamespaceRemap: remapped, rootfsWriteBytes: storageBytes, rootfsWriteCheckSec: rootfsCheckSec }),
+          : {
+              user: '0:0',
+              userNamespaceRemap: remapped,
+              rootfsWriteBytes: storageBytes,
+              rootfsWriteBound: layerLimited ? 'kernel' : 'checked',
+              rootfsWriteCheckSec: rootfsCheckSec,
+            }),
         ...egress.limits,
         ...(gpuPlan.work.length ? { gpus: [...gpuPlan.work] } : {}),
         ...(carried ? { carriedFrom: carried.from } : {}),

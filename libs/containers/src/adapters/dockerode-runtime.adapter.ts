@@ -37,6 +37,14 @@ interface DockerHttpError {
 
 const statusOf = (e: unknown): number | undefined => (e as DockerHttpError | undefined)?.statusCode;
 
+/** A size storage option as the daemon reports it (`10G`, `1048576`, `512m`), in bytes; null when absent or unreadable. */
+function sizeOpt(v: string | undefined): number | null {
+  const m = /^(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?$/i.exec((v ?? '').trim());
+  if (!m) return null;
+  const unit = { '': 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3, t: 1024 ** 4 }[(m[2] ?? '').toLowerCase() as '' | 'k' | 'm' | 'g' | 't'];
+  return Math.round(Number(m[1]) * unit);
+}
+
 function daemonMessage(e: unknown): string {
   const d = e as DockerHttpError;
   const m = d?.json?.message ?? d?.message ?? String(e);
@@ -351,6 +359,7 @@ export class DockerodeRuntime implements ContainerRuntime {
         ...(spec.nanoCpus !== null ? { NanoCpus: spec.nanoCpus } : {}),
         ...(spec.shmSizeBytes !== undefined ? { ShmSize: spec.shmSizeBytes } : {}),
         ...(spec.sysctls && Object.keys(spec.sysctls).length ? { Sysctls: { ...spec.sysctls } } : {}),
+        ...(spec.rootfsSizeBytes !== undefined ? { StorageOpt: { size: String(spec.rootfsSizeBytes) } } : {}),
         Init: spec.init,
         Privileged: false,
         IpcMode: 'private',
@@ -370,6 +379,15 @@ export class DockerodeRuntime implements ContainerRuntime {
         throw containerError(
           'CONTAINER_IMAGE_NOT_FOUND',
           `no image ${spec.image} in the local Docker daemon (nothing is ever pulled)`,
+          { image: spec.image },
+          e,
+        );
+      // overlay2: "--storage-opt is supported only for overlay over xfs with 'pquota' mount option"; other drivers
+      // word it their own way, all naming the storage option
+      if (spec.rootfsSizeBytes !== undefined && !isAssayError(e) && /storage[- ]?opt|quota/i.test(daemonMessage(e)))
+        throw containerError(
+          'CONTAINER_STORAGE_QUOTA_UNSUPPORTED',
+          `the Docker daemon cannot limit a container's writable layer (${daemonMessage(e).split('\n')[0]}); overlay2 can on XFS mounted with project quotas (pquota)`,
           { image: spec.image },
           e,
         );
@@ -480,6 +498,7 @@ export class DockerodeRuntime implements ContainerRuntime {
           ...Object.keys(hc.Tmpfs ?? {}).map((t) => ({ type: 'tmpfs', target: t, readOnly: false, source: '' })),
         ],
         sysctls: { ...((hc as { Sysctls?: Record<string, string> | null }).Sysctls ?? {}) },
+        rootfsSizeBytes: sizeOpt((hc as { StorageOpt?: Record<string, string> | null }).StorageOpt?.size),
         deviceRequests: ((hc as { DeviceRequests?: Docker.DeviceRequest[] | null }).DeviceRequests ?? []).map((r) => ({
           driver: r.Driver ?? '',
           deviceIds: r.DeviceIDs ?? [],

@@ -177,6 +177,11 @@ export class FakeContainerRuntime implements ContainerRuntime {
   readonly calls: string[] = [];
   available = true;
   /** What daemonInfo() answers (a plain daemon: runc, seccomp, no user-namespace remap, cgroup v1). */
+  /**
+   * Whether the storage driver can limit a container's writable layer (`rootfsSizeBytes`): false like Docker's
+   * overlay2 on ext4, which refuses such a container with CONTAINER_STORAGE_QUOTA_UNSUPPORTED.
+   */
+  storageQuota = false;
   daemon: DaemonInfo = { runtimes: ['runc'], cdiSpecDirs: [], securityOptions: ['name=seccomp,profile=builtin'], cgroupVersion: 1 };
 
   addImage(o: { tag: string; id?: string; labels?: Record<string, string>; workingDir?: string; user?: string }): string {
@@ -341,6 +346,12 @@ export class FakeContainerRuntime implements ContainerRuntime {
     this.calls.push(`create ${spec.name ?? ''}`);
     this.injected('create');
     dockerDeviceRequests(spec); // the same refusals as the real adapter
+    if (spec.rootfsSizeBytes !== undefined && !this.storageQuota)
+      throw containerError(
+        'CONTAINER_STORAGE_QUOTA_UNSUPPORTED',
+        "the Docker daemon cannot limit a container's writable layer (--storage-opt is supported only for overlay over xfs with 'pquota' mount option); overlay2 can on XFS mounted with project quotas (pquota)",
+        { image: spec.image },
+      );
     const image = this.findImage(spec.image);
     if (!image)
       throw containerError('CONTAINER_IMAGE_NOT_FOUND', `no image ${spec.image} in the local Docker daemon (nothing is ever pulled)`, { image: spec.image });
@@ -574,6 +585,7 @@ export class FakeContainerRuntime implements ContainerRuntime {
         source: m.type === 'tmpfs' ? '' : m.source,
       })),
       sysctls: { ...(s.sysctls ?? {}) },
+      rootfsSizeBytes: s.rootfsSizeBytes ?? null,
       deviceRequests: dockerDeviceRequests(s).map((r) => ({ driver: r.Driver, deviceIds: [...r.DeviceIDs], capabilities: r.Capabilities.flat() })),
     };
   }
