@@ -496,6 +496,42 @@ describe('JudgeRunner (fake runtime)', () => {
     await expect(w.runner.judge(t, cid)).rejects.toMatchObject({ code: 'JUDGE_CANCELLED' });
   });
 
+  it("writable_rootfs without the setup step: Docker's own layer, limited by the storage driver where it can, else unbounded, and the launch says which", async () => {
+    const w = await world();
+    const t = await prepared(w, { files: { 'reward.json': '{"reward": 1}' } }, { toml: '[metadata.assay_judge]\nwritable_rootfs = true\n' });
+    const visible = new JudgeRunner({
+      runtime: w.runtime,
+      snapshots: w.snapshots,
+      recorder: w.ml.recorder,
+      owners: w.owners,
+      clock: w.ml.clock,
+      ids: w.ml.ids,
+      judgesDir: join(w.home, 'judges'),
+      homeTag: 'home1',
+      hostCpus: 2,
+      drainMs: 1000,
+      procVisibility: 'visible',
+    });
+    const specs: ContainerSpec[] = [];
+    const create = w.runtime.createContainer.bind(w.runtime);
+    w.runtime.createContainer = async (spec: ContainerSpec) => {
+      const id = await create(spec);
+      specs.push(spec);
+      return id;
+    };
+    const cid = await snapshot(w);
+    const unbounded = await visible.judge(t, cid);
+    expect(unbounded).toMatchObject({ status: 'completed', limits: { readOnlyRootfs: false, rootfsWrites: 'unbounded', rootfsWriteBytes: null } });
+    w.runtime.storageQuota = true; // overlay2 on XFS with project quotas
+    const bounded = await visible.judge(t, cid);
+    expect(bounded).toMatchObject({
+      status: 'completed',
+      limits: { readOnlyRootfs: false, rootfsWrites: 'bounded', rootfsWriteBytes: t.limits.rootfsWriteBytes, procHidden: false },
+    });
+    expect(specs.map((x) => x.rootfsSizeBytes)).toEqual([undefined, t.limits.rootfsWriteBytes]);
+    expect(t.limits.rootfsWriteBytes).toBeGreaterThan(0);
+  });
+
   it('refuses what it cannot isolate honestly, and unknown snapshots', async () => {
     const w = await world();
     const refuse = async (toml: string, code: string, text: string) => {

@@ -412,7 +412,17 @@ export class JudgeRunner {
       setup,
       candidateMemoryBytes: container.candidateMemoryBytes,
     });
-    const containerId = await runtime.createContainer(gpus.length ? { ...spec, gpus: { driver: 'nvidia', deviceIds: gpus } } : spec);
+    const full = gpus.length ? { ...spec, gpus: { driver: 'nvidia' as const, deviceIds: gpus } } : spec;
+    // writable_rootfs without the setup step writes into Docker's own layer: limited by the storage driver where it
+    // can (overlay2 on XFS with project quotas), else unbounded, and JudgeLaunched says which
+    const layerLimit = !spec.readOnlyRootfs ? t.limits.rootfsWriteBytes : null;
+    const containerId =
+      layerLimit === null
+        ? await runtime.createContainer(full)
+        : await runtime.createContainer({ ...full, rootfsSizeBytes: layerLimit }).catch((e: unknown) => {
+            if (isAssayError(e) && e.code === 'CONTAINER_STORAGE_QUOTA_UNSUPPORTED') return runtime.createContainer(full);
+            throw e;
+          });
     container.id = containerId;
     this.active.add(containerId);
     const applied = await runtime.inspectContainer(containerId);

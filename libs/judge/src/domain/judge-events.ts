@@ -55,8 +55,9 @@ export interface LaunchedLimits {
   readonly procHidden: boolean;
   /**
    * Writes to the image's root file system: `none` (read-only), `bounded` (writable_rootfs with the setup step:
-   * overlays whose changes go to a tmpfs of rootfsWriteBytes), `unbounded` (writable_rootfs without it: Docker's
-   * own writable layer, on the host's disk).
+   * overlays whose changes go to a tmpfs of rootfsWriteBytes; or without it, Docker's own writable layer limited to
+   * rootfsWriteBytes by the storage driver), `unbounded` (writable_rootfs without either: Docker's own writable
+   * layer, on the host's disk).
    */
   readonly rootfsWrites: 'none' | 'bounded' | 'unbounded';
   readonly rootfsWriteBytes: number | null;
@@ -83,6 +84,8 @@ export function launchedLimits(
     capDrop: readonly string[];
     securityOpt: readonly string[];
     deviceRequests?: ReadonlyArray<{ readonly deviceIds: readonly string[] }>;
+    /** The storage driver's limit on the container's own writable layer, as applied; null or absent without one. */
+    rootfsSizeBytes?: number | null;
   },
   /** The candidate's memory cgroup limit the container was given (the setup step makes it or fails the Judge). */
   candidateMemoryBytes: number | null = null,
@@ -94,6 +97,7 @@ export function launchedLimits(
   const capAdd = applied.capAdd.map((c) => c.toUpperCase().replace(/^CAP_/, ''));
   const setup = SETUP_CAPABILITIES.every((c) => capAdd.includes(c));
   const overlay = setup && OVERLAY_SETUP_CAPABILITIES.every((c) => capAdd.includes(c));
+  const layerLimit = applied.rootfsSizeBytes ?? null;
   return {
     cpus: applied.nanoCpus === null ? 0 : applied.nanoCpus / 1e9,
     cpusRequested: l.cpusRequested,
@@ -108,8 +112,8 @@ export function launchedLimits(
     noNewPrivileges: applied.securityOpt.some((o) => /^no-new-privileges(:true|=true)?$/.test(o)),
     setupCapabilities: [...SETUP_CAPABILITIES, ...OVERLAY_SETUP_CAPABILITIES].filter((c) => capAdd.includes(c)).sort(),
     procHidden: setup,
-    rootfsWrites: l.readOnlyRootfs ? 'none' : overlay ? 'bounded' : 'unbounded',
-    rootfsWriteBytes: !l.readOnlyRootfs && overlay ? l.rootfsWriteBytes : null,
+    rootfsWrites: l.readOnlyRootfs ? 'none' : overlay || layerLimit !== null ? 'bounded' : 'unbounded',
+    rootfsWriteBytes: l.readOnlyRootfs ? null : overlay ? l.rootfsWriteBytes : layerLimit,
     candidateMemoryBytes: setup ? candidateMemoryBytes : null,
     user: '0:0',
     ...(gpus.length ? { gpus } : {}),
