@@ -270,6 +270,11 @@ print("candidate done")
 `;
     const r = await judge(join(FIXTURES, 'oom-floor'), { 'main.py': main });
     const out = log(r);
+    if ((await rt.containers.daemonInfo()).cgroupVersion !== 1) {
+      // Assay makes the candidate's cgroup on cgroup v1 hosts only (docs/judge.md): elsewhere the launch says so
+      expect(await launchedLimitsOf(r)).toMatchObject({ candidateMemoryBytes: null });
+      return;
+    }
     expect(out).toContain('candidate oom_score_adj 0');
     expect(out).toContain('candidate cannot raise its limit');
     expect(out).toContain('candidate cannot leave its cgroup');
