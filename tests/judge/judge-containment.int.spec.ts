@@ -47,6 +47,23 @@ def dump(o, f, **k):
     f.write("{}")
 `;
 
+/** Candidate Python (needs `import os, time`): ten processes of 30 MiB each, every one smaller than the verifier. */
+const TEN_HOGS = `kids = []
+for i in range(10):
+    pid = os.fork()
+    if pid == 0:
+        try:
+            x = bytearray(30 << 20)
+            x[::4096] = b"\\1" * len(x[::4096])
+            time.sleep(2)
+        finally:
+            os._exit(0)
+    kids.append(pid)
+for k in kids:
+    os.waitpid(k, 0)
+print("candidate done")
+`;
+
 describeDocker('Judge containment against hostile candidates (Docker)', () => {
   let home: string;
   let rt: JudgeRuntime;
@@ -214,21 +231,7 @@ print("candidate made empty files:", total, flush=True)
 
   it('out of memory, the kernel ends candidate processes (each smaller than the verifier), never the verifier', async () => {
     const main = `import os, time
-kids = []
-for i in range(10):
-    pid = os.fork()
-    if pid == 0:
-        try:
-            x = bytearray(30 << 20)
-            x[::4096] = b"\\1" * len(x[::4096])
-            time.sleep(2)
-        finally:
-            os._exit(0)
-    kids.append(pid)
-for k in kids:
-    os.waitpid(k, 0)
-print("candidate done")
-`;
+${TEN_HOGS}`;
     const r = await judge(join(FIXTURES, 'oom-choice'), { 'main.py': main });
     const out = log(r);
     expect(out).toContain('verifier kept its 100 MiB');
@@ -253,21 +256,7 @@ for name, path, value in (
 with open("/tmp/fill", "wb") as f:
     for _ in range(40):
         f.write(b"x" * (1 << 20))
-kids = []
-for i in range(10):
-    pid = os.fork()
-    if pid == 0:
-        try:
-            x = bytearray(30 << 20)
-            x[::4096] = b"\\1" * len(x[::4096])
-            time.sleep(2)
-        finally:
-            os._exit(0)
-    kids.append(pid)
-for k in kids:
-    os.waitpid(k, 0)
-print("candidate done")
-`;
+${TEN_HOGS}`;
     const r = await judge(join(FIXTURES, 'oom-floor'), { 'main.py': main });
     const out = log(r);
     if ((await rt.containers.daemonInfo()).cgroupVersion !== 1) {

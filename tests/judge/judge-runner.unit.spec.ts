@@ -38,7 +38,7 @@ afterAll(() => {
   removeFakeSnapshots();
 });
 
-async function world(): Promise<World> {
+async function world(o: { procVisibility?: 'hidden' | 'visible' } = {}): Promise<World> {
   const runtime = new FakeContainerRuntime();
   runtime.addImage({ tag: 'assay/base:bookworm' });
   installFakeEntrypoint(runtime);
@@ -58,6 +58,7 @@ async function world(): Promise<World> {
     homeTag: 'home1',
     hostCpus: 2,
     drainMs: 1000,
+    ...(o.procVisibility ? { procVisibility: o.procVisibility } : {}),
   });
   const images = new TaskImageBuilder({
     runtime,
@@ -497,21 +498,9 @@ describe('JudgeRunner (fake runtime)', () => {
   });
 
   it("writable_rootfs without the setup step: Docker's own layer, limited by the storage driver where it can, else unbounded, and the launch says which", async () => {
-    const w = await world();
+    const w = await world({ procVisibility: 'visible' });
     const t = await prepared(w, { files: { 'reward.json': '{"reward": 1}' } }, { toml: '[metadata.assay_judge]\nwritable_rootfs = true\n' });
-    const visible = new JudgeRunner({
-      runtime: w.runtime,
-      snapshots: w.snapshots,
-      recorder: w.ml.recorder,
-      owners: w.owners,
-      clock: w.ml.clock,
-      ids: w.ml.ids,
-      judgesDir: join(w.home, 'judges'),
-      homeTag: 'home1',
-      hostCpus: 2,
-      drainMs: 1000,
-      procVisibility: 'visible',
-    });
+    const visible = w.runner;
     const specs: ContainerSpec[] = [];
     const create = w.runtime.createContainer.bind(w.runtime);
     w.runtime.createContainer = async (spec: ContainerSpec) => {

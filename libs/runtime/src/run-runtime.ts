@@ -425,31 +425,37 @@ async function runToCompletion(rt: JudgeRuntime, id: string, timeoutMs: number):
 }
 
 /**
+ * A short-lived container of the run's own that asks the daemon one question (labelled `seed`, so a dead controller's
+ * is swept with the run's): no network, no capability, a read-only root, small limits.
+ */
+function probeSpec(rt: JudgeRuntime, image: string, run: string, o: Pick<ContainerSpec, 'cmd' | 'mounts' | 'rootfsSizeBytes'>): ContainerSpec {
+  return {
+    image,
+    entrypoint: [],
+    env: {},
+    labels: { [WORK_LABELS.role]: 'seed', [WORK_LABELS.run]: run, [WORK_LABELS.home]: homeTag(rt.home) },
+    networkMode: 'none',
+    readOnlyRootfs: true,
+    capDrop: ['ALL'],
+    capAdd: [],
+    noNewPrivileges: true,
+    pidsLimit: 16,
+    memoryBytes: 64 * 1048576,
+    nanoCpus: 1e9,
+    init: false,
+    openStdin: false,
+    ...o,
+  };
+}
+
+/**
  * Whether the daemon's storage driver can bound a container's writable layer (Docker's `--storage-opt size`; overlay2
  * on XFS with project quotas can): a container created with the limit and never started, then removed.
  */
 async function daemonLimitsWritableLayer(rt: JudgeRuntime, image: string, run: string, bytes: number): Promise<boolean> {
   let id: string;
   try {
-    id = await rt.containers.createContainer({
-      image,
-      cmd: ['true'],
-      entrypoint: [],
-      env: {},
-      labels: { [WORK_LABELS.role]: 'seed', [WORK_LABELS.run]: run, [WORK_LABELS.home]: homeTag(rt.home) },
-      mounts: [],
-      networkMode: 'none',
-      readOnlyRootfs: true,
-      capDrop: ['ALL'],
-      capAdd: [],
-      noNewPrivileges: true,
-      pidsLimit: 16,
-      memoryBytes: 64 * 1048576,
-      nanoCpus: 1e9,
-      rootfsSizeBytes: bytes,
-      init: false,
-      openStdin: false,
-    });
+    id = await rt.containers.createContainer(probeSpec(rt, image, run, { cmd: ['true'], mounts: [], rootfsSizeBytes: bytes }));
   } catch (e) {
     if (isAssayError(e) && e.code === 'CONTAINER_STORAGE_QUOTA_UNSUPPORTED') return false;
     throw e;
@@ -463,24 +469,12 @@ async function daemonSeesMount(rt: JudgeRuntime, image: string, dir: string, run
   const marker = `.assay-mount-check-${randomIds.next().slice(0, 8)}`;
   writeFileSync(join(dir, marker), '');
   try {
-    const id = await rt.containers.createContainer({
-      image,
-      cmd: ['test', '-e', `/assay-check/${marker}`],
-      entrypoint: [],
-      env: {},
-      labels: { [WORK_LABELS.role]: 'seed', [WORK_LABELS.run]: run, [WORK_LABELS.home]: homeTag(rt.home) },
-      mounts: [{ type: 'bind', source: dir, target: '/assay-check', readOnly: true }],
-      networkMode: 'none',
-      readOnlyRootfs: true,
-      capDrop: ['ALL'],
-      capAdd: [],
-      noNewPrivileges: true,
-      pidsLimit: 16,
-      memoryBytes: 64 * 1048576,
-      nanoCpus: 1e9,
-      init: false,
-      openStdin: false,
-    });
+    const id = await rt.containers.createContainer(
+      probeSpec(rt, image, run, {
+        cmd: ['test', '-e', `/assay-check/${marker}`],
+        mounts: [{ type: 'bind', source: dir, target: '/assay-check', readOnly: true }],
+      }),
+    );
     return await runToCompletion(rt, id, 60_000);
   } catch {
     return false;
