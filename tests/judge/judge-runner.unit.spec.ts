@@ -500,25 +500,28 @@ describe('JudgeRunner (fake runtime)', () => {
   it("writable_rootfs without the setup step: Docker's own layer, limited by the storage driver where it can, else unbounded, and the launch says which", async () => {
     const w = await world({ procVisibility: 'visible' });
     const t = await prepared(w, { files: { 'reward.json': '{"reward": 1}' } }, { toml: '[metadata.assay_judge]\nwritable_rootfs = true\n' });
-    const visible = w.runner;
-    const specs: ContainerSpec[] = [];
+    const asked: Array<number | undefined> = []; // each create's layer limit, refused or not
     const create = w.runtime.createContainer.bind(w.runtime);
-    w.runtime.createContainer = async (spec: ContainerSpec) => {
-      const id = await create(spec);
-      specs.push(spec);
-      return id;
+    w.runtime.createContainer = (spec: ContainerSpec) => {
+      asked.push(spec.rootfsSizeBytes);
+      return create(spec);
     };
     const cid = await snapshot(w);
-    const unbounded = await visible.judge(t, cid);
-    expect(unbounded).toMatchObject({ status: 'completed', limits: { readOnlyRootfs: false, rootfsWrites: 'unbounded', rootfsWriteBytes: null } });
+    const limit = t.limits.rootfsWriteBytes;
+    expect(limit).toBeGreaterThan(0);
     w.runtime.storageQuota = true; // overlay2 on XFS with project quotas
-    const bounded = await visible.judge(t, cid);
-    expect(bounded).toMatchObject({
+    expect(await w.runner.judge(t, cid)).toMatchObject({
       status: 'completed',
-      limits: { readOnlyRootfs: false, rootfsWrites: 'bounded', rootfsWriteBytes: t.limits.rootfsWriteBytes, procHidden: false },
+      limits: { readOnlyRootfs: false, rootfsWrites: 'bounded', rootfsWriteBytes: limit, procHidden: false },
     });
-    expect(specs.map((x) => x.rootfsSizeBytes)).toEqual([undefined, t.limits.rootfsWriteBytes]);
-    expect(t.limits.rootfsWriteBytes).toBeGreaterThan(0);
+    expect(asked.splice(0)).toEqual([limit]);
+    w.runtime.storageQuota = false; // overlay2 on ext4: refused, then created without the limit
+    const unbounded = { status: 'completed', limits: { readOnlyRootfs: false, rootfsWrites: 'unbounded', rootfsWriteBytes: null } };
+    expect(await w.runner.judge(t, cid)).toMatchObject(unbounded);
+    expect(asked.splice(0)).toEqual([limit, undefined]);
+    // once refused, the runner does not ask again
+    expect(await w.runner.judge(t, cid)).toMatchObject(unbounded);
+    expect(asked.splice(0)).toEqual([undefined]);
   });
 
   it('refuses what it cannot isolate honestly, and unknown snapshots', async () => {

@@ -137,6 +137,8 @@ export class JudgeRunner {
   private cancelled: string | null = null;
   /** The daemon's cgroup version, asked once (the candidate-memory setup step supports cgroup v1 hosts). */
   private cgroupVersion: Promise<1 | 2 | null> | null = null;
+  /** False once the daemon refused to limit a container's writable layer (asked again only by a new runner). */
+  private layerLimits = true;
 
   constructor(private readonly d: JudgeRunnerDeps) {
     this.progress = d.progress ?? silentProgress;
@@ -415,13 +417,14 @@ export class JudgeRunner {
     const full = gpus.length ? { ...spec, gpus: { driver: 'nvidia' as const, deviceIds: gpus } } : spec;
     // writable_rootfs without the setup step writes into Docker's own layer: limited by the storage driver where it
     // can (overlay2 on XFS with project quotas), else unbounded, and JudgeLaunched says which
-    const layerLimit = !spec.readOnlyRootfs ? t.limits.rootfsWriteBytes : null;
+    const layerLimit = !spec.readOnlyRootfs && this.layerLimits ? t.limits.rootfsWriteBytes : null;
     const containerId =
       layerLimit === null
         ? await runtime.createContainer(full)
         : await runtime.createContainer({ ...full, rootfsSizeBytes: layerLimit }).catch((e: unknown) => {
-            if (isAssayError(e) && e.code === 'CONTAINER_STORAGE_QUOTA_UNSUPPORTED') return runtime.createContainer(full);
-            throw e;
+            if (!isAssayError(e) || e.code !== 'CONTAINER_STORAGE_QUOTA_UNSUPPORTED') throw e;
+            this.layerLimits = false;
+            return runtime.createContainer(full);
           });
     container.id = containerId;
     this.active.add(containerId);
